@@ -1,0 +1,173 @@
+// Package event is flightrec's vocabulary: the envelope every executor event
+// travels in, the kinds, their typed payloads and validation.
+//
+// It imports nothing of flightrec's own, so every other package can depend on
+// it. Field names are the wire contract (snake_case, HAR and rrweb keep their
+// own spelling); extend with care, never rename.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Kind names what an event's data holds.
+type Kind string
+
+// The kinds of DESIGN.md's event model.
+const (
+	KindReceipt    Kind = "receipt"
+	KindSnapshot   Kind = "snapshot"
+	KindDOM        Kind = "dom"
+	KindHAR        Kind = "har"
+	KindConsole    Kind = "console"
+	KindFrame      Kind = "frame"
+	KindVideo      Kind = "video"
+	KindScreenshot Kind = "screenshot"
+	KindCheck      Kind = "check"
+	KindMeta       Kind = "meta"
+)
+
+// Kinds lists every kind in a stable order (used for per-kind counts).
+var Kinds = []Kind{KindReceipt, KindSnapshot, KindDOM, KindHAR, KindConsole,
+	KindFrame, KindVideo, KindScreenshot, KindCheck, KindMeta}
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool {
+	for _, x := range Kinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Envelope is the one shape every event has, on the wire and in storage.
+// Data stays raw JSON so that fields this version does not model (HAR and
+// rrweb carry many) pass through unchanged.
+type Envelope struct {
+	Seq  uint64          `json:"seq"`
+	TS   int64           `json:"ts"`
+	Step int             `json:"step"`
+	Kind Kind            `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Limits bound what one event may hold. Zero means "no limit".
+type Limits struct {
+	// MaxEventBytes bounds the encoded size of one event (its NDJSON line).
+	MaxEventBytes int
+	// MaxStep bounds the step number, so a typo cannot create 2^31 steps.
+	MaxStep int
+}
+
+// DefaultLimits are the limits ingest applies unless configured otherwise.
+var DefaultLimits = Limits{MaxEventBytes: 16 << 20, MaxStep: 1_000_000}
+
+// Error is a validation failure: which field and why. Its message never
+// quotes the field's value, since values may be secrets.
+type Error struct {
+	Field  string // JSON path of the offending field, e.g. "data.action.verb"
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+func errf(field, format string, args ...any) *Error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Decoded is an envelope whose data has been parsed into its typed payload
+// and validated. Payload is one of the pointer types in payload.go.
+type Decoded struct {
+	Envelope
+	Payload any
+}
+
+// Decode validates env and parses its data into the kind's payload type.
+// The error, if any, is an *Error naming the field.
+func Decode(env Envelope, lim Limits) (*Decoded, error) {
+	if env.Seq == 0 {
+		return nil, errf("seq", "must be ≥ 1")
+	}
+	if env.TS <= 0 {
+		return nil, errf("ts", "must be unix nanoseconds > 0")
+	}
+	if env.Step < 0 {
+		return nil, errf("step", "must be ≥ 0")
+	}
+	if lim.MaxStep > 0 && env.Step > lim.MaxStep {
+		return nil, errf("step", "exceeds the limit of %d", lim.MaxStep)
+	}
+	if !env.Kind.Valid() {
+		return nil, errf("kind", "unknown kind (want one of receipt, snapshot, dom, har, console, frame, video, screenshot, check, meta)")
+	}
+	if len(env.Data) == 0 || string(env.Data) == "null" {
+		return nil, errf("data", "is required")
+	}
+	if env.Data[0] != '{' {
+		return nil, errf("data", "must be a JSON object")
+	}
+	p := newPayload(env.Kind)
+	if err := json.Unmarshal(env.Data, p); err != nil {
+		return nil, &Error{Field: "data", Reason: describeJSONError(err)}
+	}
+	if v, ok := p.(interface{ validate() *Error }); ok {
+		if e := v.validate(); e != nil {
+			e.Field = joinField("data", e.Field)
+			return nil, e
+		}
+	}
+	return &Decoded{Envelope: env, Payload: p}, nil
+}
+
+func joinField(prefix, f string) string {
+	if f == "" {
+		return prefix
+	}
+	return prefix + "." + f
+}
+
+// describeJSONError turns a json error into a message without any value from
+// the input (UnmarshalTypeError carries only types and field names).
+func describeJSONError(err error) string {
+	switch e := err.(type) {
+	case *json.UnmarshalTypeError:
+		return fmt.Sprintf("field %q: expected %s, got JSON %s", e.Field, e.Type, e.Value)
+	case *json.SyntaxError:
+		return fmt.Sprintf("invalid JSON at byte %d", e.Offset)
+	default:
+		return "invalid payload"
+	}
+}
+
+func newPayload(k Kind) any {
+	switch k {
+	case KindReceipt:
+		return new(Receipt)
+	case KindSnapshot:
+		return new(Snapshot)
+	case KindDOM:
+		return new(DOM)
+	case KindHAR:
+		return new(HAR)
+	case KindConsole:
+		return new(Console)
+	case KindFrame:
+		return new(Frame)
+	case KindVideo:
+		return new(Video)
+	case KindScreenshot:
+		return new(Screenshot)
+	case KindCheck:
+		return new(Check)
+	case KindMeta:
+		return new(Meta)
+	}
+	panic("event: no payload type for kind " + string(k))
+}

@@ -1,0 +1,388 @@
+package event
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Target names what an action aimed at: an accessibility ref, role and name,
+// or a CSS selector.
+type Target struct {
+	Ref      string `json:"ref,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Selector string `json:"selector,omitempty"`
+}
+
+// Action is what a step did: a verb, its target and its arguments.
+type Action struct {
+	Verb   string          `json:"verb"`
+	Target *Target         `json:"target,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+}
+
+// StepError is a failed step's code, reason and what to try next.
+type StepError struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+	Next    string `json:"next,omitempty"`
+}
+
+// RequestEffect is one request a step caused.
+type RequestEffect struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+}
+
+// Effects are what a step changed besides its own outcome.
+type Effects struct {
+	Navigation    *Navigation     `json:"navigation,omitempty"`
+	Popups        []string        `json:"popups,omitempty"`
+	Dialogs       []Dialog        `json:"dialogs,omitempty"`
+	Downloads     []string        `json:"downloads,omitempty"`
+	Requests      []RequestEffect `json:"requests,omitempty"`
+	ConsoleErrors int             `json:"console_errors,omitempty"`
+	SnapshotDelta string          `json:"snapshot_delta,omitempty"`
+}
+
+// Navigation is a page change caused by a step.
+type Navigation struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to"`
+}
+
+// Dialog is a JavaScript dialog a step opened.
+type Dialog struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
+}
+
+// Outcomes of a step.
+const (
+	OutcomeDone    = "done"
+	OutcomeFailed  = "failed"
+	OutcomeUnknown = "outcome_unknown"
+)
+
+// Receipt is the executor's account of one step.
+type Receipt struct {
+	Step           int        `json:"step"`
+	Action         Action     `json:"action"`
+	Resolved       *Target    `json:"resolved,omitempty"`
+	Outcome        string     `json:"outcome"`
+	Error          *StepError `json:"error,omitempty"`
+	Effects        *Effects   `json:"effects,omitempty"`
+	Rule           string     `json:"rule,omitempty"`
+	StartedAt      int64      `json:"started_at,omitempty"`
+	EndedAt        int64      `json:"ended_at,omitempty"`
+	BrowserSeconds float64    `json:"browser_seconds,omitempty"`
+}
+
+func (r *Receipt) validate() *Error {
+	if r.Action.Verb == "" {
+		return errf("action.verb", "is required")
+	}
+	switch r.Outcome {
+	case OutcomeDone, OutcomeUnknown:
+	case OutcomeFailed:
+		if r.Error == nil || r.Error.Code == "" {
+			return errf("error.code", "is required when outcome is failed")
+		}
+	case "":
+		return errf("outcome", "is required")
+	default:
+		return errf("outcome", "must be done, failed or outcome_unknown")
+	}
+	if r.StartedAt != 0 && r.EndedAt != 0 && r.EndedAt < r.StartedAt {
+		return errf("ended_at", "is before started_at")
+	}
+	return nil
+}
+
+// Snapshot views and moments.
+var (
+	snapshotViews = []string{"interactive", "content", "full", "delta"}
+	snapshotWhens = []string{"", "before", "after"}
+)
+
+// Snapshot is a text rendering of the page.
+type Snapshot struct {
+	View      string `json:"view"`
+	Scope     string `json:"scope,omitempty"`
+	When      string `json:"when,omitempty"`
+	Origin    string `json:"origin,omitempty"`
+	Nonce     string `json:"nonce,omitempty"`
+	Text      string `json:"text"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+func (s *Snapshot) validate() *Error {
+	if !oneOf(s.View, snapshotViews) {
+		return errf("view", "must be interactive, content, full or delta")
+	}
+	if !oneOf(s.When, snapshotWhens) {
+		return errf("when", "must be before or after")
+	}
+	return nil
+}
+
+// DOM is one rrweb event, unchanged in shape.
+type DOM struct {
+	Type      *int            `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	Timestamp int64           `json:"timestamp"`
+}
+
+func (d *DOM) validate() *Error {
+	if d.Type == nil {
+		return errf("type", "is required (rrweb event type 0-7)")
+	}
+	if *d.Type < 0 || *d.Type > 7 {
+		return errf("type", "must be an rrweb event type 0-7")
+	}
+	if d.Timestamp <= 0 {
+		return errf("timestamp", "must be unix milliseconds > 0")
+	}
+	return nil
+}
+
+// NameValue is HAR's name/value pair (headers, query strings, params).
+type NameValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Cookie is a HAR 1.2 cookie.
+type Cookie struct {
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Path     string `json:"path,omitempty"`
+	Domain   string `json:"domain,omitempty"`
+	Expires  string `json:"expires,omitempty"`
+	HTTPOnly bool   `json:"httpOnly,omitempty"`
+	Secure   bool   `json:"secure,omitempty"`
+}
+
+// PostData is a HAR 1.2 request body.
+type PostData struct {
+	MimeType string      `json:"mimeType"`
+	Params   []NameValue `json:"params,omitempty"`
+	Text     string      `json:"text,omitempty"`
+}
+
+// HARRequest is a HAR 1.2 request.
+type HARRequest struct {
+	Method      string      `json:"method"`
+	URL         string      `json:"url"`
+	HTTPVersion string      `json:"httpVersion"`
+	Cookies     []Cookie    `json:"cookies"`
+	Headers     []NameValue `json:"headers"`
+	QueryString []NameValue `json:"queryString"`
+	PostData    *PostData   `json:"postData,omitempty"`
+	HeadersSize int64       `json:"headersSize"`
+	BodySize    int64       `json:"bodySize"`
+}
+
+// HARContent is a HAR 1.2 response body.
+type HARContent struct {
+	Size     int64  `json:"size"`
+	MimeType string `json:"mimeType"`
+	Text     string `json:"text,omitempty"`
+	Encoding string `json:"encoding,omitempty"`
+}
+
+// HARResponse is a HAR 1.2 response. Status 0 means the request failed.
+type HARResponse struct {
+	Status      int         `json:"status"`
+	StatusText  string      `json:"statusText"`
+	HTTPVersion string      `json:"httpVersion"`
+	Cookies     []Cookie    `json:"cookies"`
+	Headers     []NameValue `json:"headers"`
+	Content     HARContent  `json:"content"`
+	RedirectURL string      `json:"redirectURL"`
+	HeadersSize int64       `json:"headersSize"`
+	BodySize    int64       `json:"bodySize"`
+}
+
+// HAR is one HAR 1.2 entry. Bodies are capped at MaxHARBody with Truncated set.
+type HAR struct {
+	StartedDateTime string          `json:"startedDateTime"`
+	Time            float64         `json:"time"`
+	Request         HARRequest      `json:"request"`
+	Response        HARResponse     `json:"response"`
+	Timings         json.RawMessage `json:"timings,omitempty"`
+	Initiator       json.RawMessage `json:"_initiator,omitempty"`
+	Truncated       bool            `json:"_truncated,omitempty"`
+}
+
+// MaxHARBody is the cap on a HAR body kept in an event.
+const MaxHARBody = 64 << 10
+
+func (h *HAR) validate() *Error {
+	if h.Request.Method == "" {
+		return errf("request.method", "is required")
+	}
+	if h.Request.URL == "" {
+		return errf("request.url", "is required")
+	}
+	if h.Response.Status < 0 || h.Response.Status > 999 {
+		return errf("response.status", "must be 0 (failed) or an HTTP status")
+	}
+	if len(h.Response.Content.Text) > MaxHARBody*4/3+4 {
+		return errf("response.content.text", "exceeds the 64 KiB body cap; truncate and set _truncated")
+	}
+	return nil
+}
+
+// StackFrame is one frame of a console stack.
+type StackFrame struct {
+	Function string `json:"function,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+}
+
+var consoleLevels = []string{"log", "debug", "info", "warn", "warning", "error", "trace", "assert", "exception"}
+
+// Console is one console message or uncaught exception.
+type Console struct {
+	Level       string       `json:"level"`
+	Text        string       `json:"text"`
+	URL         string       `json:"url,omitempty"`
+	Line        int          `json:"line,omitempty"`
+	Column      int          `json:"column,omitempty"`
+	Stack       []StackFrame `json:"stack,omitempty"`
+	MappedStack []StackFrame `json:"mapped_stack,omitempty"`
+}
+
+func (c *Console) validate() *Error {
+	if !oneOf(c.Level, consoleLevels) {
+		return errf("level", "must be one of %s", strings.Join(consoleLevels, ", "))
+	}
+	return nil
+}
+
+// Rect is a rectangle in CSS pixels of the viewport.
+type Rect struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+	W int `json:"w"`
+	H int `json:"h"`
+}
+
+// Point is a position in CSS pixels of the viewport.
+type Point struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+}
+
+// Frame is one video frame. On the wire Image holds the bytes (base64 in
+// JSON); stored and served, ImageCID replaces them.
+type Frame struct {
+	Mime     string `json:"mime"`
+	Image    []byte `json:"image,omitempty"`
+	ImageCID string `json:"image_cid,omitempty"`
+	Width    int    `json:"width"`
+	Height   int    `json:"height"`
+	Masks    []Rect `json:"masks,omitempty"`
+	Cursor   *Point `json:"cursor,omitempty"`
+}
+
+func (f *Frame) validate() *Error {
+	if f.Mime != "image/jpeg" && f.Mime != "image/png" {
+		return errf("mime", "must be image/jpeg or image/png")
+	}
+	if len(f.Image) == 0 && f.ImageCID == "" {
+		return errf("image", "is required (base64 bytes)")
+	}
+	if f.Width <= 0 || f.Height <= 0 {
+		return errf("width", "width and height must be > 0")
+	}
+	for i := range f.Masks {
+		if f.Masks[i].W <= 0 || f.Masks[i].H <= 0 {
+			return errf("masks", "rectangle %d has no area", i)
+		}
+	}
+	return nil
+}
+
+// Screenshot is a frame taken at a checkpoint or on failure.
+type Screenshot struct {
+	Frame
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Screenshot) validate() *Error {
+	if e := s.Frame.validate(); e != nil {
+		return e
+	}
+	if s.Reason != "" && s.Reason != "checkpoint" && s.Reason != "failure" {
+		return errf("reason", "must be checkpoint or failure")
+	}
+	return nil
+}
+
+// TimedRect is a mask rectangle over a time range on the recording's clock.
+type TimedRect struct {
+	Rect
+	FromTS int64 `json:"from_ts"`
+	ToTS   int64 `json:"to_ts"`
+}
+
+// Video is one chunk of an executor-encoded WebM stream.
+type Video struct {
+	Mime          string      `json:"mime"`
+	StreamStartTS int64       `json:"stream_start_ts"`
+	Chunk         []byte      `json:"chunk,omitempty"`
+	ChunkCID      string      `json:"chunk_cid,omitempty"`
+	Masks         []TimedRect `json:"masks,omitempty"`
+}
+
+func (v *Video) validate() *Error {
+	if v.Mime != "video/webm" {
+		return errf("mime", "must be video/webm")
+	}
+	if len(v.Chunk) == 0 && v.ChunkCID == "" {
+		return errf("chunk", "is required (base64 bytes)")
+	}
+	return nil
+}
+
+// Check is a UI or state check with what was expected and what was seen.
+type Check struct {
+	Type   string          `json:"type"`
+	Target string          `json:"target,omitempty"`
+	Expect json.RawMessage `json:"expect,omitempty"`
+	Actual json.RawMessage `json:"actual,omitempty"`
+	Passed bool            `json:"passed"`
+}
+
+func (c *Check) validate() *Error {
+	if c.Type != "ui" && c.Type != "state" {
+		return errf("type", "must be ui or state")
+	}
+	return nil
+}
+
+// Viewport is the browser's viewport in CSS pixels.
+type Viewport struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Meta carries versions, the viewport and labels.
+type Meta struct {
+	Versions map[string]string `json:"versions,omitempty"`
+	Viewport *Viewport         `json:"viewport,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+func oneOf(s string, set []string) bool {
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flightrec/flightrec/event"
+)
+
+// ErrNotFound is returned by an Index or a store for an unknown recording,
+// event or blob.
+var ErrNotFound = errors.New("not found")
+
+// Recording states.
+const (
+	StateOpen     = "open"
+	StateFinished = "finished"
+)
+
+// Verdicts a finished recording may carry.
+var Verdicts = []string{"pass", "fail", "flaky", "blocked", "not_run"}
+
+// RecordingMeta is what a recording is: set at open, completed at finish.
+// It is the JSON stored in a recording's meta file and in its manifest.
+type RecordingMeta struct {
+	ID         string            `json:"id"`
+	Project    string            `json:"project"`
+	Flow       string            `json:"flow,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Executor   string            `json:"executor,omitempty"`
+	Versions   map[string]string `json:"versions,omitempty"`
+	PlanDigest string            `json:"plan_digest,omitempty"`
+	CreatedAt  int64             `json:"created_at"` // unix ns, server clock
+	FinishedAt int64             `json:"finished_at,omitempty"`
+	Verdict    string            `json:"verdict,omitempty"`
+	// FailureSignature is set by diffrun; empty until then.
+	FailureSignature string `json:"failure_signature,omitempty"`
+}
+
+// RecordingRow is a recording as the index holds it.
+type RecordingRow struct {
+	RecordingMeta
+	State     string `json:"state"`
+	Root      string `json:"root,omitempty"` // manifest CID once finished
+	Events    int64  `json:"events"`         // events indexed
+	Bytes     int64  `json:"bytes"`          // payload bytes indexed (records plus blobs)
+	Steps     int    `json:"steps"`          // distinct steps indexed
+	FirstTS   int64  `json:"first_ts,omitempty"`
+	LastTS    int64  `json:"last_ts,omitempty"`
+	IndexedTo uint64 `json:"indexed_through"` // the projection cursor: highest seq indexed
+}
+
+// Locator says where an event's record lives: segment ordinal (1-based) in
+// the recording's log, byte offset of the record and its length. After
+// finish the same ordinals name the manifest's segment blobs.
+type Locator struct {
+	Segment int   `json:"segment"`
+	Offset  int64 `json:"offset"`
+	Length  int   `json:"length"`
+}
+
+// EventRow is one event as the index holds it: its envelope fields, where
+// its record is, the blob it references and its search summary.
+type EventRow struct {
+	Recording string     `json:"recording"`
+	Seq       uint64     `json:"seq"`
+	Step      int        `json:"step"`
+	TS        int64      `json:"ts"`
+	Kind      event.Kind `json:"kind"`
+	CID       string     `json:"cid,omitempty"` // the blob this event carries, if any
+	Size      int64      `json:"size"`          // record bytes plus blob bytes
+	Loc       Locator    `json:"-"`
+	event.Summary
+}
+
+// StepRow is one entry of a recording's timeline.
+type StepRow struct {
+	Step    int                  `json:"step"`
+	StartTS int64                `json:"start_ts"`
+	EndTS   int64                `json:"end_ts"`
+	Events  int64                `json:"events"`
+	Counts  map[event.Kind]int64 `json:"counts"`
+	// The step's receipt summary, when it has a receipt (the last one wins).
+	Action    string `json:"action,omitempty"`
+	Target    string `json:"target,omitempty"`
+	Outcome   string `json:"outcome,omitempty"`
+	ErrorCode string `json:"error_code,omitempty"`
+	FirstSeq  uint64 `json:"first_seq"`
+	LastSeq   uint64 `json:"last_seq"`
+}
+
+// RecordingFilter selects recordings. Zero fields do not filter.
+type RecordingFilter struct {
+	Project string
+	Flow    string
+	Verdict string
+	State   string
+	Since   int64 // CreatedAt ≥ Since (unix ns)
+	Until   int64 // CreatedAt < Until (unix ns)
+	// Page: newest first; After is the ID of the last row of the previous
+	// page (rows strictly older than it).
+	After string
+	Limit int
+}
+
+// EventQuery selects events of one recording in seq order.
+type EventQuery struct {
+	Recording string
+	Kind      event.Kind // "" for all
+	Step      *int       // nil for all
+	AfterSeq  uint64
+	Limit     int // 0 means the backend's default page (1000)
+}
+
+// SearchQuery searches events across recordings. Zero fields do not filter;
+// Text matches as a case-insensitive substring of URL, text, error code and
+// the recording's failure signature.
+type SearchQuery struct {
+	Recordings []string // restrict to these recordings; nil for all
+	Project    string
+	Text       string
+	URL        string // substring
+	Status     int
+	ErrorCode  string
+	Limit      int
+}
+
+// Index is the queryable projection of the logs and manifests. It can be
+// rebuilt from them at any time (flightrec reindex), so it is never the only
+// copy of anything.
+//
+// IndexEvents is idempotent on (recording, seq): a replayed row never counts
+// twice. The rows and the cursor move together, atomically where the
+// backend allows, so the projection resumes exactly where it stopped.
+type Index interface {
+	// PutRecording inserts or replaces a recording's metadata and state.
+	// It leaves the event counters and the cursor as they are.
+	PutRecording(ctx context.Context, r RecordingRow) error
+	// IndexEvents adds rows (all of one recording, ascending seq) and
+	// advances the recording's cursor to through.
+	IndexEvents(ctx context.Context, recording string, rows []EventRow, through uint64) error
+	// Cursor returns the highest seq indexed for a recording (0 if none).
+	Cursor(ctx context.Context, recording string) (uint64, error)
+
+	Recording(ctx context.Context, id string) (RecordingRow, error)
+	Recordings(ctx context.Context, f RecordingFilter) ([]RecordingRow, error)
+	Timeline(ctx context.Context, recording string) ([]StepRow, error)
+	Events(ctx context.Context, q EventQuery) ([]EventRow, error)
+	Search(ctx context.Context, q SearchQuery) ([]EventRow, error)
+	// DeleteRecording removes a recording and all its rows.
+	DeleteRecording(ctx context.Context, id string) error
+	// Reset drops every row (reindex starts from nothing).
+	Reset(ctx context.Context) error
+	Close() error
+}
