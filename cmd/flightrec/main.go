@@ -1,0 +1,135 @@
+// Command flightrec is the one binary: the server and every tool that works
+// on a store or talks to a server.
+//
+// Exit codes: 0 success; 1 the check found something (verify found a
+// mismatch); 2 usage error; 3 the operation failed (server unreachable,
+// storage error).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/flightrec/flightrec/internal/apierr"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFound    = 1
+	exitUsage    = 2
+	exitFailure  = 3
+	usageNextMsg = "run flightrec help"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, out, errOut io.Writer) int
+}
+
+var commands = []command{
+	{"serve", "run the service (ingest, playback, metrics) on the embedded default", runServe},
+	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
+	{"verify", "re-hash every blob that a manifest references; check open logs", runVerify},
+	{"reindex", "rebuild the index from the logs and manifests", runReindex},
+	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			return run(ctx, []string{args[1], "--help"}, out, errOut)
+		}
+		usage(out)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], out, errOut)
+		}
+	}
+	printErr(errOut, false, apierr.New(0, "UNKNOWN_COMMAND", usageNextMsg, "unknown command %q", args[0]))
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "flightrec records and plays back what browser-automation executors do.")
+	fmt.Fprintln(w, "\nUsage: flightrec COMMAND [flags]   (flightrec COMMAND --help for its flags)")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = fmt.Sprintf("  %-10s %s", c.name, c.summary)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, strings.Join(names, "\n"))
+	fmt.Fprintln(w, "\nExit codes: 0 ok; 1 a check found a problem; 2 usage error; 3 the operation failed.")
+}
+
+// newFlags returns a flag set whose --help prints a summary and the flags.
+func newFlags(name, synopsis string, errOut io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "Usage: flightrec %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags; it returns a non-negative exit code when the command
+// should stop (help or a usage error).
+func parse(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	return -1
+}
+
+// printErr prints an error as the envelope (--json) or as two lines.
+func printErr(w io.Writer, asJSON bool, err error) {
+	var e *apierr.Error
+	if !errors.As(err, &e) {
+		e = &apierr.Error{Code: "FAILED", Message: err.Error(), Next: usageNextMsg}
+	}
+	if asJSON {
+		_ = json.NewEncoder(w).Encode(apierr.Envelope{Error: e})
+		return
+	}
+	fmt.Fprintf(w, "flightrec: %s: %s\n  next: %s\n", e.Code, e.Message, e.Next)
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,76 @@
+// Package ingest is flightrec's write API: opening a recording, appending
+// batches of events with sequence and idempotency rules, and finishing it
+// into a manifest. An acknowledgement means the events are durable.
+package ingest
+
+import (
+	"flag"
+	"os"
+	"strconv"
+)
+
+// Limits bound what a client may send. Zero disables a limit.
+type Limits struct {
+	MaxBatchBytes     int64 // decompressed body of one append
+	MaxEventBytes     int   // one NDJSON line
+	MaxEventsPerBatch int
+	MaxOpenRecordings int
+	MaxRecordingBytes int64 // stored bytes of one recording (log plus its blobs)
+	MaxStep           int
+}
+
+// Config configures ingest.
+type Config struct {
+	Limits
+}
+
+// DefaultLimits are the limits unless flags say otherwise.
+var DefaultLimits = Limits{
+	MaxBatchBytes:     64 << 20,
+	MaxEventBytes:     16 << 20,
+	MaxEventsPerBatch: 50_000,
+	MaxOpenRecordings: 10_000,
+	MaxRecordingBytes: 16 << 30,
+	MaxStep:           1_000_000,
+}
+
+// RegisterFlags adds ingest's flags, each with a FLIGHTREC_… environment
+// fallback.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Limits = DefaultLimits
+	int64Flag(fs, &c.MaxBatchBytes, "max-batch-bytes", "largest decompressed append body in bytes")
+	intFlag(fs, &c.MaxEventBytes, "max-event-bytes", "largest single event (NDJSON line) in bytes")
+	intFlag(fs, &c.MaxEventsPerBatch, "max-events-per-batch", "most events in one append")
+	intFlag(fs, &c.MaxOpenRecordings, "max-open-recordings", "most recordings open at once")
+	int64Flag(fs, &c.MaxRecordingBytes, "max-recording-bytes", "largest recording in stored bytes")
+}
+
+// EnvName is the environment variable that backs a flag.
+func EnvName(flagName string) string {
+	b := []byte("FLIGHTREC_")
+	for i := 0; i < len(flagName); i++ {
+		c := flagName[i]
+		switch {
+		case c == '-':
+			c = '_'
+		case c >= 'a' && c <= 'z':
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+func intFlag(fs *flag.FlagSet, p *int, name, usage string) {
+	if v, err := strconv.Atoi(os.Getenv(EnvName(name))); err == nil {
+		*p = v
+	}
+	fs.IntVar(p, name, *p, usage+" (env "+EnvName(name)+")")
+}
+
+func int64Flag(fs *flag.FlagSet, p *int64, name, usage string) {
+	if v, err := strconv.ParseInt(os.Getenv(EnvName(name)), 10, 64); err == nil {
+		*p = v
+	}
+	fs.Int64Var(p, name, *p, usage+" (env "+EnvName(name)+")")
+}

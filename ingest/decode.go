@@ -1,0 +1,108 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+)
+
+// DecodeBatch parses an NDJSON batch: one envelope per line, blank lines
+// ignored, seqs strictly consecutive. It validates every event before
+// returning, so a batch is taken whole or not at all. Errors are
+// *apierr.Error naming the 1-based line; they never quote input.
+func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
+	var out []*event.Decoded
+	line := 0
+	for len(body) > 0 {
+		line++
+		var raw []byte
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			raw, body = body[:i], body[i+1:]
+		} else {
+			raw, body = body, nil
+		}
+		raw = bytes.TrimRight(raw, "\r")
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		if lim.MaxEventBytes > 0 && len(raw) > lim.MaxEventBytes {
+			return nil, apierr.New(http.StatusRequestEntityTooLarge, "EVENT_TOO_LARGE",
+				"split large payloads or raise --max-event-bytes",
+				"line %d: event of %d bytes exceeds the limit of %d bytes", line, len(raw), lim.MaxEventBytes).
+				With("line", line)
+		}
+		if lim.MaxEventsPerBatch > 0 && len(out) >= lim.MaxEventsPerBatch {
+			return nil, apierr.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
+				"send smaller batches",
+				"line %d: more than %d events in one batch", line, lim.MaxEventsPerBatch).With("line", line)
+		}
+		env, err := decodeEnvelope(raw)
+		if err != nil {
+			return nil, badLine(line, err)
+		}
+		d, err := event.Decode(env, event.Limits{MaxEventBytes: lim.MaxEventBytes, MaxStep: lim.MaxStep})
+		if err != nil {
+			return nil, badLine(line, err)
+		}
+		if n := len(out); n > 0 && d.Seq != out[n-1].Seq+1 {
+			return nil, apierr.New(http.StatusBadRequest, "BAD_SEQUENCE",
+				"number the events of a batch consecutively",
+				"line %d: seq %d does not follow seq %d of the line before", line, d.Seq, out[n-1].Seq).
+				With("line", line)
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, apierr.New(http.StatusBadRequest, "EMPTY_BATCH", "send at least one NDJSON event line",
+			"the batch holds no events")
+	}
+	return out, nil
+}
+
+func badLine(line int, err error) *apierr.Error {
+	return apierr.New(http.StatusBadRequest, "MALFORMED_EVENT",
+		"fix that line and resend the batch; nothing of it was stored",
+		"line %d: %s", line, err).With("line", line)
+}
+
+// decodeEnvelope parses one line strictly: unknown envelope members are an
+// error (a typo such as "sequence" must not pass silently), while data keeps
+// whatever members its kind's executor sends.
+func decodeEnvelope(raw []byte) (event.Envelope, error) {
+	var env event.Envelope
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&env); err != nil {
+		return env, describe(err)
+	}
+	if dec.More() {
+		return env, errors.New("more than one JSON value on the line")
+	}
+	return env, nil
+}
+
+// describe turns a JSON error into a message without values from the input.
+func describe(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Errorf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errors.New("truncated JSON")
+	}
+	msg := err.Error()
+	// encoding/json's unknown-field message quotes only the field name.
+	if bytes.HasPrefix([]byte(msg), []byte("json: unknown field ")) {
+		return fmt.Errorf("unknown envelope field %s (want seq, ts, step, kind, data)", msg[len("json: unknown field "):])
+	}
+	return errors.New("invalid JSON")
+}

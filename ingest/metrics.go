@@ -1,0 +1,42 @@
+package ingest
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are ingest's Prometheus instruments.
+type Metrics struct {
+	Events    prometheus.Counter
+	Bytes     prometheus.Counter
+	Batches   prometheus.Counter
+	Dups      prometheus.Counter
+	AckLat    prometheus.Histogram
+	Errors    *prometheus.CounterVec
+	OpenRecs  prometheus.GaugeFunc
+	IndexLag  prometheus.GaugeFunc
+	IndexErrs prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
+	m := &Metrics{
+		Events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightrec_ingest_events_total", Help: "Events stored (duplicates not counted)."}),
+		Bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightrec_ingest_bytes_total", Help: "Decompressed bytes of append bodies received."}),
+		Batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightrec_ingest_batches_total", Help: "Append batches acknowledged."}),
+		Dups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightrec_ingest_duplicate_events_total", Help: "Events received again after acknowledgement (client retries)."}),
+		AckLat: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "flightrec_ingest_ack_seconds", Help: "Time from receiving an append to acknowledging it durable.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flightrec_errors_total", Help: "Error replies by code."}, []string{"code"}),
+		OpenRecs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flightrec_open_recordings", Help: "Recordings open for appends."}, open),
+		IndexLag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "flightrec_index_lag_events", Help: "Acknowledged events not yet in the index."}, lag),
+		IndexErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}),
+	}
+	reg.MustRegister(m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.Errors, m.OpenRecs, m.IndexLag, m.IndexErrs)
+	return m
+}

@@ -1,0 +1,463 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/store"
+)
+
+// Service owns the open recordings: their logs, their next expected seq and
+// their size. Appends to one recording are serialized; different recordings
+// proceed in parallel.
+type Service struct {
+	cfg  Config
+	st   *store.Store
+	proj *store.Projector
+	log  *slog.Logger
+	m    *Metrics
+	now  func() time.Time
+
+	mu   sync.Mutex
+	open map[string]*recording
+	// Finished recordings' roots and verdicts, so a retried finish is
+	// answered without reading the manifest.
+	sealed map[string]sealedRec
+}
+
+type sealedRec struct{ root, verdict string }
+
+type recording struct {
+	mu     sync.Mutex
+	meta   store.RecordingMeta
+	log    *store.Log
+	next   uint64 // next expected seq
+	bytes  int64  // stored bytes: log plus new blobs
+	closed bool   // sealed or failed; the map entry is on its way out
+}
+
+// New returns a Service over st. It recovers every recording in st: open
+// logs are reopened (cutting torn tails) and the projector is told what to
+// index. reg receives ingest's metrics.
+func New(cfg Config, st *store.Store, proj *store.Projector, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+	s := &Service{cfg: cfg, st: st, proj: proj, log: log, now: time.Now,
+		open: map[string]*recording{}, sealed: map[string]sealedRec{}}
+	s.m = newMetrics(reg, func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return float64(len(s.open))
+	}, func() float64 { return float64(proj.Lag()) })
+	proj.Errors = s.m.IndexErrs.Inc
+	if err := s.recover(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Metrics returns ingest's instruments (for the error counter shared by
+// every route).
+func (s *Service) Metrics() *Metrics { return s.m }
+
+func (s *Service) recover() error {
+	ids, err := s.st.IDs()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		meta, err := s.st.Meta(id)
+		if err != nil {
+			return err
+		}
+		root, err := s.st.Root(id)
+		if err != nil {
+			return err
+		}
+		if root != "" {
+			m, err := s.st.ReadManifest(root)
+			if err != nil {
+				return fmt.Errorf("recover %s: %w", id, err)
+			}
+			if _, err := s.st.Seal(m.Recording); err != nil { // removes a leftover log
+				return fmt.Errorf("recover %s: %w", id, err)
+			}
+			s.sealed[id] = sealedRec{root, m.Recording.Verdict}
+			s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
+			s.proj.Notify(id, m.LastSeq)
+			continue
+		}
+		lg, err := s.st.OpenLog(id)
+		if err != nil {
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		if cut := lg.Recovered(); cut > 0 {
+			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
+		}
+		s.open[id] = &recording{meta: meta, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size()}
+		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+		s.proj.Notify(id, lg.LastSeq())
+	}
+	return nil
+}
+
+// Close closes every open log. Recordings stay open on disk.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.open {
+		r.mu.Lock()
+		if !r.closed {
+			r.log.Close()
+			r.closed = true
+		}
+		r.mu.Unlock()
+	}
+}
+
+// OpenRequest is the body of POST /v1/recordings.
+type OpenRequest struct {
+	Project  string            `json:"project"`
+	Flow     string            `json:"flow,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Executor string            `json:"executor,omitempty"`
+	Versions map[string]string `json:"versions,omitempty"`
+}
+
+// OpenReply answers POST /v1/recordings.
+type OpenReply struct {
+	ID         string `json:"id"`
+	PlanDigest string `json:"plan_digest,omitempty"`
+}
+
+func (r *OpenRequest) validate() error {
+	if r.Project == "" {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", `send {"project": "…"}`, "project is required")
+	}
+	if !validName(r.Project) || (r.Flow != "" && !validName(r.Flow)) {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+			"use letters, digits, '.', '_', '-' and '/', at most 200 characters",
+			"project and flow must be plain names")
+	}
+	if len(r.Labels) > 64 || len(r.Versions) > 64 {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 64 labels and 64 versions",
+			"too many labels or versions")
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == '-' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// Open creates a recording.
+func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) {
+	if err := req.validate(); err != nil {
+		return OpenReply{}, err
+	}
+	s.mu.Lock()
+	if max := s.cfg.MaxOpenRecordings; max > 0 && len(s.open) >= max {
+		s.mu.Unlock()
+		e := apierr.New(http.StatusTooManyRequests, "TOO_MANY_OPEN_RECORDINGS",
+			"finish recordings that are done, or retry later",
+			"%d recordings are open, the limit", max)
+		e.RetryAfter = 5
+		return OpenReply{}, e
+	}
+	s.mu.Unlock()
+	now := s.now()
+	meta := store.RecordingMeta{
+		ID: store.NewRecordingID(now), Project: req.Project, Flow: req.Flow, Labels: req.Labels,
+		Executor: req.Executor, Versions: req.Versions, CreatedAt: now.UnixNano(),
+	}
+	if err := s.st.Create(meta); err != nil {
+		return OpenReply{}, storageError(err)
+	}
+	lg, err := s.st.OpenLog(meta.ID)
+	if err != nil {
+		return OpenReply{}, storageError(err)
+	}
+	s.mu.Lock()
+	s.open[meta.ID] = &recording{meta: meta, log: lg, next: 1}
+	s.mu.Unlock()
+	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest}, nil
+}
+
+// AppendReply answers an append.
+type AppendReply struct {
+	AckedThrough uint64 `json:"acked_through"`
+	Stored       int    `json:"stored"`
+	Duplicates   int    `json:"duplicates"`
+}
+
+// lookup finds an open recording, or says why there is none.
+func (s *Service) lookup(id string) (*recording, error) {
+	if !store.ValidRecordingID(id) {
+		return nil, notFound(id)
+	}
+	s.mu.Lock()
+	r := s.open[id]
+	_, sealed := s.sealed[id]
+	s.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	if sealed {
+		return nil, finished()
+	}
+	return nil, notFound(id)
+}
+
+func notFound(string) error {
+	return apierr.New(http.StatusNotFound, "RECORDING_NOT_FOUND", "open a recording with POST /v1/recordings",
+		"no such recording")
+}
+
+func finished() error {
+	return apierr.New(http.StatusConflict, "RECORDING_FINISHED", "open a new recording",
+		"the recording is finished; it takes no more events")
+}
+
+// Append stores the new events of a decoded batch durably and returns
+// what is acknowledged. Events already acknowledged are skipped (a retry),
+// and a batch that starts past the next expected seq is refused.
+func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded) (AppendReply, error) {
+	r, err := s.lookup(id)
+	if err != nil {
+		return AppendReply{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return AppendReply{}, finished()
+	}
+	first := batch[0].Seq
+	if first > r.next {
+		return AppendReply{}, apierr.New(http.StatusConflict, "SEQ_GAP",
+			fmt.Sprintf("resend from seq %d", r.next),
+			"batch starts at seq %d but the next expected seq is %d", first, r.next).
+			With("expected_seq", r.next)
+	}
+	skip := int(r.next - first)
+	if skip > len(batch) {
+		skip = len(batch)
+	}
+	fresh := batch[skip:]
+	reply := AppendReply{Duplicates: skip}
+	if len(fresh) == 0 {
+		s.m.Dups.Add(float64(skip))
+		reply.AckedThrough = r.next - 1
+		return reply, nil
+	}
+
+	recs, blobs, blobSize, err := toRecords(fresh)
+	if err != nil {
+		return AppendReply{}, err
+	}
+	var frames int64
+	for _, rec := range recs {
+		frames += int64(len(rec.Data)) + 64
+	}
+	if max := s.cfg.MaxRecordingBytes; max > 0 && r.bytes+frames+blobSize > max {
+		return AppendReply{}, apierr.New(http.StatusRequestEntityTooLarge, "RECORDING_TOO_LARGE",
+			"finish this recording and continue in a new one, or raise --max-recording-bytes",
+			"the recording would exceed %d stored bytes", max)
+	}
+	if len(blobs) > 0 {
+		cids, err := s.st.Blobs.PutMany(blobs)
+		if err != nil {
+			return AppendReply{}, storageError(err)
+		}
+		if err := attachCIDs(recs, fresh, cids); err != nil {
+			return AppendReply{}, err
+		}
+	}
+	before := r.log.Size()
+	if _, err := r.log.Append(recs); err != nil {
+		s.log.Error("log append failed", "recording", id, "err", err)
+		// Reopen the log: recovery cuts whatever part of this batch
+		// reached the file, so the next append starts clean.
+		r.log.Close()
+		if lg, oerr := s.st.OpenLog(id); oerr == nil {
+			r.log = lg
+			r.next = lg.LastSeq() + 1
+		} else {
+			s.log.Error("reopening the log failed", "recording", id, "err", oerr)
+		}
+		return AppendReply{}, storageError(err)
+	}
+	r.bytes += r.log.Size() - before + blobSize
+	r.next = recs[len(recs)-1].Seq + 1
+	reply.AckedThrough = r.next - 1
+	reply.Stored = len(recs)
+	s.m.Events.Add(float64(len(recs)))
+	s.m.Dups.Add(float64(skip))
+	s.proj.Notify(id, reply.AckedThrough)
+	return reply, nil
+}
+
+// toRecords turns decoded events into log records. Binary payloads are
+// pulled out to be stored as blobs; their records are completed by
+// attachCIDs once the blobs are durable.
+func toRecords(batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobBytes int64, err error) {
+	recs = make([]store.Record, len(batch))
+	for i, d := range batch {
+		recs[i] = store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind,
+			Summary: event.Summarize(d), Data: d.Data}
+		if _, b := event.Binary(d); b != nil {
+			blobs = append(blobs, b)
+			blobBytes += int64(len(b))
+			recs[i].BlobSize = int64(len(b))
+		}
+	}
+	return recs, blobs, blobBytes, nil
+}
+
+func attachCIDs(recs []store.Record, batch []*event.Decoded, cids []cid.Cid) error {
+	j := 0
+	for i, d := range batch {
+		field, b := event.Binary(d)
+		if b == nil {
+			continue
+		}
+		c := cids[j].String()
+		j++
+		data, err := event.ReplaceBinary(d.Data, field, c)
+		if err != nil {
+			return apierr.New(http.StatusBadRequest, "MALFORMED_EVENT", "resend the batch",
+				"seq %d: data could not be re-encoded", d.Seq)
+		}
+		recs[i].Data = data
+		recs[i].CID = c
+	}
+	return nil
+}
+
+// FinishRequest is the body of POST /v1/recordings/{id}/finish.
+type FinishRequest struct {
+	Verdict string `json:"verdict"`
+}
+
+// FinishReply answers a finish.
+type FinishReply struct {
+	Root         string `json:"root"`
+	AckedThrough uint64 `json:"acked_through"`
+}
+
+// Finish seals a recording into its manifest. A retried finish with the
+// same verdict returns the same root.
+func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (FinishReply, error) {
+	if i := sort.SearchStrings(sortedVerdicts, req.Verdict); i == len(sortedVerdicts) || sortedVerdicts[i] != req.Verdict {
+		return FinishReply{}, apierr.New(http.StatusBadRequest, "BAD_VERDICT",
+			"send verdict pass, fail, flaky, blocked or not_run", "unknown verdict")
+	}
+	if !store.ValidRecordingID(id) {
+		return FinishReply{}, notFound(id)
+	}
+	s.mu.Lock()
+	r := s.open[id]
+	done, sealed := s.sealed[id]
+	s.mu.Unlock()
+	if r == nil {
+		if sealed && done.verdict == req.Verdict {
+			m, err := s.st.ReadManifest(done.root)
+			if err != nil {
+				return FinishReply{}, storageError(err)
+			}
+			return FinishReply{Root: done.root, AckedThrough: m.LastSeq}, nil
+		}
+		if sealed {
+			return FinishReply{}, finished()
+		}
+		return FinishReply{}, notFound(id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return s.Finish(ctx, id, req) // sealed meanwhile: answer as a retry
+	}
+	if err := r.log.Close(); err != nil {
+		return FinishReply{}, storageError(err)
+	}
+	meta := r.meta
+	meta.Verdict = req.Verdict
+	meta.FinishedAt = s.now().UnixNano()
+	root, err := s.st.Seal(meta)
+	if err != nil {
+		// Keep the recording open: reopen the log so appends and a later
+		// finish still work.
+		if lg, oerr := s.st.OpenLog(id); oerr == nil {
+			r.log = lg
+		} else {
+			r.closed = true
+		}
+		return FinishReply{}, storageError(err)
+	}
+	r.closed = true
+	s.mu.Lock()
+	delete(s.open, id)
+	s.sealed[id] = sealedRec{root, req.Verdict}
+	s.mu.Unlock()
+	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
+	s.proj.Notify(id, r.next-1)
+	return FinishReply{Root: root, AckedThrough: r.next - 1}, nil
+}
+
+var sortedVerdicts = func() []string {
+	v := append([]string(nil), store.Verdicts...)
+	sort.Strings(v)
+	return v
+}()
+
+// AckedThrough reports the highest acknowledged seq of an open recording
+// (for GET …/events?after_seq= readers and clients resuming after a crash).
+func (s *Service) AckedThrough(id string) (seq uint64, open bool) {
+	s.mu.Lock()
+	r := s.open[id]
+	s.mu.Unlock()
+	if r == nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next - 1, true
+}
+
+// storageError maps a storage failure to the envelope: a full disk is 507,
+// anything else 503 (retryable: the log refused nothing acknowledged).
+func storageError(err error) error {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return apierr.New(http.StatusInsufficientStorage, "STORAGE_FULL",
+			"free space under the data directory, then resend", "the data directory is full")
+	}
+	e = apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
+		"retry after the delay; nothing of this batch was acknowledged", "storage write failed")
+	e.RetryAfter = 1
+	return e
+}

@@ -1,0 +1,88 @@
+// Package apierr is flightrec's one error envelope:
+//
+//	{"error": {"code": "SEQ_GAP", "message": "…", "next": "…"}}
+//
+// served with a fitting HTTP status by every route and printed by the CLI.
+// Messages never carry event values (they may be secrets): they name fields,
+// lines and limits.
+package apierr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Error is an error with a stable code, an HTTP status and what to do next.
+type Error struct {
+	Status     int    `json:"-"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Next       string `json:"next"`
+	RetryAfter int    `json:"-"` // seconds; set only on 429 and 503
+	// Extra carries machine-readable details (e.g. "expected_seq").
+	Extra map[string]any `json:"details,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New returns an Error.
+func New(status int, code, next, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...), Next: next}
+}
+
+// With adds a detail and returns e.
+func (e *Error) With(key string, v any) *Error {
+	if e.Extra == nil {
+		e.Extra = map[string]any{}
+	}
+	e.Extra[key] = v
+	return e
+}
+
+// Envelope is the JSON shape on the wire.
+type Envelope struct {
+	Error *Error `json:"error"`
+}
+
+// From returns err as an *Error, or a 500 INTERNAL whose message does not
+// repeat err (which may quote anything); the caller logs err itself.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return New(http.StatusInternalServerError, "INTERNAL", "retry later; if it persists, check the server log",
+		"internal error")
+}
+
+// Write sends err as the envelope.
+func Write(w http.ResponseWriter, err error) {
+	e := From(err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(Envelope{Error: e})
+}
+
+// Decode reads an envelope from a response body, for clients.
+func Decode(status int, body []byte) *Error {
+	var env Envelope
+	if err := json.Unmarshal(body, &env); err != nil || env.Error == nil {
+		return &Error{Status: status, Code: "HTTP_" + strconv.Itoa(status),
+			Message: http.StatusText(status), Next: "check the server URL and its log"}
+	}
+	env.Error.Status = status
+	return env.Error
+}
+
+// Retryable reports whether a client should try the same request again.
+func (e *Error) Retryable() bool {
+	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
+}

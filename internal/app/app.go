@@ -1,0 +1,233 @@
+// Package app assembles flightrec's modules into one server: the store, the
+// index and its projector, ingest, playback, health, metrics and the OpenAPI
+// document. cmd/flightrec runs it; tests start it on loopback.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/sqlite"
+)
+
+// StoreConfig names the data directory and the index; every command that
+// opens a store takes these same flags.
+type StoreConfig struct {
+	Data  string
+	Index string
+	// SegmentBytes is the log segment size.
+	SegmentBytes int64
+}
+
+// RegisterFlags adds --data and --index.
+func (c *StoreConfig) RegisterFlags(fs *flag.FlagSet) {
+	c.Data = envOr("FLIGHTREC_DATA", "./flightrec-data")
+	c.Index = envOr("FLIGHTREC_INDEX", "")
+	fs.StringVar(&c.Data, "data", c.Data, "data directory (env FLIGHTREC_DATA)")
+	fs.StringVar(&c.Index, "index", c.Index,
+		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite) (env FLIGHTREC_INDEX)")
+}
+
+// Config configures the server.
+type Config struct {
+	Store             StoreConfig
+	Addr              string
+	Ingest            ingest.Config
+	InsecureAnonymous bool
+}
+
+// RegisterFlags adds serve's flags.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Store.RegisterFlags(fs)
+	c.Addr = envOr("FLIGHTREC_ADDR", "127.0.0.1:8480")
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (env FLIGHTREC_ADDR)")
+	fs.BoolVar(&c.InsecureAnonymous, "insecure-anonymous", false,
+		"serve without authentication on a non-loopback address")
+	c.Ingest.RegisterFlags(fs)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// OpenIndex opens the index a DSN names.
+func OpenIndex(dsn, dataDir string) (store.Index, error) {
+	switch {
+	case dsn == "":
+		return sqlite.Open(filepath.Join(dataDir, "index.sqlite"))
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqlite.Open(strings.TrimPrefix(dsn, "sqlite:"))
+	default:
+		scheme, _, _ := strings.Cut(dsn, ":")
+		return nil, apierr.New(http.StatusBadRequest, "BAD_INDEX_DSN", "use sqlite:PATH, or leave --index empty",
+			"unsupported index scheme %q", scheme)
+	}
+}
+
+// Stores opens the data directory and the index of a StoreConfig.
+func (c StoreConfig) Open() (*store.Store, store.Index, error) {
+	st, err := store.OpenStore(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := OpenIndex(c.Index, c.Data)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, idx, nil
+}
+
+// App is a running flightrec server's modules.
+type App struct {
+	Store    *store.Store
+	Index    store.Index
+	Proj     *store.Projector
+	Ingest   *ingest.Service
+	Playback *playback.Service
+	Registry *prometheus.Registry
+	log      *slog.Logger
+	router   chi.Router
+	cancel   context.CancelFunc
+}
+
+// New opens the store and index, recovers open recordings, and starts the
+// projector.
+func New(cfg Config, log *slog.Logger) (*App, error) {
+	st, idx, err := cfg.Store.Open()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	proj := store.NewProjector(st, idx, log)
+	ing, err := ingest.New(cfg.Ingest, st, proj, reg, log)
+	if err != nil {
+		idx.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go proj.Run(ctx)
+	pb := playback.New(st, idx, log)
+	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
+	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Registry: reg, log: log, cancel: cancel}
+	a.router = a.routes()
+	return a, nil
+}
+
+// Handler is the HTTP handler of every route.
+func (a *App) Handler() http.Handler { return a.router }
+
+// Router exposes the chi router (the OpenAPI test walks it).
+func (a *App) Router() chi.Router { return a.router }
+
+func (a *App) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer, a.accessLog)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		apierr.Write(w, apierr.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		apierr.Write(w, apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "see GET /v1/openapi.json",
+			"method not allowed on this route"))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	r.Get("/readyz", a.handleReady)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
+	r.Get("/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(OpenAPI)
+	})
+	a.Ingest.Routes(r)
+	a.Playback.Routes(r)
+	return r
+}
+
+func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := a.Index.Recordings(ctx, store.RecordingFilter{Limit: 1}); err != nil {
+		e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
+		e.RetryAfter = 1
+		apierr.Write(w, e)
+		return
+	}
+	probe := filepath.Join(a.Store.Dir(), ".ready-probe")
+	if err := os.WriteFile(probe, []byte("ok"), 0o644); err != nil {
+		e := apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
+			"data directory not writable")
+		e.RetryAfter = 1
+		apierr.Write(w, e)
+		return
+	}
+	_ = os.Remove(probe)
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// accessLog logs each request by route pattern, never by raw URL: query
+// strings may carry anything.
+func (a *App) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		a.log.Debug("request", "method", r.Method, "route", route, "status", ww.Status(),
+			"bytes", ww.BytesWritten(), "ms", time.Since(start).Milliseconds())
+	})
+}
+
+// Close stops the projector after it has indexed what is pending, closes
+// open logs and the index. Recordings stay open on disk.
+func (a *App) Close() error {
+	a.Ingest.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	flushErr := a.Proj.Flush(ctx)
+	a.cancel()
+	a.Proj.Close()
+	a.Playback.Close()
+	return errors.Join(flushErr, a.Index.Close())
+}
+
+// Serve listens on addr until ctx ends, then shuts down gracefully.
+func (a *App) Serve(ctx context.Context, addr string, ready func(url string)) error {
+	srv := &http.Server{Addr: addr, Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(fmt.Sprintf("http://%s", ln.Addr()))
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	}
+}

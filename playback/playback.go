@@ -1,0 +1,385 @@
+// Package playback is flightrec's read API: recordings, their step
+// timeline, every event of a step with payloads resolved from the log,
+// paged events, and blobs.
+package playback
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/store"
+)
+
+// Service answers reads from the index, resolving events from the store.
+type Service struct {
+	st  *store.Store
+	idx store.Index
+	rd  *store.Reader
+	log *slog.Logger
+	// OnError counts error replies by code (shared with ingest's metric).
+	OnError func(code string)
+}
+
+// New returns a playback service.
+func New(st *store.Store, idx store.Index, log *slog.Logger) *Service {
+	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {}}
+}
+
+// Close releases cached segment handles.
+func (s *Service) Close() error { return s.rd.Close() }
+
+// Forget drops cached handles of a recording (after it is sealed).
+func (s *Service) Forget(id string) { s.rd.Forget(id) }
+
+// Routes mounts the read API on r.
+func (s *Service) Routes(r chi.Router) {
+	r.Get("/v1/recordings", s.handleList)
+	r.Get("/v1/recordings/{id}", s.handleRecording)
+	r.Get("/v1/recordings/{id}/steps", s.handleTimeline)
+	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
+	r.Get("/v1/recordings/{id}/events", s.handleEvents)
+	r.Get("/v1/blobs/{cid}", s.handleBlob)
+}
+
+func (s *Service) fail(w http.ResponseWriter, err error) {
+	e := apierr.From(err)
+	s.OnError(e.Code)
+	if e.Status >= 500 {
+		s.log.Error("playback request failed", "code", e.Code, "err", err)
+	}
+	apierr.Write(w, e)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func badParam(name, want string) error {
+	return apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as "+want,
+		"query parameter %s is not %s", name, want)
+}
+
+func notFound() error {
+	return apierr.New(http.StatusNotFound, "RECORDING_NOT_FOUND", "list recordings with GET /v1/recordings",
+		"no such recording")
+}
+
+// RecordingList answers GET /v1/recordings.
+type RecordingList struct {
+	Recordings []store.RecordingRow `json:"recordings"`
+	// Next is the value of ?after= for the next page, absent on the last.
+	Next string `json:"next,omitempty"`
+}
+
+func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.RecordingFilter{Project: q.Get("project"), Flow: q.Get("flow"), Verdict: q.Get("verdict"),
+		State: q.Get("state"), After: q.Get("after")}
+	var err error
+	if f.Since, err = timeParam(q.Get("since")); err != nil {
+		s.fail(w, badParam("since", "RFC 3339 time or unix nanoseconds"))
+		return
+	}
+	if f.Until, err = timeParam(q.Get("until")); err != nil {
+		s.fail(w, badParam("until", "RFC 3339 time or unix nanoseconds"))
+		return
+	}
+	if f.Limit, err = intParam(q.Get("limit"), 100, 1, 1000); err != nil {
+		s.fail(w, badParam("limit", "an integer 1-1000"))
+		return
+	}
+	if f.After != "" && !store.ValidRecordingID(f.After) {
+		s.fail(w, badParam("after", "a recording id"))
+		return
+	}
+	rows, err := s.idx.Recordings(r.Context(), f)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	out := RecordingList{Recordings: rows}
+	if out.Recordings == nil {
+		out.Recordings = []store.RecordingRow{}
+	}
+	if len(rows) == f.Limit {
+		out.Next = rows[len(rows)-1].ID
+	}
+	writeJSON(w, out)
+}
+
+func timeParam(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixNano(), nil
+}
+
+func intParam(v string, def, min, max int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		return 0, errors.New("out of range")
+	}
+	return n, nil
+}
+
+func indexError(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound()
+	}
+	e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "retry after the delay",
+		"the index did not answer")
+	e.RetryAfter = 1
+	return e
+}
+
+// recording finds a recording in the index, or, while the index catches up
+// with a recording it has not seen yet, in the store.
+func (s *Service) recording(ctx context.Context, id string) (store.RecordingRow, error) {
+	if !store.ValidRecordingID(id) {
+		return store.RecordingRow{}, notFound()
+	}
+	row, err := s.idx.Recording(ctx, id)
+	if err == nil {
+		return row, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return row, indexError(err)
+	}
+	meta, merr := s.st.Meta(id)
+	if merr != nil {
+		return row, notFound()
+	}
+	row = store.RecordingRow{RecordingMeta: meta, State: store.StateOpen}
+	if root, _ := s.st.Root(id); root != "" {
+		if m, err := s.st.ReadManifest(root); err == nil {
+			row.RecordingMeta, row.State, row.Root = m.Recording, store.StateFinished, root
+		}
+	}
+	return row, nil
+}
+
+func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, row)
+}
+
+// Timeline answers GET /v1/recordings/{id}/steps.
+type Timeline struct {
+	Recording      string          `json:"recording"`
+	IndexedThrough uint64          `json:"indexed_through"`
+	Steps          []store.StepRow `json:"steps"`
+}
+
+func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	steps, err := s.idx.Timeline(r.Context(), row.ID)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	if steps == nil {
+		steps = []store.StepRow{}
+	}
+	writeJSON(w, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
+}
+
+// StepView answers GET /v1/recordings/{id}/steps/{n}: every event of the
+// step in seq order, each with its payload as stored.
+type StepView struct {
+	Recording string           `json:"recording"`
+	Step      int              `json:"step"`
+	Events    []event.Envelope `json:"events"`
+}
+
+// maxStepEvents bounds one step view; larger steps page via /events.
+const maxStepEvents = 100_000
+
+func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	n, err := strconv.Atoi(chi.URLParam(r, "n"))
+	if err != nil || n < 0 {
+		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "ask for a step number ≥ 0 from …/steps",
+			"step is not a number ≥ 0"))
+		return
+	}
+	view := StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
+	var after uint64
+	for len(view.Events) < maxStepEvents {
+		rows, err := s.idx.Events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, AfterSeq: after, Limit: 5000})
+		if err != nil {
+			s.fail(w, indexError(err))
+			return
+		}
+		evs, err := s.resolve(row.ID, rows)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		view.Events = append(view.Events, evs...)
+		if len(rows) < 5000 {
+			break
+		}
+		after = rows[len(rows)-1].Seq
+	}
+	if len(view.Events) == 0 {
+		steps, err := s.idx.Timeline(r.Context(), row.ID)
+		if err == nil && !hasStep(steps, n) {
+			s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+				"the recording has no step %d (yet)", n))
+			return
+		}
+	}
+	writeJSON(w, view)
+}
+
+func hasStep(steps []store.StepRow, n int) bool {
+	for _, s := range steps {
+		if s.Step == n {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve reads the records of index rows from the store.
+func (s *Service) resolve(id string, rows []store.EventRow) ([]event.Envelope, error) {
+	out := make([]event.Envelope, 0, len(rows))
+	for _, row := range rows {
+		rec, err := s.rd.Read(id, row.Loc)
+		if err != nil {
+			s.log.Error("reading an indexed event failed", "recording", id, "seq", row.Seq, "err", err)
+			return nil, apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED",
+				"run flightrec verify and flightrec reindex", "event %d could not be read from the store", row.Seq)
+		}
+		if rec.Seq != row.Seq {
+			return nil, apierr.New(http.StatusInternalServerError, "INDEX_STALE",
+				"run flightrec reindex", "the index points event %d at the wrong record", row.Seq)
+		}
+		out = append(out, rec.Envelope())
+	}
+	return out, nil
+}
+
+// EventPage answers GET /v1/recordings/{id}/events.
+type EventPage struct {
+	Recording string           `json:"recording"`
+	Events    []event.Envelope `json:"events"`
+	// NextAfterSeq is the value of ?after_seq= for the next page, absent on
+	// the last.
+	NextAfterSeq uint64 `json:"next_after_seq,omitempty"`
+}
+
+func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	qv := r.URL.Query()
+	q := store.EventQuery{Recording: row.ID, Kind: event.Kind(qv.Get("kind"))}
+	if q.Kind != "" && !q.Kind.Valid() {
+		s.fail(w, badParam("kind", "an event kind"))
+		return
+	}
+	if v := qv.Get("step"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, badParam("step", "a number ≥ 0"))
+			return
+		}
+		q.Step = &n
+	}
+	if v := qv.Get("after_seq"); v != "" {
+		if q.AfterSeq, err = strconv.ParseUint(v, 10, 64); err != nil {
+			s.fail(w, badParam("after_seq", "a number ≥ 0"))
+			return
+		}
+	}
+	if q.Limit, err = intParam(qv.Get("limit"), 1000, 1, 10000); err != nil {
+		s.fail(w, badParam("limit", "an integer 1-10000"))
+		return
+	}
+	rows, err := s.idx.Events(r.Context(), q)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	evs, err := s.resolve(row.ID, rows)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	page := EventPage{Recording: row.ID, Events: evs}
+	if len(rows) == q.Limit {
+		page.NextAfterSeq = rows[len(rows)-1].Seq
+	}
+	writeJSON(w, page)
+}
+
+// servedTypes are the only content types a blob is served as; anything
+// else is an octet stream, so a blob can never be rendered as HTML.
+var servedTypes = map[string]bool{"image/jpeg": true, "image/png": true, "video/webm": true}
+
+func (s *Service) handleBlob(w http.ResponseWriter, r *http.Request) {
+	c, err := store.ParseCID(chi.URLParam(r, "cid"))
+	if err != nil {
+		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_CID",
+			"use a CID from an event (CIDv1, raw, sha2-256, base32)", "not a flightrec CID"))
+		return
+	}
+	f, err := s.st.Blobs.Open(c)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			s.fail(w, apierr.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
+			return
+		}
+		s.fail(w, err)
+		return
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := f.ReadAt(head, 0)
+	ct := http.DetectContentType(head[:n])
+	if !servedTypes[ct] {
+		ct = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("ETag", `"`+c.String()+`"`)
+	http.ServeContent(w, r, "", time.Time{}, f)
+}

@@ -1,0 +1,511 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+)
+
+// Blobs is a content-addressed blob store: a blob's name is the CID of its
+// bytes (CIDv1, raw codec, sha2-256), so identical bytes are stored once.
+type Blobs interface {
+	// Put stores data durably and returns its CID; created is false when
+	// the blob was already there (nothing is rewritten).
+	Put(data []byte) (c cid.Cid, created bool, err error)
+	// PutMany stores a batch durably and returns the CIDs in input order.
+	PutMany(datas [][]byte) ([]cid.Cid, error)
+	// Open opens a blob for reading; a missing blob is ErrNotFound.
+	Open(c cid.Cid) (BlobReader, error)
+	// Stat returns a blob's size; a missing blob is ErrNotFound.
+	Stat(c cid.Cid) (int64, error)
+	// Delete removes a blob; a missing blob is ErrNotFound.
+	Delete(c cid.Cid) error
+	// Walk calls fn for every blob, in no particular order, stopping at
+	// the first error fn returns (and returning it).
+	Walk(fn func(c cid.Cid, size int64) error) error
+}
+
+// BlobReader reads one blob.
+type BlobReader interface {
+	io.ReadSeekCloser
+	io.ReaderAt
+	Size() int64
+}
+
+// FSBlobs keeps blobs as files:
+//
+//	DIR/<shard>/<cid>
+//
+// where <cid> is the canonical base32 string ("bafkrei…", 59 characters)
+// and <shard> is the two characters before its last one ("next-to-last/2",
+// as go-ds-flatfs shards). The start of every sha2-256 CIDv1 string is the
+// same constant prefix, and the last character carries only 3 bits of the
+// digest, so the two before it are uniformly distributed: 1024 shards that
+// fill evenly.
+//
+// A blob is written to DIR/<shard>/.tmp-<random> (a name that never parses
+// as a CID), fsynced, renamed to its final name, and the shard directory is
+// fsynced; a new shard directory is made durable by fsyncing DIR. A file
+// with a CID name is therefore always complete. OpenFSBlobs removes
+// temporaries a crash left behind, so one data directory must be opened by
+// one process at a time.
+type FSBlobs struct {
+	dir string
+
+	mu      sync.Mutex
+	flights map[string]*flight // blobs being written or deleted, by CID string
+	shards  sync.Map           // shard name → struct{}: directories known durable
+	shardMu sync.Mutex         // serializes making shard directories
+}
+
+var _ Blobs = (*FSBlobs)(nil)
+
+// flight is one goroutine's claim on a CID while it writes or deletes it;
+// others wanting the same CID wait for done and then look again, so a Put
+// that finds a blob in flight returns only once it is durable.
+type flight struct{ done chan struct{} }
+
+// blobWorkers bounds the goroutines of one PutMany (writes and fsyncs).
+const blobWorkers = 16
+
+const tmpPrefix = ".tmp-"
+
+// OpenFSBlobs opens (creating if needed) a blob directory. It removes
+// temporary files a crash left behind and fsyncs every shard directory, so
+// that a blob a crashed process renamed but never made durable is durable
+// before this process reports it as present.
+func OpenFSBlobs(dir string) (*FSBlobs, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: blobs: %w", err)
+	}
+	b := &FSBlobs{dir: dir, flights: map[string]*flight{}}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: blobs: %w", err)
+	}
+	var shards []string
+	for _, e := range ents {
+		if e.IsDir() && isShardName(e.Name()) {
+			shards = append(shards, e.Name())
+		}
+	}
+	err = parallel(len(shards), blobWorkers, func(i int) error {
+		sd := filepath.Join(dir, shards[i])
+		f, err := os.Open(sd)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for {
+			names, err := f.Readdirnames(1024)
+			for _, n := range names {
+				if strings.HasPrefix(n, tmpPrefix) {
+					if err := os.Remove(filepath.Join(sd, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return err
+					}
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		b.shards.Store(shards[i], struct{}{})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: blobs: open %s: %w", dir, err)
+	}
+	if err := SyncDir(dir); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Dir is the blob directory.
+func (b *FSBlobs) Dir() string { return b.dir }
+
+func isShardName(s string) bool {
+	return len(s) == 2 && isBase32(s[0]) && isBase32(s[1])
+}
+
+func isBase32(c byte) bool { return c >= 'a' && c <= 'z' || c >= '2' && c <= '7' }
+
+// shardOf is the shard of a canonical CID string: next-to-last/2.
+func shardOf(s string) string { return s[len(s)-3 : len(s)-1] }
+
+// name checks that c is a CID this store could have made and returns its
+// string, shard and path. Only such CIDs reach the filesystem: their
+// strings are fixed-length lowercase base32, so no path escapes dir.
+func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
+	if !c.Defined() || c.Version() != 1 || c.Type() != cid.Raw {
+		return "", "", "", ErrBadCID
+	}
+	if dm, err := multihash.Decode(c.Hash()); err != nil || dm.Code != multihash.SHA2_256 || dm.Length != 32 {
+		return "", "", "", ErrBadCID
+	}
+	key = c.String()
+	shard = shardOf(key)
+	return key, shard, filepath.Join(b.dir, shard, key), nil
+}
+
+// Put stores data and returns its CID. It returns once the blob is durable;
+// created is false if it was already stored.
+func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
+	c := Sum(data)
+	created, err := b.putBatch([]pending{{c: c, data: data}})
+	if err != nil {
+		return cid.Undef, false, err
+	}
+	return c, created[0], nil
+}
+
+// PutMany stores a batch and returns the CIDs in input order. It returns
+// once every blob is durable. Hashing, writing and fsyncing the temporary
+// files run on a bounded pool of goroutines; then every distinct shard
+// directory is fsynced once. Duplicates within the batch are written once.
+func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
+	cids := make([]cid.Cid, len(datas))
+	if err := parallel(len(datas), blobWorkers, func(i int) error {
+		cids[i] = Sum(datas[i])
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	seen := make(map[cid.Cid]struct{}, len(datas))
+	batch := make([]pending, 0, len(datas))
+	for i, c := range cids {
+		if _, dup := seen[c]; !dup {
+			seen[c] = struct{}{}
+			batch = append(batch, pending{c: c, data: datas[i]})
+		}
+	}
+	if _, err := b.putBatch(batch); err != nil {
+		return nil, err
+	}
+	return cids, nil
+}
+
+type pending struct {
+	c    cid.Cid
+	data []byte
+}
+
+// putBatch stores distinct blobs and reports which it created. It claims
+// each CID; one another goroutine has in flight is retried after that
+// flight lands (never waiting while holding claims, so two batches cannot
+// deadlock).
+func (b *FSBlobs) putBatch(batch []pending) ([]bool, error) {
+	created := make([]bool, len(batch))
+	idx := make([]int, len(batch))
+	for i := range idx {
+		idx[i] = i
+	}
+	for len(idx) > 0 {
+		var mine []int
+		var waits []*flight
+		var later []int
+		b.mu.Lock()
+		for _, i := range idx {
+			key := batch[i].c.String()
+			if f := b.flights[key]; f != nil {
+				waits = append(waits, f)
+				later = append(later, i)
+				continue
+			}
+			b.flights[key] = &flight{done: make(chan struct{})}
+			mine = append(mine, i)
+		}
+		b.mu.Unlock()
+
+		err := b.write(batch, mine, created)
+
+		b.mu.Lock()
+		for _, i := range mine {
+			key := batch[i].c.String()
+			close(b.flights[key].done)
+			delete(b.flights, key)
+		}
+		b.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range waits {
+			<-f.done
+		}
+		idx = later
+	}
+	return created, nil
+}
+
+// write stores batch[i] for i in which (claimed by the caller), fsyncing
+// each file before its rename and each touched shard directory once after.
+func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
+	dirty := make([]bool, len(which))
+	err := parallel(len(which), blobWorkers, func(j int) error {
+		p := &batch[which[j]]
+		_, shard, path, err := b.name(p.c)
+		if err != nil {
+			return err
+		}
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(p.data)) {
+			return nil // already stored: never rewritten
+		}
+		// Missing, or (only after outside damage) the wrong size: write
+		// it; the rename replaces a damaged file atomically.
+		if err := b.ensureShard(shard); err != nil {
+			return err
+		}
+		if err := writeTemp(filepath.Dir(path), path, p.data); err != nil {
+			return err
+		}
+		created[which[j]] = true
+		dirty[j] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put blob: %w", err)
+	}
+	var dirs []string
+	seen := map[string]bool{}
+	for j, i := range which {
+		if dirty[j] {
+			_, shard, _, _ := b.name(batch[i].c)
+			if !seen[shard] {
+				seen[shard] = true
+				dirs = append(dirs, filepath.Join(b.dir, shard))
+			}
+		}
+	}
+	return parallel(len(dirs), blobWorkers, func(i int) error { return SyncDir(dirs[i]) })
+}
+
+// writeTemp writes data to a temporary file in dir, fsyncs it and renames
+// it to path. The caller fsyncs dir.
+func writeTemp(dir, path string, data []byte) (err error) {
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o444); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// ensureShard makes a shard directory exist durably.
+func (b *FSBlobs) ensureShard(shard string) error {
+	if _, ok := b.shards.Load(shard); ok {
+		return nil
+	}
+	b.shardMu.Lock()
+	defer b.shardMu.Unlock()
+	if _, ok := b.shards.Load(shard); ok {
+		return nil
+	}
+	err := os.Mkdir(filepath.Join(b.dir, shard), 0o755)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Whether we made it or found it (made by a crashed process, maybe
+	// not yet durable), fsync the parent once.
+	if err := SyncDir(b.dir); err != nil {
+		return err
+	}
+	b.shards.Store(shard, struct{}{})
+	return nil
+}
+
+// fileBlob is an open blob file.
+type fileBlob struct {
+	*os.File
+	size int64
+}
+
+func (f *fileBlob) Size() int64 { return f.size }
+
+// Open opens blob c for reading.
+func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
+	key, _, path, err := b.name(c)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: blob %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: blob %s: %w", key, err)
+	}
+	return &fileBlob{File: f, size: fi.Size()}, nil
+}
+
+// Stat returns the size of blob c.
+func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
+	key, _, path, err := b.name(c)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: blob %s: %w", key, err)
+	}
+	return fi.Size(), nil
+}
+
+// Delete removes blob c durably. A Put of the same bytes running at the
+// same time is ordered before or after it, never interleaved; deciding that
+// no recording still needs the blob is the caller's (retention's) job.
+func (b *FSBlobs) Delete(c cid.Cid) error {
+	key, shard, path, err := b.name(c)
+	if err != nil {
+		return err
+	}
+	for {
+		b.mu.Lock()
+		f := b.flights[key]
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			b.flights[key] = f
+			b.mu.Unlock()
+			break
+		}
+		b.mu.Unlock()
+		<-f.done
+	}
+	defer func() {
+		b.mu.Lock()
+		close(b.flights[key].done)
+		delete(b.flights, key)
+		b.mu.Unlock()
+	}()
+	err = os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: delete blob %s: %w", key, err)
+	}
+	return SyncDir(filepath.Join(b.dir, shard))
+}
+
+// Walk calls fn with every blob and its size, shard by shard. Files that
+// are not blobs (temporaries, stray names, misplaced CIDs) are skipped.
+func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
+	ents, err := os.ReadDir(b.dir)
+	if err != nil {
+		return fmt.Errorf("store: walk blobs: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !isShardName(e.Name()) {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(b.dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: walk blobs: %w", err)
+		}
+		for _, f := range files {
+			n := f.Name()
+			if !f.Type().IsRegular() || strings.HasPrefix(n, ".") || len(n) < 4 || shardOf(n) != e.Name() {
+				continue
+			}
+			c, err := ParseCID(n)
+			if err != nil {
+				continue
+			}
+			fi, err := f.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted while walking
+			}
+			if err != nil {
+				return fmt.Errorf("store: walk blobs: %w", err)
+			}
+			if err := fn(c, fi.Size()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parallel runs fn(0..n-1) on at most workers goroutines (inline when n is
+// 1) and returns the first error; after an error no new index starts.
+func parallel(n, workers int, fn func(i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	if n == 1 {
+		return fn(0)
+	}
+	workers = min(workers, n)
+	var (
+		mu    sync.Mutex
+		next  int
+		first error
+		wg    sync.WaitGroup
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if first != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}

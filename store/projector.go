@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Projector feeds the Index from the logs. Each recording has a cursor (the
+// highest seq indexed) kept in the index itself and moved in the same write
+// as the rows, so the projection resumes exactly where it stopped, and an
+// index that is down or failing never holds up an acknowledgement: the log
+// is the truth and the projector catches up.
+type Projector struct {
+	st     *Store
+	idx    Index
+	log    *slog.Logger
+	wake   chan struct{}
+	mu     sync.Mutex
+	recs   map[string]*projection
+	batch  int
+	closed chan struct{}
+	done   chan struct{}
+	// Errors counts failed index writes (for metrics).
+	Errors func()
+}
+
+type projection struct {
+	target  uint64 // highest seq acknowledged
+	cursor  uint64 // highest seq indexed
+	pos     Pos
+	loaded  bool // cursor read from the index
+	pending bool
+	row     *RecordingRow // metadata not yet written to the index
+}
+
+// NewProjector returns a projector; call Run in a goroutine.
+func NewProjector(st *Store, idx Index, log *slog.Logger) *Projector {
+	return &Projector{st: st, idx: idx, log: log, wake: make(chan struct{}, 1),
+		recs: map[string]*projection{}, batch: 5000,
+		closed: make(chan struct{}), done: make(chan struct{}), Errors: func() {}}
+}
+
+// Notify tells the projector that recording id's log is durable through
+// seq. It never blocks.
+func (p *Projector) Notify(id string, through uint64) {
+	p.mu.Lock()
+	r := p.recs[id]
+	if r == nil {
+		r = &projection{}
+		p.recs[id] = r
+	}
+	if through > r.target {
+		r.target = through
+	}
+	r.pending = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Put queues a recording's metadata row for the index; like events, it is
+// retried until the index takes it, so opening or finishing a recording
+// never fails because the index is down.
+func (p *Projector) Put(row RecordingRow) {
+	p.mu.Lock()
+	r := p.recs[row.ID]
+	if r == nil {
+		r = &projection{}
+		p.recs[row.ID] = r
+	}
+	r.row = &row
+	r.pending = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Lag is how many acknowledged events are not yet indexed.
+func (p *Projector) Lag() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n uint64
+	for _, r := range p.recs {
+		if r.target > r.cursor {
+			n += r.target - r.cursor
+		}
+	}
+	return n
+}
+
+// Forget drops a recording's state (after deletion).
+func (p *Projector) Forget(id string) {
+	p.mu.Lock()
+	delete(p.recs, id)
+	p.mu.Unlock()
+}
+
+// Run projects until ctx ends or Close is called.
+func (p *Projector) Run(ctx context.Context) {
+	defer close(p.done)
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.closed:
+			return
+		case <-p.wake:
+		}
+		failed := p.drain(ctx)
+		if failed {
+			select { // retry later, and keep retrying until it works
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			case <-p.closed:
+				return
+			}
+			if backoff < 5*time.Second {
+				backoff *= 2
+			}
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		} else {
+			backoff = 100 * time.Millisecond
+		}
+	}
+}
+
+// Close stops Run after its current pass, first projecting what is pending.
+func (p *Projector) Close() {
+	select {
+	case <-p.closed:
+		return
+	default:
+	}
+	close(p.closed)
+	<-p.done
+}
+
+// Flush projects everything pending now, in the caller's goroutine. Tests
+// and reindex use it; it reports the first error.
+func (p *Projector) Flush(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		var ids []string
+		for id, r := range p.recs {
+			if r.pending {
+				ids = append(ids, id)
+			}
+		}
+		p.mu.Unlock()
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, id := range ids {
+			if err := p.project(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// drain projects every pending recording once; it reports whether any
+// failed (they stay pending).
+func (p *Projector) drain(ctx context.Context) (failed bool) {
+	p.mu.Lock()
+	var ids []string
+	for id, r := range p.recs {
+		if r.pending {
+			ids = append(ids, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		if err := p.project(ctx, id); err != nil {
+			p.Errors()
+			p.log.Warn("index projection failed; will retry", "recording", id, "err", err)
+			failed = true
+		}
+	}
+	return failed
+}
+
+// project indexes recording id from its cursor to the end of its log.
+func (p *Projector) project(ctx context.Context, id string) error {
+	p.mu.Lock()
+	r := p.recs[id]
+	r.pending = false
+	target := r.target
+	row := r.row
+	p.mu.Unlock()
+
+	if row != nil {
+		if err := p.idx.PutRecording(ctx, *row); err != nil {
+			p.markPending(id)
+			return err
+		}
+		p.mu.Lock()
+		if r.row == row {
+			r.row = nil
+		}
+		p.mu.Unlock()
+	}
+
+	if !r.loaded {
+		c, err := p.idx.Cursor(ctx, id)
+		if err != nil {
+			p.markPending(id)
+			return err
+		}
+		p.mu.Lock()
+		r.cursor, r.loaded = c, true
+		p.mu.Unlock()
+	}
+	if r.cursor >= target && target != 0 {
+		return nil
+	}
+	rows := make([]EventRow, 0, 256)
+	cursor := r.cursor
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		through := rows[len(rows)-1].Seq
+		if err := p.idx.IndexEvents(ctx, id, rows, through); err != nil {
+			return err
+		}
+		cursor = through
+		p.mu.Lock()
+		r.cursor = through
+		p.mu.Unlock()
+		rows = rows[:0]
+		return nil
+	}
+	var posAtFlush = r.pos
+	pos, err := p.st.Scan(id, r.pos, cursor, func(rec Record, loc Locator) error {
+		rows = append(rows, RowOf(id, &rec, loc))
+		if len(rows) >= p.batch {
+			if err := flush(); err != nil {
+				return err
+			}
+			posAtFlush = Pos{Segment: loc.Segment, Offset: loc.Offset + int64(loc.Length)}
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+		if err == nil {
+			posAtFlush = pos
+		}
+	}
+	p.mu.Lock()
+	r.pos = posAtFlush
+	if r.cursor > r.target {
+		r.target = r.cursor // after a restart the log may hold more than Notify said
+	}
+	p.mu.Unlock()
+	if err != nil {
+		p.markPending(id)
+	}
+	return err
+}
+
+func (p *Projector) markPending(id string) {
+	p.mu.Lock()
+	if r := p.recs[id]; r != nil {
+		r.pending = true
+	}
+	p.mu.Unlock()
+}
+
+// RowOf is the index row of a record.
+func RowOf(recording string, rec *Record, loc Locator) EventRow {
+	return EventRow{
+		Recording: recording, Seq: rec.Seq, Step: rec.Step, TS: rec.TS, Kind: rec.Kind,
+		CID: rec.CID, Size: int64(loc.Length) + rec.BlobSize, Loc: loc, Summary: rec.Summary,
+	}
+}

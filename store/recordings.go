@@ -1,0 +1,542 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightrec/flightrec/event"
+)
+
+// Store is the data directory: blobs, and one directory per recording.
+//
+//	DIR/blobs/<shard>/<cid>              content-addressed blobs
+//	DIR/recordings/<id>/meta.json        metadata at open (atomic write)
+//	DIR/recordings/<id>/log/NNNNNNNN.seg the append-only log while open
+//	DIR/recordings/<id>/ROOT             the manifest CID once finished
+//
+// Finishing a recording turns its segments into blobs, writes the manifest
+// as a blob, writes ROOT, and then removes the log directory. Each step is
+// idempotent, so a crash in between is finished again on the next Seal or
+// on Recover.
+type Store struct {
+	dir   string
+	Blobs *FSBlobs
+	LogOptions
+}
+
+// ErrFinished is returned when a recording is already sealed.
+var ErrFinished = errors.New("recording is finished")
+
+// OpenStore opens (creating if needed) a data directory.
+func OpenStore(dir string, lo LogOptions) (*Store, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "recordings"), 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	b, err := OpenFSBlobs(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, Blobs: b, LogOptions: lo}, nil
+}
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// NewRecordingID returns a fresh id: 26 characters of lowercase Crockford
+// base32, the first ten a millisecond timestamp so ids sort by creation.
+func NewRecordingID(now time.Time) string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic(err)
+	}
+	// 128 bits → 26 base32 digits (the top two bits of the first are zero).
+	out := make([]byte, 26)
+	var acc uint64
+	var bits uint
+	j := 0
+	// Emit 2 leading bits first so the remaining 126 split evenly into 5s.
+	acc = uint64(b[0] >> 6)
+	out[j] = alphabet[acc]
+	j++
+	acc, bits = uint64(b[0]&0x3f), 6
+	for _, x := range b[1:] {
+		acc = acc<<8 | uint64(x)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			out[j] = alphabet[(acc>>bits)&31]
+			j++
+		}
+	}
+	return string(out[:j])
+}
+
+// ValidRecordingID reports whether id has the shape NewRecordingID makes.
+// Every route checks it before an id becomes part of a path.
+func ValidRecordingID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') || c == 'i' || c == 'l' || c == 'o' || c == 'u' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) recDir(id string) string  { return filepath.Join(s.dir, "recordings", id) }
+func (s *Store) logDir(id string) string  { return filepath.Join(s.recDir(id), "log") }
+func (s *Store) metaPath(id string) string { return filepath.Join(s.recDir(id), "meta.json") }
+func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), "ROOT") }
+
+// Create makes a recording's directory and writes its metadata durably.
+func (s *Store) Create(m RecordingMeta) error {
+	if !ValidRecordingID(m.ID) {
+		return fmt.Errorf("store: invalid recording id")
+	}
+	if err := os.MkdirAll(s.recDir(m.ID), 0o755); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := SyncDir(filepath.Join(s.dir, "recordings")); err != nil {
+		return err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(s.metaPath(m.ID), b, 0o644)
+}
+
+// Meta reads the metadata a recording was opened with.
+func (s *Store) Meta(id string) (RecordingMeta, error) {
+	var m RecordingMeta
+	if !ValidRecordingID(id) {
+		return m, ErrNotFound
+	}
+	b, err := os.ReadFile(s.metaPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("store: meta of %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// Root returns the manifest CID of a finished recording, or "" while open.
+func (s *Store) Root(id string) (string, error) {
+	b, err := os.ReadFile(s.rootPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// IDs lists every recording in the data directory, sorted.
+func (s *Store) IDs() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(s.dir, "recordings"))
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && ValidRecordingID(e.Name()) {
+			if _, err := os.Stat(s.metaPath(e.Name())); err == nil {
+				ids = append(ids, e.Name())
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// OpenLog opens a recording's log for appending; recovery of a torn tail
+// happens here.
+func (s *Store) OpenLog(id string) (*Log, error) {
+	return OpenLog(s.logDir(id), s.LogOptions)
+}
+
+// SegmentRef is one log segment in a manifest.
+type SegmentRef struct {
+	CID      string `json:"cid"`
+	Bytes    int64  `json:"bytes"`
+	Records  int64  `json:"records"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+}
+
+// Manifest is a finished recording: its metadata, its log segments (as
+// blobs, in order) and every blob its events reference. Its CID is the
+// recording's root and the unit of evidence.
+type Manifest struct {
+	Version   int                  `json:"version"`
+	Recording RecordingMeta        `json:"recording"`
+	Segments  []SegmentRef         `json:"segments"`
+	Events    int64                `json:"events"`
+	LastSeq   uint64               `json:"last_seq"`
+	Steps     int                  `json:"steps"`
+	Counts    map[event.Kind]int64 `json:"counts"`
+	Bytes     int64                `json:"bytes"` // segments plus distinct referenced blobs
+	Blobs     []string             `json:"blobs"` // sorted, distinct
+}
+
+// Manifest reads a finished recording's manifest.
+func (s *Store) Manifest(id string) (*Manifest, string, error) {
+	root, err := s.Root(id)
+	if err != nil {
+		return nil, "", err
+	}
+	if root == "" {
+		return nil, "", fmt.Errorf("recording %s is still open: %w", id, ErrNotFound)
+	}
+	m, err := s.ReadManifest(root)
+	return m, root, err
+}
+
+// ReadManifest reads and parses the manifest blob root.
+func (s *Store) ReadManifest(root string) (*Manifest, error) {
+	c, err := ParseCID(root)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Blobs.Open(c)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var m Manifest
+	if err := json.NewDecoder(r).Decode(&m); err != nil {
+		return nil, fmt.Errorf("store: manifest %s: %w", root, err)
+	}
+	return &m, nil
+}
+
+// Seal finishes a recording: the caller has closed its Log. meta is the
+// final metadata (verdict, finished_at). It returns the root CID. Calling
+// it again on a sealed recording returns the same root.
+func (s *Store) Seal(meta RecordingMeta) (string, error) {
+	id := meta.ID
+	if root, err := s.Root(id); err != nil || root != "" {
+		if _, statErr := os.Stat(s.logDir(id)); root != "" && statErr == nil {
+			_ = os.RemoveAll(s.logDir(id)) // a crash after ROOT, before cleanup
+		}
+		return root, err
+	}
+	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
+	blobs := map[string]int64{}
+	steps := map[int]struct{}{}
+	segs, err := segmentFiles(s.logDir(id))
+	if err != nil {
+		return "", err
+	}
+	for _, path := range segs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("store: seal %s: %w", id, err)
+		}
+		ref := SegmentRef{Bytes: int64(len(data))}
+		sr := NewSegmentReader(bytes.NewReader(data))
+		for {
+			rec, _, err := sr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return "", fmt.Errorf("store: seal %s: %s: %w", id, filepath.Base(path), err)
+			}
+			if ref.Records == 0 {
+				ref.FirstSeq = rec.Seq
+			}
+			ref.Records++
+			ref.LastSeq = rec.Seq
+			man.Counts[rec.Kind]++
+			steps[rec.Step] = struct{}{}
+			if rec.CID != "" {
+				blobs[rec.CID] = rec.BlobSize
+			}
+		}
+		if ref.Records == 0 {
+			continue // an empty segment (rolled, then crashed) carries nothing
+		}
+		c, _, err := s.Blobs.Put(data)
+		if err != nil {
+			return "", err
+		}
+		ref.CID = c.String()
+		man.Segments = append(man.Segments, ref)
+		man.Events += ref.Records
+		man.LastSeq = ref.LastSeq
+		man.Bytes += ref.Bytes
+	}
+	man.Steps = len(steps)
+	for c, n := range blobs {
+		man.Blobs = append(man.Blobs, c)
+		man.Bytes += n
+	}
+	sort.Strings(man.Blobs)
+	mb, err := json.MarshalIndent(man, "", " ")
+	if err != nil {
+		return "", err
+	}
+	rc, _, err := s.Blobs.Put(mb)
+	if err != nil {
+		return "", err
+	}
+	root := rc.String()
+	if err := WriteFileAtomic(s.rootPath(id), []byte(root+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(s.logDir(id)); err != nil {
+		return "", fmt.Errorf("store: seal %s: %w", id, err)
+	}
+	return root, SyncDir(s.recDir(id))
+}
+
+func segmentFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".seg") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// segmentSource opens segment n (1-based) of a recording, from the log while
+// it is open and from the manifest's blobs once it is finished.
+func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
+	f, err := os.Open(filepath.Join(s.logDir(id), fmt.Sprintf("%08d.seg", n)))
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	m, _, merr := s.Manifest(id)
+	if merr != nil {
+		return nil, fmt.Errorf("recording %s segment %d: %w", id, n, ErrNotFound)
+	}
+	if n < 1 || n > len(m.Segments) {
+		return nil, fmt.Errorf("recording %s segment %d: %w", id, n, ErrNotFound)
+	}
+	c, err := ParseCID(m.Segments[n-1].CID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Blobs.Open(c)
+}
+
+// SegmentFile is an open segment: a file of the log or a segment blob.
+type SegmentFile interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+}
+
+// Reader reads records of recordings by locator, keeping segments open
+// between calls. It is safe for concurrent use.
+type Reader struct {
+	s    *Store
+	mu   sync.Mutex
+	open map[segKey]SegmentFile
+}
+
+type segKey struct {
+	id  string
+	seg int
+}
+
+// NewReader returns a Reader over s.
+func (s *Store) NewReader() *Reader { return &Reader{s: s, open: map[segKey]SegmentFile{}} }
+
+// maxOpenSegments bounds the Reader's cache of open files.
+const maxOpenSegments = 256
+
+// Read returns the record at loc of recording id.
+func (r *Reader) Read(id string, loc Locator) (Record, error) {
+	f, err := r.segment(id, loc.Segment)
+	if err != nil {
+		return Record{}, err
+	}
+	rec, err := ReadRecordAt(f, loc)
+	if err != nil {
+		// The recording may have been sealed since: the log file is gone
+		// (reads of an unlinked file still work, but be safe) — reopen once.
+		r.forget(id, loc.Segment)
+		if f, err2 := r.segment(id, loc.Segment); err2 == nil {
+			return ReadRecordAt(f, loc)
+		}
+	}
+	return rec, err
+}
+
+func (r *Reader) segment(id string, n int) (SegmentFile, error) {
+	k := segKey{id, n}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.open[k]; ok {
+		return f, nil
+	}
+	f, err := r.s.segmentSource(id, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.open) >= maxOpenSegments {
+		for k2, f2 := range r.open { // evict an arbitrary one
+			f2.Close()
+			delete(r.open, k2)
+			break
+		}
+	}
+	r.open[k] = f
+	return f, nil
+}
+
+// Forget drops cached handles of a recording (after seal or deletion).
+func (r *Reader) Forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, f := range r.open {
+		if k.id == id {
+			f.Close()
+			delete(r.open, k)
+		}
+	}
+}
+
+func (r *Reader) forget(id string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f, ok := r.open[segKey{id, n}]; ok {
+		f.Close()
+		delete(r.open, segKey{id, n})
+	}
+}
+
+// Close closes every cached handle.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, f := range r.open {
+		f.Close()
+		delete(r.open, k)
+	}
+	return nil
+}
+
+// Pos is a position in a recording's log: the next frame to read is at
+// Offset of segment Segment. The zero Pos is the start.
+type Pos struct {
+	Segment int
+	Offset  int64
+}
+
+// Scan calls fn for every record of recording id with seq > after, in
+// order, starting at pos (a position an earlier Scan returned, or the zero
+// Pos), reading the log while open and the segment blobs once finished. It
+// returns the position after the last record read, so a projector that
+// follows a growing log never reads a record twice.
+func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
+	segs, err := segmentFiles(s.logDir(id))
+	if err != nil {
+		return pos, err
+	}
+	n := len(segs)
+	if n == 0 {
+		m, _, err := s.Manifest(id)
+		if errors.Is(err, ErrNotFound) {
+			return pos, nil // open, nothing appended yet
+		}
+		if err != nil {
+			return pos, err
+		}
+		n = len(m.Segments)
+		if pos.Segment == 0 {
+			// Skip whole segments below the cursor.
+			for i := range m.Segments {
+				if m.Segments[i].LastSeq > after {
+					pos = Pos{Segment: i + 1}
+					break
+				}
+				pos = Pos{Segment: i + 2}
+			}
+		}
+	}
+	if pos.Segment == 0 {
+		pos.Segment = 1
+	}
+	for ; pos.Segment <= n; pos = (Pos{Segment: pos.Segment + 1}) {
+		f, err := s.segmentSource(id, pos.Segment)
+		if err != nil {
+			return pos, err
+		}
+		next, err := scanSegment(f, pos, after, fn)
+		f.Close()
+		if err != nil {
+			return next, err
+		}
+		if pos.Segment == n {
+			return next, nil // stay at the end of the last segment: it may grow
+		}
+	}
+	return pos, nil
+}
+
+func scanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
+	sr, err := NewSegmentReaderAt(f, pos.Offset)
+	if err != nil {
+		return pos, err
+	}
+	for {
+		rec, loc, err := sr.Next()
+		if err == io.EOF || errors.Is(err, ErrTornTail) {
+			// A torn tail can only be the unacknowledged end of an open
+			// log being written right now: stop there, resume later.
+			return pos, nil
+		}
+		if err != nil {
+			return pos, err
+		}
+		loc.Segment = pos.Segment
+		pos.Offset = loc.Offset + int64(loc.Length)
+		if rec.Seq <= after {
+			continue
+		}
+		if err := fn(rec, loc); err != nil {
+			return pos, err
+		}
+	}
+}

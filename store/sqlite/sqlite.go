@@ -1,0 +1,136 @@
+// Package sqlite is flightrec's embedded store.Index on pure-Go SQLite
+// (modernc.org/sqlite).
+//
+// The index is a projection of the logs and manifests, rebuildable with
+// flightrec reindex, so it trades per-commit durability for speed: WAL
+// journal with synchronous=NORMAL (a crash may lose the last transactions,
+// never corrupt the file; the cursor rolls back with the rows, so reindexing
+// resumes exactly). Writes go through one connection, reads through a small
+// pool of query-only connections that WAL lets run beside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/flightrec/flightrec/store"
+)
+
+var _ store.Index = (*DB)(nil)
+
+// DB is a store.Index backed by one SQLite file.
+type DB struct {
+	w *sql.DB // the single writer connection; it serializes writes
+	r *sql.DB // query-only readers
+
+	// Statements of the IndexEvents hot path, prepared once on the writer
+	// and bound to each transaction with Tx.StmtContext.
+	insEvent   *sql.Stmt
+	insStep    *sql.Stmt
+	updStep    *sql.Stmt
+	updCounter *sql.Stmt
+}
+
+// busyTimeoutMS bounds how long a statement waits for another process's
+// lock (a reindex beside a running server) before failing with SQLITE_BUSY.
+const busyTimeoutMS = 10_000
+
+// Open opens or creates the index at path, creating its directory and
+// migrating its schema as needed.
+func Open(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite index: empty path")
+	}
+	// The driver reads everything after '?' as DSN parameters.
+	if strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("sqlite index: path %q must not contain '?'", path)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite index: create directory: %w", err)
+		}
+	}
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)", busyTimeoutMS)
+	// _txlock=immediate takes the write lock at BEGIN: a deferred
+	// transaction that reads first and then writes can fail with
+	// SQLITE_BUSY without waiting when another process wrote in between.
+	w, err := sql.Open("sqlite", path+"?"+common+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=cache_size(-32000)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite index: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	db := &DB{w: w}
+	ctx := context.Background()
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite index %s: %w", path, err)
+	}
+	// Readers open after the writer has switched the file to WAL.
+	r, err := sql.Open("sqlite", path+"?"+common+"&_query_only=1")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite index: open readers %s: %w", path, err)
+	}
+	n := max(runtime.GOMAXPROCS(0), 2)
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	db.r = r
+
+	if err := db.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite index %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func (db *DB) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&db.insEvent, insertEventSQL},
+		{&db.insStep, insertStepSQL},
+		{&db.updStep, updateStepSQL},
+		{&db.updCounter, updateCountersSQL},
+	} {
+		s, err := db.w.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = s
+	}
+	return nil
+}
+
+// Close releases the connections. It does not checkpoint explicitly:
+// SQLite checkpoints the WAL when the last connection closes.
+func (db *DB) Close() error {
+	var errs []error
+	for _, s := range []*sql.Stmt{db.insEvent, db.insStep, db.updStep, db.updCounter} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	errs = append(errs, db.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlite index: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,349 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store"
+)
+
+const insertEventSQL = `INSERT OR IGNORE INTO events
+	(rec, seq, step, ts, kind, cid, size, seg, off, len,
+	 url, method, status, level, text, action, outcome, error_code)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const updateCountersSQL = `UPDATE recordings SET
+	events = events + ?1,
+	bytes = bytes + ?2,
+	steps = steps + ?3,
+	first_ts = CASE WHEN ?4 = 0 THEN first_ts WHEN first_ts = 0 THEN ?4 ELSE min(first_ts, ?4) END,
+	last_ts = max(last_ts, ?5),
+	indexed_through = max(indexed_through, ?6)
+	WHERE rid = ?7`
+
+// kindIndex maps a kind to its position in event.Kinds, which is also the
+// order of the n_<kind> columns in the steps statements below.
+var kindIndex = func() map[event.Kind]int {
+	m := make(map[event.Kind]int, len(event.Kinds))
+	for i, k := range event.Kinds {
+		m[k] = i
+	}
+	return m
+}()
+
+var insertStepSQL, updateStepSQL = stepStatements()
+
+// stepStatements builds the two statements that fold a batch's per-step
+// totals into steps: an insert for a step seen for the first time (its
+// RowsAffected tells IndexEvents to count a new step) and an update for one
+// seen before.
+func stepStatements() (insert, update string) {
+	// Parameters are numbered because the update uses some twice.
+	const fixedIns, fixedUpd = 12, 10
+	cols := make([]string, len(event.Kinds))
+	vals := make([]string, len(event.Kinds))
+	sets := make([]string, len(event.Kinds))
+	for i, k := range event.Kinds {
+		cols[i] = kindColumn(k)
+		vals[i] = fmt.Sprintf("?%d", fixedIns+1+i)
+		sets[i] = fmt.Sprintf("%s = %s + ?%d", cols[i], cols[i], fixedUpd+1+i)
+	}
+	insert = `INSERT OR IGNORE INTO steps
+		(rec, step, start_ts, end_ts, events, first_seq, last_seq,
+		 receipt_seq, action, target, outcome, error_code, ` + strings.Join(cols, ", ") + `)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ` + strings.Join(vals, ", ") + `)`
+	// SQLite evaluates every SET expression against the row as it was, so
+	// the CASEs all compare with the old receipt_seq.
+	n := fixedUpd + len(event.Kinds)
+	update = `UPDATE steps SET
+		start_ts = min(start_ts, ?1),
+		end_ts = max(end_ts, ?2),
+		events = events + ?3,
+		first_seq = min(first_seq, ?4),
+		last_seq = max(last_seq, ?5),
+		action = CASE WHEN ?6 > receipt_seq THEN ?7 ELSE action END,
+		target = CASE WHEN ?6 > receipt_seq THEN ?8 ELSE target END,
+		outcome = CASE WHEN ?6 > receipt_seq THEN ?9 ELSE outcome END,
+		error_code = CASE WHEN ?6 > receipt_seq THEN ?10 ELSE error_code END,
+		receipt_seq = max(receipt_seq, ?6),
+		` + strings.Join(sets, ",\n\t\t") + fmt.Sprintf(`
+		WHERE rec = ?%d AND step = ?%d`, n+1, n+2)
+	return insert, update
+}
+
+// PutRecording inserts or replaces a recording's metadata, state and root.
+// The counters and the cursor belong to IndexEvents and are left alone.
+func (db *DB) PutRecording(ctx context.Context, r store.RecordingRow) error {
+	if r.ID == "" {
+		return errors.New("sqlite index: put recording: empty id")
+	}
+	labels, err := json.Marshal(r.Labels)
+	if err != nil {
+		return fmt.Errorf("sqlite index: put recording %s: labels: %w", r.ID, err)
+	}
+	versions, err := json.Marshal(r.Versions)
+	if err != nil {
+		return fmt.Errorf("sqlite index: put recording %s: versions: %w", r.ID, err)
+	}
+	state := r.State
+	if state == "" {
+		state = store.StateOpen
+	}
+	// An UPSERT rather than INSERT OR REPLACE: REPLACE deletes the row and
+	// would both reset the counters and give the recording a new rid,
+	// orphaning its events.
+	_, err = db.w.ExecContext(ctx, `INSERT INTO recordings
+		(id, project, flow, labels, executor, versions, plan_digest,
+		 created_at, finished_at, verdict, failure_signature, state, root)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+		 project = excluded.project, flow = excluded.flow, labels = excluded.labels,
+		 executor = excluded.executor, versions = excluded.versions,
+		 plan_digest = excluded.plan_digest, created_at = excluded.created_at,
+		 finished_at = excluded.finished_at, verdict = excluded.verdict,
+		 failure_signature = excluded.failure_signature,
+		 state = excluded.state, root = excluded.root`,
+		r.ID, r.Project, r.Flow, string(labels), r.Executor, string(versions), r.PlanDigest,
+		r.CreatedAt, r.FinishedAt, r.Verdict, r.FailureSignature, state, r.Root)
+	if err != nil {
+		return fmt.Errorf("sqlite index: put recording %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// stepTotals accumulates what one batch adds to one step.
+type stepTotals struct {
+	start, end         int64
+	events             int64
+	first, last        int64
+	counts             []int64 // by kindIndex
+	receiptSeq         int64   // 0: no receipt in this batch
+	action, target     string
+	outcome, errorCode string
+}
+
+// IndexEvents inserts rows, folds the newly inserted ones into steps and the
+// recording's counters, and advances the cursor, all in one transaction.
+// Only rows that were actually inserted count, so a replayed or overlapping
+// batch changes nothing but (possibly) the cursor.
+func (db *DB) IndexEvents(ctx context.Context, recording string, rows []store.EventRow, through uint64) error {
+	if err := checkBatch(recording, rows, through); err != nil {
+		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
+	}
+	if err := db.indexEvents(ctx, recording, rows, through); err != nil {
+		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
+	}
+	return nil
+}
+
+// checkBatch refuses what the schema could not hold faithfully.
+func checkBatch(recording string, rows []store.EventRow, through uint64) error {
+	if recording == "" {
+		return errors.New("empty recording id")
+	}
+	if through > math.MaxInt64 {
+		return fmt.Errorf("cursor %d exceeds the index's int64 range", through)
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Recording != "" && r.Recording != recording {
+			return fmt.Errorf("row %d (seq %d) belongs to recording %q", i, r.Seq, r.Recording)
+		}
+		if r.Seq == 0 || r.Seq > math.MaxInt64 {
+			return fmt.Errorf("row %d: seq %d out of range", i, r.Seq)
+		}
+		if _, ok := kindIndex[r.Kind]; !ok {
+			return fmt.Errorf("row %d (seq %d): unknown kind %q", i, r.Seq, r.Kind)
+		}
+	}
+	return nil
+}
+
+func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.EventRow, through uint64) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+
+	rid, err := ensureRecording(ctx, tx, recording)
+	if err != nil {
+		return err
+	}
+
+	ins := tx.StmtContext(ctx, db.insEvent)
+	steps := map[int]*stepTotals{}
+	var added, bytes, firstTS, lastTS int64
+	for i := range rows {
+		r := &rows[i]
+		res, err := ins.ExecContext(ctx, rid, int64(r.Seq), r.Step, r.TS, string(r.Kind),
+			r.CID, r.Size, r.Loc.Segment, r.Loc.Offset, r.Loc.Length,
+			r.URL, r.Method, r.Status, r.Level, r.Text, r.Action, r.Outcome, r.ErrorCode)
+		if err != nil {
+			return fmt.Errorf("insert seq %d: %w", r.Seq, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert seq %d: %w", r.Seq, err)
+		}
+		if n == 0 {
+			continue // already indexed: a replay
+		}
+		added++
+		bytes += r.Size
+		if firstTS == 0 || r.TS < firstTS {
+			firstTS = r.TS
+		}
+		lastTS = max(lastTS, r.TS)
+		addToStep(steps, r)
+	}
+
+	newSteps, err := db.foldSteps(ctx, tx, rid, steps)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.StmtContext(ctx, db.updCounter).ExecContext(ctx,
+		added, bytes, newSteps, firstTS, lastTS, int64(through), rid); err != nil {
+		return fmt.Errorf("update counters: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ensureRecording returns the rid of recording, creating a placeholder row
+// (state open, no metadata) when IndexEvents runs before PutRecording, as a
+// reindex may: the cursor needs a row to live in.
+func ensureRecording(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO recordings (id, state) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
+		id, store.StateOpen); err != nil {
+		return 0, fmt.Errorf("create recording row: %w", err)
+	}
+	var rid int64
+	if err := tx.QueryRowContext(ctx, `SELECT rid FROM recordings WHERE id = ?`, id).Scan(&rid); err != nil {
+		return 0, fmt.Errorf("find recording row: %w", err)
+	}
+	return rid, nil
+}
+
+func addToStep(steps map[int]*stepTotals, r *store.EventRow) {
+	seq := int64(r.Seq)
+	s := steps[r.Step]
+	if s == nil {
+		s = &stepTotals{start: r.TS, end: r.TS, first: seq, last: seq, counts: make([]int64, len(event.Kinds))}
+		steps[r.Step] = s
+	}
+	s.start, s.end = min(s.start, r.TS), max(s.end, r.TS)
+	s.first, s.last = min(s.first, seq), max(s.last, seq)
+	s.events++
+	s.counts[kindIndex[r.Kind]]++
+	if r.Kind == event.KindReceipt && seq > s.receiptSeq {
+		s.receiptSeq = seq
+		s.action, s.target, s.outcome, s.errorCode = r.Action, r.Text, r.Outcome, r.ErrorCode
+	}
+}
+
+// foldSteps writes a batch's step totals and returns how many steps are new
+// to the recording. Steps go in ascending order so the writes walk the
+// b-tree forward.
+func (db *DB) foldSteps(ctx context.Context, tx *sql.Tx, rid int64, steps map[int]*stepTotals) (int64, error) {
+	order := make([]int, 0, len(steps))
+	for step := range steps {
+		order = append(order, step)
+	}
+	sort.Ints(order)
+
+	ins := tx.StmtContext(ctx, db.insStep)
+	upd := tx.StmtContext(ctx, db.updStep)
+	var created int64
+	args := make([]any, 0, 14+len(event.Kinds))
+	for _, step := range order {
+		s := steps[step]
+		args = append(args[:0], rid, step, s.start, s.end, s.events, s.first, s.last,
+			s.receiptSeq, s.action, s.target, s.outcome, s.errorCode)
+		for _, n := range s.counts {
+			args = append(args, n)
+		}
+		res, err := ins.ExecContext(ctx, args...)
+		if err != nil {
+			return 0, fmt.Errorf("insert step %d: %w", step, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("insert step %d: %w", step, err)
+		}
+		if n == 1 {
+			created++
+			continue
+		}
+		args = append(args[:0], s.start, s.end, s.events, s.first, s.last,
+			s.receiptSeq, s.action, s.target, s.outcome, s.errorCode)
+		for _, n := range s.counts {
+			args = append(args, n)
+		}
+		args = append(args, rid, step)
+		if _, err := upd.ExecContext(ctx, args...); err != nil {
+			return 0, fmt.Errorf("update step %d: %w", step, err)
+		}
+	}
+	return created, nil
+}
+
+// DeleteRecording removes a recording, its events and its steps. Deleting
+// an unknown recording is not an error: the outcome is the same.
+func (db *DB) DeleteRecording(ctx context.Context, id string) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite index: delete %s: begin: %w", id, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+
+	var rid int64
+	switch err := tx.QueryRowContext(ctx, `SELECT rid FROM recordings WHERE id = ?`, id).Scan(&rid); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sqlite index: delete %s: %w", id, err)
+	}
+	for _, q := range []string{
+		`DELETE FROM events WHERE rec = ?`,
+		`DELETE FROM steps WHERE rec = ?`,
+		`DELETE FROM recordings WHERE rid = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, rid); err != nil {
+			return fmt.Errorf("sqlite index: delete %s: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite index: delete %s: commit: %w", id, err)
+	}
+	return nil
+}
+
+// Reset drops every row. The schema stays; DELETE without WHERE lets SQLite
+// truncate each table rather than delete row by row.
+func (db *DB) Reset(ctx context.Context) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite index: reset: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, t := range []string{"events", "steps", "recordings"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
+			return fmt.Errorf("sqlite index: reset %s: %w", t, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite index: reset: commit: %w", err)
+	}
+	return nil
+}
