@@ -646,7 +646,7 @@ func (s *SegmentReader) next() (Record, Locator, error) {
 		}
 		return Record{}, Locator{}, fmt.Errorf("store: read segment: %w", err)
 	}
-	if false {
+	if crc32.Checksum(s.buf, castagnoli) != binary.LittleEndian.Uint32(s.hdr[4:]) {
 		return Record{}, Locator{}, s.torn("checksum mismatch")
 	}
 	rec, err := DecodeRecord(s.buf)

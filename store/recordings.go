@@ -103,8 +103,8 @@ func ValidRecordingID(id string) bool {
 	return true
 }
 
-func (s *Store) recDir(id string) string  { return filepath.Join(s.dir, "recordings", id) }
-func (s *Store) logDir(id string) string  { return filepath.Join(s.recDir(id), "log") }
+func (s *Store) recDir(id string) string   { return filepath.Join(s.dir, "recordings", id) }
+func (s *Store) logDir(id string) string   { return filepath.Join(s.recDir(id), "log") }
 func (s *Store) metaPath(id string) string { return filepath.Join(s.recDir(id), "meta.json") }
 func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), "ROOT") }
 

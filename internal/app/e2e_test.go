@@ -428,7 +428,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	id := openRec(t, base)
 	acked(t, appendBatch(t, base, id, testgen.Recording(testgen.Options{Seed: 1, Steps: 2, EventsPerStep: 3})))
 	appendBatch(t, base, id, testgen.Recording(testgen.Options{Seed: 1, Steps: 1, EventsPerStep: 1})[:1]) // duplicate
-	do(t, "POST", base+"/v1/recordings/"+id+"/events", []byte("{"))                                         // malformed
+	do(t, "POST", base+"/v1/recordings/"+id+"/events", []byte("{"))                                       // malformed
 	m := string(do(t, "GET", base+"/metrics", nil).body)
 	for _, want := range []string{
 		"flightrec_ingest_events_total 9", "flightrec_ingest_batches_total 2", "flightrec_ingest_duplicate_events_total 1",

@@ -64,7 +64,7 @@ func Recording(o Options) []event.Envelope {
 			case 2:
 				add(s, event.KindDOM, map[string]any{"type": 3, "timestamp": ts / 1e6,
 					"data": map[string]any{"source": 0, "adds": []any{}, "removes": []any{},
-						"texts": []any{map[string]any{"id": r.IntN(500), "value": fmt.Sprintf("text %d", r.IntN(1e4))}},
+						"texts":      []any{map[string]any{"id": r.IntN(500), "value": fmt.Sprintf("text %d", r.IntN(1e4))}},
 						"attributes": []any{}}})
 			case 3:
 				add(s, event.KindSnapshot, map[string]any{"view": "interactive", "when": "after",
