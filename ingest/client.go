@@ -30,6 +30,10 @@ type Client struct {
 	Gzip bool
 	// OnRetry, when set, hears about each retry (for progress output).
 	OnRetry func(err error, wait time.Duration)
+	// OnGap, when set, hears the expected seq of each SEQ_GAP reply before
+	// Send rewinds to it. A server that lost acknowledged events would show
+	// here with an expected seq at or below an earlier acked_through.
+	OnGap func(expected uint64)
 }
 
 // NewClient returns a client for the server at base.
@@ -131,6 +135,9 @@ func (c *Client) Send(ctx context.Context, id string, lines []Line, batchEvents,
 			exp, ok := ae.Extra["expected_seq"].(float64)
 			if !ok {
 				return acked, err
+			}
+			if c.OnGap != nil {
+				c.OnGap(uint64(exp))
 			}
 			k := sort.Search(len(lines), func(k int) bool { return lines[k].Seq >= uint64(exp) })
 			if k == len(lines) || lines[k].Seq != uint64(exp) {
