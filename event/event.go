@@ -9,6 +9,7 @@ package event
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Kind names what an event's data holds.
@@ -138,12 +139,20 @@ func joinField(prefix, f string) string {
 func describeJSONError(err error) string {
 	switch e := err.(type) {
 	case *json.UnmarshalTypeError:
-		return fmt.Sprintf("field %q: expected %s, got JSON %s", e.Field, e.Type, e.Value)
+		return fmt.Sprintf("field %q: expected %s, got JSON %s", FieldRoot(e.Field), e.Type, e.Value)
 	case *json.SyntaxError:
 		return fmt.Sprintf("invalid JSON at byte %d", e.Offset)
 	default:
 		return "invalid payload"
 	}
+}
+
+// FieldRoot keeps the first member of a JSON path. Deeper members can be
+// map keys, and a key is input that may be a secret; the first member of a
+// payload is always one of our own field names.
+func FieldRoot(path string) string {
+	root, _, _ := strings.Cut(path, ".")
+	return root
 }
 
 func newPayload(k Kind) any {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
@@ -95,14 +96,14 @@ func describe(err error) error {
 	case errors.As(err, &se):
 		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
 	case errors.As(err, &te):
-		return fmt.Errorf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+		return fmt.Errorf("field %q: expected %s, got JSON %s", event.FieldRoot(te.Field), te.Type, te.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return errors.New("truncated JSON")
 	}
-	msg := err.Error()
-	// encoding/json's unknown-field message quotes only the field name.
-	if bytes.HasPrefix([]byte(msg), []byte("json: unknown field ")) {
-		return fmt.Errorf("unknown envelope field %s (want seq, ts, step, kind, data)", msg[len("json: unknown field "):])
+	// encoding/json's unknown-field message quotes the name, and a name is
+	// input too: say only that there is one.
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return errors.New("an unknown envelope field (want seq, ts, step, kind, data)")
 	}
 	return errors.New("invalid JSON")
 }
