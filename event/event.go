@@ -88,6 +88,7 @@ func errf(field, format string, args ...any) *Error {
 type Decoded struct {
 	Envelope
 	Payload any
+	bin     *binarySpan // where the binary member sits in Data, if any
 }
 
 // Decode validates env and parses its data into the kind's payload type.
@@ -115,8 +116,25 @@ func Decode(env Envelope, lim Limits) (*Decoded, error) {
 		return nil, errf("data", "must be a JSON object")
 	}
 	p := newPayload(env.Kind)
-	if err := json.Unmarshal(env.Data, p); err != nil {
+	data := env.Data
+	var bin []byte
+	var span *binarySpan
+	if field := binaryField(env.Kind); field != "" {
+		var e *Error
+		if bin, data, span, e = extractBinary(env.Data, field); e != nil {
+			e.Field = joinField("data", e.Field)
+			return nil, e
+		}
+	}
+	if err := json.Unmarshal(data, p); err != nil {
 		return nil, &Error{Field: "data", Reason: describeJSONError(err)}
+	}
+	if span != nil {
+		setBinary(p, bin)
+	} else if field := binaryField(env.Kind); field != "" && hasBinary(p) {
+		// encoding/json matched a differently cased key ("Image"): the
+		// bytes would stay inline. Only the exact spelling is the contract.
+		return nil, errf(joinField("data", field), "must be spelled exactly %q", field)
 	}
 	if v, ok := p.(interface{ validate() *Error }); ok {
 		if e := v.validate(); e != nil {
@@ -124,7 +142,41 @@ func Decode(env Envelope, lim Limits) (*Decoded, error) {
 			return nil, e
 		}
 	}
-	return &Decoded{Envelope: env, Payload: p}, nil
+	return &Decoded{Envelope: env, Payload: p, bin: span}, nil
+}
+
+// binaryField names the member that carries a kind's bytes on the wire.
+func binaryField(k Kind) string {
+	switch k {
+	case KindFrame, KindScreenshot:
+		return "image"
+	case KindVideo:
+		return "chunk"
+	}
+	return ""
+}
+
+func hasBinary(p any) bool {
+	switch p := p.(type) {
+	case *Frame:
+		return p.Image != nil
+	case *Screenshot:
+		return p.Image != nil
+	case *Video:
+		return p.Chunk != nil
+	}
+	return false
+}
+
+func setBinary(p any, b []byte) {
+	switch p := p.(type) {
+	case *Frame:
+		p.Image = b
+	case *Screenshot:
+		p.Image = b
+	case *Video:
+		p.Chunk = b
+	}
 }
 
 func joinField(prefix, f string) string {

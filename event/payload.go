@@ -293,7 +293,10 @@ func (f *Frame) validate() *Error {
 	if f.Mime != "image/jpeg" && f.Mime != "image/png" {
 		return errf("mime", "must be image/jpeg or image/png")
 	}
-	if len(f.Image) == 0 && f.ImageCID == "" {
+	if f.ImageCID != "" {
+		return errf("image_cid", "is set by the server; send the bytes in image")
+	}
+	if len(f.Image) == 0 {
 		return errf("image", "is required (base64 bytes)")
 	}
 	if f.Width <= 0 || f.Height <= 0 {
@@ -343,7 +346,10 @@ func (v *Video) validate() *Error {
 	if v.Mime != "video/webm" {
 		return errf("mime", "must be video/webm")
 	}
-	if len(v.Chunk) == 0 && v.ChunkCID == "" {
+	if v.ChunkCID != "" {
+		return errf("chunk_cid", "is set by the server; send the bytes in chunk")
+	}
+	if len(v.Chunk) == 0 {
 		return errf("chunk", "is required (base64 bytes)")
 	}
 	return nil

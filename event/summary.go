@@ -1,7 +1,6 @@
 package event
 
 import (
-	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -102,17 +101,4 @@ func Binary(d *Decoded) (field string, data []byte) {
 		return "chunk", p.Chunk
 	}
 	return "", nil
-}
-
-// ReplaceBinary rewrites data so that field's bytes are replaced by
-// field+"_cid": cid, keeping every other member as it was.
-func ReplaceBinary(data json.RawMessage, field, cid string) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	delete(m, field)
-	c, _ := json.Marshal(cid)
-	m[field+"_cid"] = c
-	return json.Marshal(m)
 }

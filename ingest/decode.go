@@ -43,7 +43,7 @@ func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
 				"send smaller batches",
 				"line %d: more than %d events in one batch", line, lim.MaxEventsPerBatch).With("line", line)
 		}
-		env, err := decodeEnvelope(raw)
+		env, err := event.ParseEnvelope(raw)
 		if err != nil {
 			return nil, badLine(line, err)
 		}
@@ -70,22 +70,6 @@ func badLine(line int, err error) *apierr.Error {
 	return apierr.New(http.StatusBadRequest, "MALFORMED_EVENT",
 		"fix that line and resend the batch; nothing of it was stored",
 		"line %d: %s", line, err).With("line", line)
-}
-
-// decodeEnvelope parses one line strictly: unknown envelope members are an
-// error (a typo such as "sequence" must not pass silently), while data keeps
-// whatever members its kind's executor sends.
-func decodeEnvelope(raw []byte) (event.Envelope, error) {
-	var env event.Envelope
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil {
-		return env, describe(err)
-	}
-	if dec.More() {
-		return env, errors.New("more than one JSON value on the line")
-	}
-	return env, nil
 }
 
 // describe turns a JSON error into a message without values from the input.

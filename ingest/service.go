@@ -290,9 +290,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		if err != nil {
 			return AppendReply{}, storageError(err)
 		}
-		if err := attachCIDs(recs, fresh, cids); err != nil {
-			return AppendReply{}, err
-		}
+		attachCIDs(recs, fresh, cids)
 	}
 	before := r.log.Size()
 	if _, err := r.log.Append(recs); err != nil {
@@ -335,24 +333,17 @@ func toRecords(batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blo
 	return recs, blobs, blobBytes, nil
 }
 
-func attachCIDs(recs []store.Record, batch []*event.Decoded, cids []cid.Cid) error {
+func attachCIDs(recs []store.Record, batch []*event.Decoded, cids []cid.Cid) {
 	j := 0
 	for i, d := range batch {
-		field, b := event.Binary(d)
-		if b == nil {
+		if _, b := event.Binary(d); b == nil {
 			continue
 		}
 		c := cids[j].String()
 		j++
-		data, err := event.ReplaceBinary(d.Data, field, c)
-		if err != nil {
-			return apierr.New(http.StatusBadRequest, "MALFORMED_EVENT", "resend the batch",
-				"seq %d: data could not be re-encoded", d.Seq)
-		}
-		recs[i].Data = data
+		recs[i].Data = event.StoredData(d, c)
 		recs[i].CID = c
 	}
-	return nil
 }
 
 // FinishRequest is the body of POST /v1/recordings/{id}/finish.

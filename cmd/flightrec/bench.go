@@ -2,10 +2,56 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
+
+	"github.com/flightrec/flightrec/internal/bench"
 )
 
 func runBench(ctx context.Context, args []string, out, errOut io.Writer) int {
-	printErr(errOut, false, errNotYet)
-	return exitFailure
+	fs := newFlags("bench", "bench [flags]", errOut)
+	dir := fs.String("dir", os.TempDir(), "scratch directory on the disk to measure")
+	runs := fs.Int("runs", 5, "runs per figure (the median is reported)")
+	small := fs.Int("small-events", 200_000, "events per small-event run")
+	frames := fs.Int("frames", 2000, "50 KB frames per frame run")
+	clients := fs.Int("clients", 4, "concurrent recordings")
+	steps := fs.Int("steps", 2000, "steps of the step-view recording")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer pprof.StopCPUProfile()
+	}
+	scratch, cleanup, err := bench.ScratchDir(*dir)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer cleanup()
+	res, err := bench.Run(ctx, bench.Options{Dir: scratch, Runs: *runs, SmallEvents: *small, Frames: *frames,
+		Clients: *clients, StepSteps: *steps, Progress: errOut})
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	if *asJSON {
+		printJSON(out, res)
+	} else {
+		fmt.Fprint(out, bench.Report(res))
+	}
+	return exitOK
 }
