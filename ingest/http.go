@@ -1,10 +1,10 @@
 package ingest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -149,7 +149,12 @@ func readBody(r *http.Request, max int64) ([]byte, error) {
 		return nil, apierr.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_ENCODING",
 			"send the body plain, gzip or zstd", "Content-Encoding %q is not supported", clipHeader(enc))
 	}
-	body, err := io.ReadAll(io.LimitReader(src, max+1))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && src == r.Body && n <= max {
+		buf.Grow(int(n) + 1) // one allocation for a plain body of known size
+	}
+	_, err := buf.ReadFrom(io.LimitReader(src, max+1))
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -181,5 +186,5 @@ func clipHeader(s string) string {
 	if len(s) > 32 {
 		s = s[:32]
 	}
-	return fmt.Sprintf("%s", s)
+	return s
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,7 @@ type FSBlobs struct {
 	flights map[string]*flight // blobs being written or deleted, by CID string
 	shards  sync.Map           // shard name → struct{}: directories known durable
 	shardMu sync.Mutex         // serializes making shard directories
+	packs   *packs             // blobs that came in batches (see packs.go)
 }
 
 var _ Blobs = (*FSBlobs)(nil)
@@ -132,7 +134,27 @@ func OpenFSBlobs(dir string) (*FSBlobs, error) {
 	if err := SyncDir(dir); err != nil {
 		return nil, err
 	}
+	if b.packs, err = openPacks(filepath.Join(dir, "packs"), 0); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// Close closes the pack being filled.
+func (b *FSBlobs) Close() error { return b.packs.close() }
+
+// PackCut reports the bytes cut from a torn pack tail at open (never
+// acknowledged).
+func (b *FSBlobs) PackCut() int64 { return b.packs.cut }
+
+func digestOf(c cid.Cid) ([32]byte, bool) {
+	var d [32]byte
+	dm, err := multihash.Decode(c.Hash())
+	if err != nil || dm.Code != multihash.SHA2_256 || len(dm.Digest) != 32 {
+		return d, false
+	}
+	copy(d[:], dm.Digest)
+	return d, true
 }
 
 // Dir is the blob directory.
@@ -166,6 +188,11 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 // created is false if it was already stored.
 func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 	c := Sum(data)
+	if d, ok := digestOf(c); ok {
+		if _, packed := b.packs.has(d); packed {
+			return c, false, nil
+		}
+	}
 	created, err := b.putBatch([]pending{{c: c, data: data}})
 	if err != nil {
 		return cid.Undef, false, err
@@ -179,22 +206,40 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 // directory is fsynced once. Duplicates within the batch are written once.
 func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	cids := make([]cid.Cid, len(datas))
+	ds := make([][32]byte, len(datas))
 	if err := parallel(len(datas), blobWorkers, func(i int) error {
-		cids[i] = Sum(datas[i])
+		ds[i] = sha256.Sum256(datas[i])
+		cids[i] = cidOfDigest(ds[i][:])
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	// Blobs up to packMaxBlob go to a pack with one write and one fsync;
+	// larger ones are stored loose.
+	var packD [][32]byte
+	var packData [][]byte
 	seen := make(map[cid.Cid]struct{}, len(datas))
-	batch := make([]pending, 0, len(datas))
+	var loose []pending
 	for i, c := range cids {
-		if _, dup := seen[c]; !dup {
-			seen[c] = struct{}{}
-			batch = append(batch, pending{c: c, data: datas[i]})
+		if _, dup := seen[c]; dup {
+			continue
+		}
+		seen[c] = struct{}{}
+		if len(datas[i]) <= packMaxBlob {
+			packD, packData = append(packD, ds[i]), append(packData, datas[i])
+		} else {
+			loose = append(loose, pending{c: c, data: datas[i]})
 		}
 	}
-	if _, err := b.putBatch(batch); err != nil {
-		return nil, err
+	if len(packD) > 0 {
+		if err := b.packs.put(packD, packData); err != nil {
+			return nil, err
+		}
+	}
+	if len(loose) > 0 {
+		if _, err := b.putBatch(loose); err != nil {
+			return nil, err
+		}
 	}
 	return cids, nil
 }
@@ -251,8 +296,9 @@ func (b *FSBlobs) putBatch(batch []pending) ([]bool, error) {
 	return created, nil
 }
 
-// write stores batch[i] for i in which (claimed by the caller), fsyncing
-// each file before its rename and each touched shard directory once after.
+// write stores batch[i] for i in which (claimed by the caller): the files
+// are written, fsynced and renamed on a bounded pool, then every shard
+// directory that got a new name is fsynced once, in parallel.
 func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 	dirty := make([]bool, len(which))
 	err := parallel(len(which), blobWorkers, func(j int) error {
@@ -276,21 +322,26 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		dirty[j] = true
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("store: put blob: %w", err)
-	}
+	// Fsync the directories of what was renamed even after a failure:
+	// once this batch's claims are released, a Put that finds those files
+	// reports them as stored.
 	var dirs []string
 	seen := map[string]bool{}
 	for j, i := range which {
 		if dirty[j] {
-			_, shard, _, _ := b.name(batch[i].c)
-			if !seen[shard] {
-				seen[shard] = true
-				dirs = append(dirs, filepath.Join(b.dir, shard))
+			if sh := shardOf(batch[i].c.String()); !seen[sh] {
+				seen[sh] = true
+				dirs = append(dirs, filepath.Join(b.dir, sh))
 			}
 		}
 	}
-	return parallel(len(dirs), blobWorkers, func(i int) error { return SyncDir(dirs[i]) })
+	if serr := parallel(len(dirs), blobWorkers, func(i int) error { return SyncDir(dirs[i]) }); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("store: put blob: %w", err)
+	}
+	return nil
 }
 
 // writeTemp writes data to a temporary file in dir, fsyncs it and renames
@@ -358,6 +409,15 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d, ok := digestOf(c); ok {
+		if loc, packed := b.packs.has(d); packed {
+			r, err := b.packs.open(loc)
+			if err != nil {
+				return nil, fmt.Errorf("blob %s: %w", key, err)
+			}
+			return r, nil
+		}
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
@@ -379,6 +439,11 @@ func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if d, ok := digestOf(c); ok {
+		if loc, packed := b.packs.has(d); packed {
+			return loc.n, nil
+		}
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("blob %s: %w", key, ErrNotFound)
@@ -396,6 +461,13 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	key, shard, path, err := b.name(c)
 	if err != nil {
 		return err
+	}
+	if d, ok := digestOf(c); ok {
+		if _, packed := b.packs.has(d); packed {
+			// A packed blob's space comes back when retention repacks
+			// the pack without it; until then it stays readable.
+			return fmt.Errorf("blob %s: %w", key, ErrPacked)
+		}
 	}
 	for {
 		b.mu.Lock()
@@ -425,9 +497,16 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	return SyncDir(filepath.Join(b.dir, shard))
 }
 
-// Walk calls fn with every blob and its size, shard by shard. Files that
+// ErrPacked is returned by Delete for a blob that lives in a pack.
+var ErrPacked = errors.New("blob is packed; it is removed by repacking")
+
+// Walk calls fn with every blob and its size: packed blobs, then loose
+// ones shard by shard. Files that
 // are not blobs (temporaries, stray names, misplaced CIDs) are skipped.
 func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
+	if err := b.packs.each(func(d [32]byte, n int64) error { return fn(cidOfDigest(d[:]), n) }); err != nil {
+		return err
+	}
 	ents, err := os.ReadDir(b.dir)
 	if err != nil {
 		return fmt.Errorf("store: walk blobs: %w", err)

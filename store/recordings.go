@@ -50,6 +50,9 @@ func OpenStore(dir string, lo LogOptions) (*Store, error) {
 	return &Store{dir: dir, Blobs: b, LogOptions: lo}, nil
 }
 
+// Close releases the blob store's open pack.
+func (s *Store) Close() error { return s.Blobs.Close() }
+
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }
 

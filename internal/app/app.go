@@ -207,7 +207,7 @@ func (a *App) Close() error {
 	a.cancel()
 	a.Proj.Close()
 	a.Playback.Close()
-	return errors.Join(flushErr, a.Index.Close())
+	return errors.Join(flushErr, a.Index.Close(), a.Store.Close())
 }
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.

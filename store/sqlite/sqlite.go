@@ -28,12 +28,13 @@ var _ store.Index = (*DB)(nil)
 
 // DB is a store.Index backed by one SQLite file.
 type DB struct {
-	w *sql.DB // the single writer connection; it serializes writes
-	r *sql.DB // query-only readers
+	w  *sql.DB // the single writer connection; it serializes writes
+	r  *sql.DB // query-only readers
+	ck *checkpointer
 
 	// Statements of the IndexEvents hot path, prepared once on the writer
 	// and bound to each transaction with Tx.StmtContext.
-	insEvent   *sql.Stmt
+	insEvents  []*sql.Stmt // by insertChunks
 	insStep    *sql.Stmt
 	updStep    *sql.Stmt
 	updCounter *sql.Stmt
@@ -64,7 +65,7 @@ func Open(path string) (*DB, error) {
 	// SQLITE_BUSY without waiting when another process wrote in between.
 	w, err := sql.Open("sqlite", path+"?"+common+
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-		"&_pragma=cache_size(-32000)&_txlock=immediate")
+		"&_pragma=cache_size(-32000)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite index: open %s: %w", path, err)
 	}
@@ -89,6 +90,13 @@ func Open(path string) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	db.r = r
+	ckConn, err := sql.Open("sqlite", path+"?"+common)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite index: open checkpointer %s: %w", path, err)
+	}
+	ckConn.SetMaxOpenConns(1)
+	db.ck = startCheckpointer(ckConn)
 
 	if err := db.prepare(ctx); err != nil {
 		db.Close()
@@ -102,7 +110,6 @@ func (db *DB) prepare(ctx context.Context) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{&db.insEvent, insertEventSQL},
 		{&db.insStep, insertStepSQL},
 		{&db.updStep, updateStepSQL},
 		{&db.updCounter, updateCountersSQL},
@@ -113,17 +120,28 @@ func (db *DB) prepare(ctx context.Context) error {
 		}
 		*p.dst = s
 	}
+	for _, n := range insertChunks {
+		s, err := db.w.PrepareContext(ctx, insertEventsSQL(n))
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		db.insEvents = append(db.insEvents, s)
+	}
 	return nil
 }
 
-// Close releases the connections. It does not checkpoint explicitly:
-// SQLite checkpoints the WAL when the last connection closes.
+// Close stops the checkpointer and releases the connections; SQLite
+// checkpoints what remains of the WAL when the last one closes.
 func (db *DB) Close() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{db.insEvent, db.insStep, db.updStep, db.updCounter} {
+	stmts := append([]*sql.Stmt{db.insStep, db.updStep, db.updCounter}, db.insEvents...)
+	for _, s := range stmts {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}
+	}
+	if db.ck != nil {
+		errs = append(errs, db.ck.close())
 	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())

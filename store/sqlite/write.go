@@ -14,10 +14,31 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-const insertEventSQL = `INSERT OR IGNORE INTO events
+// insertChunks are the row counts of the multi-row event inserts. One
+// statement per row would spend most of IndexEvents in per-statement
+// overhead (database/sql, binding, VDBE setup); a batch is instead written
+// 64 rows per statement and its remainder 16, 4 and 1 at a time, so four
+// prepared statements cover every batch size. 64 rows × 18 columns stays far
+// below SQLite's limit of 32,766 parameters.
+var insertChunks = []int{64, 16, 4, 1}
+
+// eventColumns is the number of values insertEventsSQL takes per row.
+const eventColumns = 18
+
+// insertEventsSQL is a multi-row insert of fresh rows (see freshRows).
+//
+// OR FAIL, not the default ABORT: an ABORT statement that writes many rows
+// must be able to undo just itself, so SQLite keeps a statement journal,
+// copying each page before changing it, which cost a third of IndexEvents.
+// On any error IndexEvents rolls back the whole transaction, so undoing
+// the single statement buys nothing.
+func insertEventsSQL(rows int) string {
+	row := "(" + strings.Repeat("?, ", eventColumns-1) + "?)"
+	return `INSERT OR FAIL INTO events
 	(rec, seq, step, ts, kind, cid, size, seg, off, len,
 	 url, method, status, level, text, action, outcome, error_code)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES ` + strings.Repeat(row+", ", rows-1) + row
+}
 
 const updateCountersSQL = `UPDATE recordings SET
 	events = events + ?1,
@@ -115,6 +136,7 @@ func (db *DB) PutRecording(ctx context.Context, r store.RecordingRow) error {
 	if err != nil {
 		return fmt.Errorf("sqlite index: put recording %s: %w", r.ID, err)
 	}
+	db.ck.wrote()
 	return nil
 }
 
@@ -131,8 +153,8 @@ type stepTotals struct {
 
 // IndexEvents inserts rows, folds the newly inserted ones into steps and the
 // recording's counters, and advances the cursor, all in one transaction.
-// Only rows that were actually inserted count, so a replayed or overlapping
-// batch changes nothing but (possibly) the cursor.
+// Only rows not indexed before count, so a replayed or overlapping batch
+// changes nothing but (possibly) the cursor.
 func (db *DB) IndexEvents(ctx context.Context, recording string, rows []store.EventRow, through uint64) error {
 	if err := checkBatch(recording, rows, through); err != nil {
 		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
@@ -178,25 +200,17 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 		return err
 	}
 
-	ins := tx.StmtContext(ctx, db.insEvent)
+	fresh, err := freshRows(ctx, tx, rid, rows)
+	if err != nil {
+		return err
+	}
+	if err := db.insertEvents(ctx, tx, rid, fresh); err != nil {
+		return err
+	}
 	steps := map[int]*stepTotals{}
-	var added, bytes, firstTS, lastTS int64
-	for i := range rows {
-		r := &rows[i]
-		res, err := ins.ExecContext(ctx, rid, int64(r.Seq), r.Step, r.TS, string(r.Kind),
-			r.CID, r.Size, r.Loc.Segment, r.Loc.Offset, r.Loc.Length,
-			r.URL, r.Method, r.Status, r.Level, r.Text, r.Action, r.Outcome, r.ErrorCode)
-		if err != nil {
-			return fmt.Errorf("insert seq %d: %w", r.Seq, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("insert seq %d: %w", r.Seq, err)
-		}
-		if n == 0 {
-			continue // already indexed: a replay
-		}
-		added++
+	var bytes, firstTS, lastTS int64
+	for i := range fresh {
+		r := &fresh[i]
 		bytes += r.Size
 		if firstTS == 0 || r.TS < firstTS {
 			firstTS = r.TS
@@ -204,6 +218,7 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 		lastTS = max(lastTS, r.TS)
 		addToStep(steps, r)
 	}
+	added := int64(len(fresh))
 
 	newSteps, err := db.foldSteps(ctx, tx, rid, steps)
 	if err != nil {
@@ -215,6 +230,81 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	db.ck.wrote()
+	return nil
+}
+
+// freshRows returns the rows of the batch that are not indexed yet, each
+// seq once, so that only they are inserted and counted: this is what makes
+// a replayed or overlapping batch count nothing twice. Finding them costs
+// one range read of the primary key; the write lock, taken at BEGIN, keeps
+// the answer true until commit.
+func freshRows(ctx context.Context, tx *sql.Tx, rid int64, rows []store.EventRow) ([]store.EventRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	lo, hi := rows[0].Seq, rows[0].Seq
+	ascending := true
+	for i := 1; i < len(rows); i++ {
+		s := rows[i].Seq
+		ascending = ascending && s > rows[i-1].Seq
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	res, err := tx.QueryContext(ctx, `SELECT seq FROM events WHERE rec = ? AND seq BETWEEN ? AND ?`,
+		rid, int64(lo), int64(hi))
+	if err != nil {
+		return nil, fmt.Errorf("find indexed seqs: %w", err)
+	}
+	defer res.Close()
+	seen := map[uint64]bool{}
+	for res.Next() {
+		var seq int64
+		if err := res.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("find indexed seqs: %w", err)
+		}
+		seen[uint64(seq)] = true
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("find indexed seqs: %w", err)
+	}
+	if len(seen) == 0 && ascending {
+		return rows, nil // the common case: all new, no duplicates
+	}
+	fresh := make([]store.EventRow, 0, len(rows)-len(seen))
+	for _, r := range rows {
+		if !seen[r.Seq] {
+			seen[r.Seq] = true
+			fresh = append(fresh, r)
+		}
+	}
+	return fresh, nil
+}
+
+// insertEvents writes rows with the multi-row statements of insertChunks.
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, rid int64, rows []store.EventRow) error {
+	stmts := make([]*sql.Stmt, len(insertChunks))
+	args := make([]any, 0, insertChunks[0]*eventColumns)
+	for len(rows) > 0 {
+		c := 0
+		for insertChunks[c] > len(rows) {
+			c++ // ends at the 1-row statement at the latest
+		}
+		n := insertChunks[c]
+		if stmts[c] == nil {
+			stmts[c] = tx.StmtContext(ctx, db.insEvents[c])
+		}
+		args = args[:0]
+		for i := range rows[:n] {
+			r := &rows[i]
+			args = append(args, rid, int64(r.Seq), r.Step, r.TS, string(r.Kind),
+				r.CID, r.Size, r.Loc.Segment, r.Loc.Offset, r.Loc.Length,
+				r.URL, r.Method, r.Status, r.Level, r.Text, r.Action, r.Outcome, r.ErrorCode)
+		}
+		if _, err := stmts[c].ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("insert events from seq %d: %w", rows[0].Seq, err)
+		}
+		rows = rows[n:]
 	}
 	return nil
 }
@@ -326,6 +416,7 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: delete %s: commit: %w", id, err)
 	}
+	db.ck.wrote()
 	return nil
 }
 
@@ -345,5 +436,6 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: reset: commit: %w", err)
 	}
+	db.ck.wrote()
 	return nil
 }

@@ -1,0 +1,425 @@
+package store
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Packs hold the blobs that arrive in ingest batches (frames, screenshots,
+// video chunks). A file per small blob costs a journal commit per file, so
+// on this kind of disk a batch of 20 frames of 50 KB takes 20–30 ms however
+// the fsyncs are grouped: about 50 MB/s. Appending the batch to one pack
+// file and fsyncing once costs what a sequential write costs. The blobs
+// stay content-addressed (found by CID, stored once, never rewritten);
+// only their placement differs from a loose blob's.
+//
+//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x01", then entries:
+//	    u32 LE length n | u32 LE CRC-32C of (digest ‖ data) | 32-byte sha2-256 digest | n bytes
+//	DIR/packs/NNNNNNNN.idx    written when a pack is full (atomic):
+//	    "FRPIDX\x00\x01" | u32 LE count | count × (digest, u64 LE offset, u32 LE length) | u32 LE CRC-32C of all before
+//
+// The in-memory index maps digest → (pack, offset, length); it is loaded
+// from the .idx files and by scanning the one pack that has none (the one
+// being filled), whose torn tail a crash may have left is cut: entries in
+// it were never acknowledged.
+type packs struct {
+	dir      string
+	maxBytes int64
+
+	mu    sync.Mutex // guards everything below; held across a batch's write and fsync
+	index map[[32]byte]packLoc
+	cur   *os.File
+	curN  int
+	curSz int64
+	bytes int64 // payload bytes in all packs
+	cut   int64 // bytes cut from a torn tail at open
+	// buf is reused for every batch: growing a fresh slice to a megabyte
+	// copies it many times into newly faulted pages, which cost more than
+	// the write itself.
+	buf []byte
+}
+
+type packLoc struct {
+	pack int
+	off  int64 // offset of the data (after the entry header)
+	n    int64
+}
+
+const (
+	packMagic      = "FRPACK\x00\x01"
+	packIdxMagic   = "FRPIDX\x00\x01"
+	packEntryHdr   = 4 + 4 + 32
+	defaultPackMax = 128 << 20
+	// packMaxBlob bounds a packed blob; larger ones are stored loose.
+	packMaxBlob = 8 << 20
+)
+
+var errPackCorrupt = errors.New("pack corrupt")
+
+func openPacks(dir string, maxBytes int64) (*packs, error) {
+	if maxBytes <= 0 {
+		maxBytes = defaultPackMax
+	}
+	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: packs: %w", err)
+	}
+	nums, idxs, err := p.list()
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range nums {
+		if idxs[n] {
+			if err := p.loadIdx(n); err == nil {
+				continue
+			}
+			// A bad index is rebuilt from its pack below.
+		}
+		last := i == len(nums)-1
+		entries, good, size, err := p.scan(n)
+		if err != nil && !(last && errors.Is(err, errPackCorrupt)) {
+			return nil, fmt.Errorf("store: pack %d: %w", n, err)
+		}
+		if good < size {
+			if !last {
+				return nil, fmt.Errorf("store: pack %d: %w at offset %d (not the last pack)", n, errPackCorrupt, good)
+			}
+			if err := truncateSync(p.path(n), good); err != nil {
+				return nil, err
+			}
+			p.cut = size - good
+		}
+		for d, loc := range entries {
+			p.add(d, loc)
+		}
+		if !last || good >= maxBytes {
+			if err := p.writeIdx(n, entries); err != nil {
+				return nil, err
+			}
+		} else {
+			f, err := os.OpenFile(p.path(n), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return nil, fmt.Errorf("store: pack: %w", err)
+			}
+			p.cur, p.curN, p.curSz = f, n, good
+		}
+	}
+	if len(nums) > 0 && p.curN == 0 {
+		p.curN = nums[len(nums)-1] // the next pack gets the next number
+	}
+	return p, nil
+}
+
+func (p *packs) path(n int) string    { return filepath.Join(p.dir, fmt.Sprintf("%08d.pack", n)) }
+func (p *packs) idxPath(n int) string { return filepath.Join(p.dir, fmt.Sprintf("%08d.idx", n)) }
+
+func (p *packs) add(d [32]byte, loc packLoc) {
+	if _, ok := p.index[d]; !ok {
+		p.bytes += loc.n
+	}
+	p.index[d] = loc
+}
+
+// list returns the pack numbers in order and which have an index.
+func (p *packs) list() ([]int, map[int]bool, error) {
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: packs: %w", err)
+	}
+	var nums []int
+	idxs := map[int]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) {
+			_ = os.Remove(filepath.Join(p.dir, name)) // an index a crash left half written
+			continue
+		}
+		base, ext, ok := strings.Cut(name, ".")
+		n, err := strconv.Atoi(base)
+		if !ok || err != nil || len(base) != 8 || n <= 0 {
+			continue
+		}
+		switch ext {
+		case "pack":
+			nums = append(nums, n)
+		case "idx":
+			idxs[n] = true
+		}
+	}
+	sort.Ints(nums)
+	return nums, idxs, nil
+}
+
+// scan reads a pack's entries, checking each one's CRC and digest. It
+// returns the entries, the offset after the last good one and the size.
+func (p *packs) scan(n int) (map[[32]byte]packLoc, int64, int64, error) {
+	data, err := os.ReadFile(p.path(n))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	size := int64(len(data))
+	entries := map[[32]byte]packLoc{}
+	if len(data) < len(packMagic) || string(data[:len(packMagic)]) != packMagic {
+		if allZeroBytes(data) { // created, header never made durable
+			return entries, 0, size, errPackCorrupt
+		}
+		return nil, 0, size, fmt.Errorf("%w: bad header", errPackCorrupt)
+	}
+	off := int64(len(packMagic))
+	for off < size {
+		if size-off < packEntryHdr {
+			return entries, off, size, errPackCorrupt
+		}
+		h := data[off : off+packEntryHdr]
+		ln := int64(binary.LittleEndian.Uint32(h[0:4]))
+		sum := binary.LittleEndian.Uint32(h[4:8])
+		if ln > packMaxBlob || size-off-packEntryHdr < ln {
+			return entries, off, size, errPackCorrupt
+		}
+		body := data[off+8 : off+packEntryHdr+ln]
+		if crc32.Checksum(body, castagnoli) != sum {
+			return entries, off, size, errPackCorrupt
+		}
+		var d [32]byte
+		copy(d[:], h[8:40])
+		if sha256.Sum256(body[32:]) != d {
+			return entries, off, size, errPackCorrupt
+		}
+		entries[d] = packLoc{pack: n, off: off + packEntryHdr, n: ln}
+		off += packEntryHdr + ln
+	}
+	return entries, off, size, nil
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *packs) loadIdx(n int) error {
+	b, err := os.ReadFile(p.idxPath(n))
+	if err != nil {
+		return err
+	}
+	if len(b) < len(packIdxMagic)+8 || string(b[:len(packIdxMagic)]) != packIdxMagic {
+		return errPackCorrupt
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return errPackCorrupt
+	}
+	cnt := int(binary.LittleEndian.Uint32(body[len(packIdxMagic):]))
+	rows := body[len(packIdxMagic)+4:]
+	if len(rows) != cnt*44 {
+		return errPackCorrupt
+	}
+	for i := 0; i < cnt; i++ {
+		r := rows[i*44:]
+		var d [32]byte
+		copy(d[:], r[:32])
+		p.add(d, packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40])), n: int64(binary.LittleEndian.Uint32(r[40:44]))})
+	}
+	return nil
+}
+
+func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
+	ds := make([][32]byte, 0, len(entries))
+	for d := range entries {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return bytes.Compare(ds[i][:], ds[j][:]) < 0 })
+	b := make([]byte, 0, len(packIdxMagic)+4+44*len(ds)+4)
+	b = append(b, packIdxMagic...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ds)))
+	for _, d := range ds {
+		loc := entries[d]
+		b = append(b, d[:]...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(loc.off))
+		b = binary.LittleEndian.AppendUint32(b, uint32(loc.n))
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return WriteFileAtomic(p.idxPath(n), b, 0o444)
+}
+
+// has reports whether a digest is packed.
+func (p *packs) has(d [32]byte) (packLoc, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	loc, ok := p.index[d]
+	return loc, ok
+}
+
+// put appends the blobs not yet packed to the current pack with one write
+// and one fsync, and only then makes them visible. Digests must match data.
+func (p *packs) put(ds [][32]byte, datas [][]byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	need := 0
+	for _, d := range datas {
+		need += packEntryHdr + len(d)
+	}
+	if cap(p.buf) < need && need <= 2*packMaxBlob {
+		p.buf = make([]byte, 0, need)
+	}
+	buf := p.buf[:0]
+	var adds []packAdd
+	seen := map[[32]byte]bool{}
+	for i, d := range ds {
+		if _, ok := p.index[d]; ok || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if p.cur == nil || p.curSz+int64(len(buf)) >= p.maxBytes {
+			if err := p.flush(&buf, adds); err != nil {
+				return err
+			}
+			adds = adds[:0]
+			if err := p.roll(); err != nil {
+				return err
+			}
+		}
+		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, datas[i])
+		adds = append(adds, packAdd{d: d, off: p.curSz + int64(len(buf)) + packEntryHdr, n: int64(len(datas[i]))})
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(datas[i])))
+		buf = binary.LittleEndian.AppendUint32(buf, crc)
+		buf = append(append(buf, d[:]...), datas[i]...)
+	}
+	return p.flush(&buf, adds)
+}
+
+// packAdd is a blob written to the current pack but not yet indexed.
+type packAdd struct {
+	d   [32]byte
+	off int64
+	n   int64
+}
+
+// flush writes buf at the end of the current pack, fsyncs, and indexes
+// what it held. On failure the pack is cut back to where it was.
+func (p *packs) flush(buf *[]byte, adds []packAdd) error {
+	if len(*buf) == 0 {
+		return nil
+	}
+	_, err := p.cur.Write(*buf)
+	if err == nil {
+		err = p.cur.Sync()
+	}
+	if err != nil {
+		// Undo: nothing of this batch was acknowledged. If even that
+		// fails, drop the file handle so the next put starts a new pack.
+		if terr := p.cur.Truncate(p.curSz); terr != nil || p.cur.Sync() != nil {
+			p.cur.Close()
+			p.cur = nil
+		}
+		*buf = (*buf)[:0]
+		return fmt.Errorf("store: pack write: %w", err)
+	}
+	for _, a := range adds {
+		p.add(a.d, packLoc{pack: p.curN, off: a.off, n: a.n})
+	}
+	p.curSz += int64(len(*buf))
+	*buf = (*buf)[:0]
+	return nil
+}
+
+// roll closes the current pack (writing its index) and starts the next.
+func (p *packs) roll() error {
+	if p.cur != nil {
+		entries := map[[32]byte]packLoc{}
+		for d, loc := range p.index {
+			if loc.pack == p.curN {
+				entries[d] = loc
+			}
+		}
+		if err := p.writeIdx(p.curN, entries); err != nil {
+			return err
+		}
+		if err := p.cur.Close(); err != nil {
+			return err
+		}
+		p.cur = nil
+	}
+	n := p.curN + 1
+	f, err := os.OpenFile(p.path(n), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: new pack: %w", err)
+	}
+	if _, err := f.Write([]byte(packMagic)); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = SyncDir(p.dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(p.path(n))
+		return fmt.Errorf("store: new pack: %w", err)
+	}
+	p.cur, p.curN, p.curSz = f, n, int64(len(packMagic))
+	return nil
+}
+
+// open returns a reader over a packed blob.
+func (p *packs) open(loc packLoc) (BlobReader, error) {
+	f, err := os.Open(p.path(loc.pack))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
+}
+
+// each calls fn for every packed blob.
+func (p *packs) each(fn func(d [32]byte, n int64) error) error {
+	p.mu.Lock()
+	ds := make([][32]byte, 0, len(p.index))
+	ns := make([]int64, 0, len(p.index))
+	for d, loc := range p.index {
+		ds = append(ds, d)
+		ns = append(ns, loc.n)
+	}
+	p.mu.Unlock()
+	for i := range ds {
+		if err := fn(ds[i], ns[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *packs) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil {
+		err := p.cur.Close()
+		p.cur = nil
+		return err
+	}
+	return nil
+}
+
+// packBlob reads one blob inside a pack file.
+type packBlob struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (b *packBlob) Close() error { return b.f.Close() }
