@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -144,13 +145,17 @@ func FsyncWriteMBps(dir string) (float64, error) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i * 13)
+	// Incompressible bytes, like the JPEG frames measured against it: a
+	// virtual disk may compress or dedupe a repeated pattern.
+	bufs := make([][]byte, 8)
+	rng := rand.NewChaCha8([32]byte{1})
+	for i := range bufs {
+		bufs[i] = make([]byte, 1<<20)
+		rng.Read(bufs[i])
 	}
 	start := time.Now()
 	for i := 0; i < 128; i++ {
-		if _, err := f.Write(buf); err != nil {
+		if _, err := f.Write(bufs[i%len(bufs)]); err != nil {
 			return 0, err
 		}
 		if err := f.Sync(); err != nil {
@@ -308,16 +313,13 @@ func ingestFrames(ctx context.Context, o Options) (float64, error) {
 	per := o.Frames / o.Clients
 	var perClient [][][]byte
 	img := make([]byte, 50_000)
+	rng := rand.NewChaCha8([32]byte{2})
 	for c := 0; c < o.Clients; c++ {
 		evs := make([]event.Envelope, per)
 		for i := range evs {
-			// Distinct bytes per frame, so dedup does not flatter the figure.
-			for j := 0; j < len(img); j += 64 {
-				img[j] = byte(i)
-				img[j+1] = byte(i >> 8)
-				img[j+2] = byte(c)
-				img[j+3] = byte(j)
-			}
+			// Random bytes: distinct per frame (dedup does not flatter the
+			// figure) and incompressible, like JPEG.
+			rng.Read(img)
 			data := fmt.Sprintf(`{"mime":"image/jpeg","image":"%s","width":1280,"height":800,"cursor":{"x":%d,"y":%d}}`,
 				base64.StdEncoding.EncodeToString(img), i%1280, i%800)
 			evs[i] = event.Envelope{Seq: uint64(i + 1), TS: int64(1764483600000000000 + i*200_000_000), Step: 1 + i/5,
