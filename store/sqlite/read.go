@@ -20,13 +20,14 @@ const (
 	searchDefault, searchMax         = 100, 1000
 )
 
-// pageSize clamps a requested limit to (0, max], defaulting non-positive ones.
-func pageSize(n, def, max int) int {
+// pageSize clamps a requested limit to (0, most], defaulting non-positive
+// ones.
+func pageSize(n, def, most int) int {
 	switch {
 	case n <= 0:
 		return def
-	case n > max:
-		return max
+	case n > most:
+		return most
 	}
 	return n
 }

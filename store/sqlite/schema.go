@@ -109,7 +109,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback() // a no-op once committed; the error is the one returned
 
 	var v int
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {

@@ -193,7 +193,7 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback() // a no-op once committed; the error is the one returned
 
 	rid, err := ensureRecording(ctx, tx, recording)
 	if err != nil {
@@ -395,7 +395,7 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite index: delete %s: begin: %w", id, err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback() // a no-op once committed; the error is the one returned
 
 	var rid int64
 	switch err := tx.QueryRowContext(ctx, `SELECT rid FROM recordings WHERE id = ?`, id).Scan(&rid); {
@@ -427,7 +427,7 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite index: reset: begin: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback() // a no-op once committed; the error is the one returned
 	for _, t := range []string{"events", "steps", "recordings"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
 			return fmt.Errorf("sqlite index: reset %s: %w", t, err)
