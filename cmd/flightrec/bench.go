@@ -15,7 +15,7 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) int {
 	dir := fs.String("dir", os.TempDir(), "scratch directory on the disk to measure")
 	runs := fs.Int("runs", 5, "runs per figure (the median is reported)")
 	small := fs.Int("small-events", 200_000, "events per small-event run")
-	frames := fs.Int("frames", 2000, "50 KB frames per frame run")
+	frames := fs.Int("frames", 5000, "50 KB frames per frame run")
 	clients := fs.Int("clients", 4, "concurrent recordings")
 	steps := fs.Int("steps", 2000, "steps of the step-view recording")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
