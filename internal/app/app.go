@@ -118,12 +118,19 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewWith(cfg, log, st, idx)
+}
+
+// NewWith is New over a store and index the caller opened (tests wrap the
+// index to inject faults). The App owns and closes both.
+func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*App, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	proj := store.NewProjector(st, idx, log)
 	ing, err := ingest.New(cfg.Ingest, st, proj, reg, log)
 	if err != nil {
 		idx.Close()
+		st.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

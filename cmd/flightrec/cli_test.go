@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store"
+)
+
+// flightrec runs the binary and returns stdout, stderr and the exit code.
+func flightrec(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errOut.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), errOut.String(), ee.ExitCode()
+	default:
+		t.Fatal(err)
+		return "", "", -1
+	}
+}
+
+func TestHelpEverywhere(t *testing.T) {
+	for _, c := range commands {
+		_, errOut, code := flightrec(t, c.name, "--help")
+		if code != exitOK || !strings.Contains(errOut, "Usage: flightrec "+c.name) {
+			t.Errorf("%s --help: exit %d, %q", c.name, code, errOut)
+		}
+	}
+	out, _, code := flightrec(t, "help")
+	if code != exitOK || !strings.Contains(out, "verify") || !strings.Contains(out, "Exit codes") {
+		t.Errorf("help: exit %d, %q", code, out)
+	}
+	_, errOut, code := flightrec(t, "frobnicate")
+	if code != exitUsage || !strings.Contains(errOut, "UNKNOWN_COMMAND") || !strings.Contains(errOut, "next:") {
+		t.Errorf("unknown command: exit %d, %q", code, errOut)
+	}
+	_, errOut, code = flightrec(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	if code != exitUsage || !strings.Contains(errOut, "INSECURE_ADDRESS") {
+		t.Errorf("serve on all interfaces without tokens: exit %d, %q", code, errOut)
+	}
+}
+
+// TestIngestVerifyReindex drives the CLI as a user would: ingest a file
+// into a running server, then verify and reindex the stopped store, then
+// catch a corrupted blob.
+func TestIngestVerifyReindex(t *testing.T) {
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
+	p.start()
+	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 10, FrameBytes: 3000})
+	file := filepath.Join(t.TempDir(), "rec.ndjson")
+	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "cli", "--batch", "37", "--json", file)
+	if code != exitOK {
+		t.Fatalf("ingest: exit %d: %s %s", code, out, errOut)
+	}
+	var res struct {
+		ID, Root, Verdict string
+		AckedThrough      uint64 `json:"acked_through"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("ingest --json: %v: %s", err, out)
+	}
+	wantVerdict := "pass"
+	for _, e := range evs {
+		if e.Kind == "receipt" && strings.Contains(string(e.Data), `"outcome":"failed"`) {
+			wantVerdict = "fail"
+		}
+	}
+	if res.AckedThrough != uint64(len(evs)) || !strings.HasPrefix(res.Root, "bafkrei") || res.Verdict != wantVerdict {
+		t.Fatalf("ingest result: %+v (want verdict %s)", res, wantVerdict)
+	}
+	var tl playback.Timeline
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/steps", &tl)
+	p.stop()
+
+	out, _, code = flightrec(t, "verify", "--data", p.data)
+	if code != exitOK || !strings.Contains(out, "ok") {
+		t.Fatalf("verify of a sound store: exit %d: %s", code, out)
+	}
+	if _, errOut, code := flightrec(t, "reindex", "--data", p.data); code != exitOK {
+		t.Fatalf("reindex: exit %d: %s", code, errOut)
+	}
+	p.start()
+	var tl2 playback.Timeline
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/steps", &tl2)
+	p.stop()
+	a, _ := json.Marshal(tl.Steps)
+	b, _ := json.Marshal(tl2.Steps)
+	if !bytes.Equal(a, b) || len(tl.Steps) != 21 {
+		t.Fatalf("timeline after reindex differs (%d steps before)", len(tl.Steps))
+	}
+
+	// Flip one byte of a log segment blob: verify names it and exits 1.
+	st, err := store.OpenStore(p.data, store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := st.Manifest(res.ID)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := m.Segments[0].CID
+	path := filepath.Join(p.data, "blobs", seg[len(seg)-3:len(seg)-1], seg)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	os.Chmod(path, 0o644)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = flightrec(t, "verify", "--data", p.data, "--json")
+	var rep store.VerifyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("verify --json: %v: %s", err, out)
+	}
+	if code != exitFound || len(rep.Problems) != 1 || rep.Problems[0].CID != seg || rep.Problems[0].Recording != res.ID {
+		t.Fatalf("verify of a corrupted segment: exit %d, %+v", code, rep.Problems)
+	}
+}
+
+func TestIngestRefusesMalformedInput(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.ndjson")
+	os.WriteFile(file, []byte("{\"seq\":1}\n{\"seq\":3}\n"), 0o644)
+	_, errOut, code := flightrec(t, "ingest", "--server", "http://127.0.0.1:1", file)
+	if code != exitUsage || !strings.Contains(errOut, "MALFORMED_INPUT") || !strings.Contains(errOut, "line 2") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
