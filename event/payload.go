@@ -205,7 +205,9 @@ type HARResponse struct {
 	BodySize    int64       `json:"bodySize"`
 }
 
-// HAR is one HAR 1.2 entry. Bodies are capped at MaxHARBody with Truncated set.
+// HAR is one HAR 1.2 entry. Executors send bodies whole (up to the event
+// size limit): redaction scans the whole body, then caps what is stored at
+// MaxHARBody and sets Truncated, so a secret straddling the cap is found.
 type HAR struct {
 	StartedDateTime string          `json:"startedDateTime"`
 	Time            float64         `json:"time"`
@@ -216,7 +218,7 @@ type HAR struct {
 	Truncated       bool            `json:"_truncated,omitempty"`
 }
 
-// MaxHARBody is the cap on a HAR body kept in an event.
+// MaxHARBody is the cap on a HAR body as stored.
 const MaxHARBody = 64 << 10
 
 func (h *HAR) validate() *Error {
@@ -228,9 +230,6 @@ func (h *HAR) validate() *Error {
 	}
 	if h.Response.Status < 0 || h.Response.Status > 999 {
 		return errf("response.status", "must be 0 (failed) or an HTTP status")
-	}
-	if len(h.Response.Content.Text) > MaxHARBody*4/3+4 {
-		return errf("response.content.text", "exceeds the 64 KiB body cap; truncate and set _truncated")
 	}
 	return nil
 }

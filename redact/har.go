@@ -1,0 +1,5 @@
+package redact
+
+import "github.com/flightrec/flightrec/event"
+
+func (r *Redactor) redactHAR(d *event.Decoded) (Result, error) { return Result{}, nil }
