@@ -145,6 +145,9 @@ func Decode(env Envelope, lim Limits) (*Decoded, error) {
 	return &Decoded{Envelope: env, Payload: p, bin: span}, nil
 }
 
+// HasBinary reports whether a kind carries bytes on the wire.
+func HasBinary(k Kind) bool { return binaryField(k) != "" }
+
 // binaryField names the member that carries a kind's bytes on the wire.
 func binaryField(k Kind) string {
 	switch k {

@@ -13,6 +13,8 @@ type Metrics struct {
 	OpenRecs  prometheus.GaugeFunc
 	IndexLag  prometheus.GaugeFunc
 	IndexErrs prometheus.Counter
+	// Redactions counts erased or masked values by rule.
+	Redactions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
@@ -37,6 +39,8 @@ func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
 		IndexErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}),
 	}
-	reg.MustRegister(m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.Errors, m.OpenRecs, m.IndexLag, m.IndexErrs)
+	m.Redactions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flightrec_redactions_total", Help: "Values erased or masked by redaction, by rule."}, []string{"rule"})
+	reg.MustRegister(m.Redactions, m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.Errors, m.OpenRecs, m.IndexLag, m.IndexErrs)
 	return m
 }

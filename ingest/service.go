@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
 )
 
@@ -23,12 +26,14 @@ import (
 // their size. Appends to one recording are serialized; different recordings
 // proceed in parallel.
 type Service struct {
-	cfg  Config
-	st   *store.Store
-	proj *store.Projector
-	log  *slog.Logger
-	m    *Metrics
-	now  func() time.Time
+	cfg    Config
+	st     *store.Store
+	proj   *store.Projector
+	policy *policy.Engine
+	key    []byte // pseudonym key for plans that pseudonymize
+	log    *slog.Logger
+	m      *Metrics
+	now    func() time.Time
 
 	mu   sync.Mutex
 	open map[string]*recording
@@ -42,6 +47,7 @@ type sealedRec struct{ root, verdict string }
 type recording struct {
 	mu     sync.Mutex
 	meta   store.RecordingMeta
+	red    *redact.Redactor
 	log    *store.Log
 	next   uint64 // next expected seq
 	bytes  int64  // stored bytes: log plus new blobs
@@ -51,8 +57,12 @@ type recording struct {
 // New returns a Service over st. It recovers every recording in st: open
 // logs are reopened (cutting torn tails) and the projector is told what to
 // index. reg receives ingest's metrics.
-func New(cfg Config, st *store.Store, proj *store.Projector, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
-	s := &Service{cfg: cfg, st: st, proj: proj, log: log, now: time.Now,
+func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+	key, err := st.Key("redact-pseudonym.key")
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
 		open: map[string]*recording{}, sealed: map[string]sealedRec{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
@@ -105,11 +115,39 @@ func (s *Service) recover() error {
 		if cut := lg.Recovered(); cut > 0 {
 			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
 		}
-		s.open[id] = &recording{meta: meta, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size()}
+		red, err := s.rebuildRedactor(id)
+		if err != nil {
+			lg.Close()
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size()}
 		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 		s.proj.Notify(id, lg.LastSeq())
 	}
 	return nil
+}
+
+// rebuildRedactor makes an open recording's redactor from its saved plan
+// and feeds it the events already stored, so state that spans events (which
+// DOM nodes are masked) is what it was before the restart.
+func (s *Service) rebuildRedactor(id string) (*redact.Redactor, error) {
+	raw, err := s.st.Plan(id)
+	if err != nil {
+		return nil, err
+	}
+	var plan policy.Plan
+	if err := json.Unmarshal(raw, &plan); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	red, err := redact.New(&plan, s.key)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		red.Observe(r.Kind, r.Data)
+		return nil
+	})
+	return red, err
 }
 
 // Close closes every open log. Recordings stay open on disk.
@@ -133,6 +171,8 @@ type OpenRequest struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	Executor string            `json:"executor,omitempty"`
 	Versions map[string]string `json:"versions,omitempty"`
+	// AppMap is the app's own word on what to mask; the policy sees it.
+	AppMap *policy.AppMap `json:"app_map,omitempty"`
 }
 
 // OpenReply answers POST /v1/recordings.
@@ -149,6 +189,10 @@ func (r *OpenRequest) validate() error {
 		return apierr.New(http.StatusBadRequest, "BAD_REQUEST",
 			"use letters, digits, '.', '_', '-' and '/', at most 200 characters",
 			"project and flow must be plain names")
+	}
+	if r.AppMap != nil && len(r.AppMap.MaskedSelectors)+len(r.AppMap.MaskTextSelectors) > 1000 {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 1000 app-map selectors",
+			"too many app-map selectors")
 	}
 	if len(r.Labels) > 64 || len(r.Versions) > 64 {
 		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 64 labels and 64 versions",
@@ -191,7 +235,31 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 		ID: store.NewRecordingID(now), Project: req.Project, Flow: req.Flow, Labels: req.Labels,
 		Executor: req.Executor, Versions: req.Versions, CreatedAt: now.UnixNano(),
 	}
+	in := policy.Input{Recording: policy.RecordingInput{Project: req.Project, Flow: req.Flow, Labels: req.Labels,
+		Executor: req.Executor, Versions: req.Versions}}
+	if req.AppMap != nil {
+		in.AppMap = *req.AppMap
+		meta.AppMap, _ = json.Marshal(req.AppMap)
+	}
+	plan, err := s.policy.Plan(ctx, in)
+	var red *redact.Redactor
+	if err == nil {
+		red, err = redact.New(plan, s.key)
+	}
+	if err != nil {
+		// Fail closed: a recording whose plan cannot be made is refused,
+		// never stored unredacted.
+		s.log.Error("redaction policy failed for a recording; refused", "project", req.Project, "err", err)
+		return OpenReply{}, apierr.New(http.StatusUnprocessableEntity, "POLICY_ERROR",
+			"fix the redaction policy (flightrec policy test DIR) and open the recording again",
+			"the redaction policy could not be evaluated for this recording")
+	}
+	meta.PlanDigest = plan.Digest()
+	planJSON, _ := json.Marshal(plan)
 	if err := s.st.Create(meta); err != nil {
+		return OpenReply{}, storageError(err)
+	}
+	if err := s.st.SavePlan(meta.ID, planJSON); err != nil {
 		return OpenReply{}, storageError(err)
 	}
 	lg, err := s.st.OpenLog(meta.ID)
@@ -199,7 +267,7 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 		return OpenReply{}, storageError(err)
 	}
 	s.mu.Lock()
-	s.open[meta.ID] = &recording{meta: meta, log: lg, next: 1}
+	s.open[meta.ID] = &recording{meta: meta, red: red, log: lg, next: 1}
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest}, nil
@@ -272,7 +340,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		return reply, nil
 	}
 
-	recs, blobs, blobSize, err := toRecords(fresh)
+	recs, blobs, blobOf, blobSize, err := s.toRecords(r, fresh)
 	if err != nil {
 		return AppendReply{}, err
 	}
@@ -290,7 +358,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		if err != nil {
 			return AppendReply{}, storageError(err)
 		}
-		attachCIDs(recs, fresh, cids)
+		attachCIDs(recs, fresh, blobOf, cids)
 	}
 	before := r.log.Size()
 	if _, err := r.log.Append(recs); err != nil {
@@ -316,32 +384,75 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 	return reply, nil
 }
 
-// toRecords turns decoded events into log records. Binary payloads are
-// pulled out to be stored as blobs; their records are completed by
-// attachCIDs once the blobs are durable.
-func toRecords(batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobBytes int64, err error) {
+// toRecords redacts decoded events and turns them into log records. Binary
+// payloads (as redacted: a frame with its mask rectangles painted) are
+// pulled out to be stored as blobs; attachCIDs completes their records once
+// the blobs are durable. Nothing here has touched the disk yet, so a
+// failure refuses the whole batch.
+func (s *Service) toRecords(r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
 	recs = make([]store.Record, len(batch))
 	for i, d := range batch {
-		recs[i] = store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind,
-			Summary: event.Summarize(d), Data: d.Data}
-		if _, b := event.Binary(d); b != nil {
-			blobs = append(blobs, b)
-			blobBytes += int64(len(b))
-			recs[i].BlobSize = int64(len(b))
+		res, err := r.red.Redact(d)
+		if err != nil {
+			s.log.Error("redaction failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
+			return nil, nil, nil, 0, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+				"check the event's shape; nothing of this batch was stored",
+				"seq %d could not be redacted", d.Seq)
 		}
+		rec := store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind}
+		for _, f := range res.Findings {
+			rec.Redactions = append(rec.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+			s.m.Redactions.WithLabelValues(f.Rule).Inc()
+		}
+		switch {
+		case res.Drop:
+			rec.Data = dropped(res.Findings)
+			recs[i] = rec
+			continue
+		case res.Data != nil && !event.HasBinary(d.Kind):
+			// Summaries come from the redacted payload only.
+			rd, err := event.Decode(event.Envelope{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: res.Data},
+				event.Limits{MaxStep: s.cfg.MaxStep})
+			if err != nil {
+				s.log.Error("redacted event no longer validates; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
+				return nil, nil, nil, 0, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+					"report this; nothing of this batch was stored", "seq %d could not be redacted", d.Seq)
+			}
+			rec.Data, rec.Summary = res.Data, event.Summarize(rd)
+		default:
+			rec.Data, rec.Summary = d.Data, event.Summarize(d)
+		}
+		if _, b := event.Binary(d); b != nil {
+			if res.Image != nil {
+				b = res.Image
+			}
+			blobs = append(blobs, b)
+			blobOf = append(blobOf, i)
+			blobBytes += int64(len(b))
+			rec.BlobSize = int64(len(b))
+		}
+		recs[i] = rec
 	}
-	return recs, blobs, blobBytes, nil
+	return recs, blobs, blobOf, blobBytes, nil
 }
 
-func attachCIDs(recs []store.Record, batch []*event.Decoded, cids []cid.Cid) {
-	j := 0
-	for i, d := range batch {
-		if _, b := event.Binary(d); b == nil {
-			continue
-		}
+// dropped is the stored data of an event redaction refused to keep: the
+// seq stays (so the sequence has no hole) but nothing of the payload does.
+func dropped(fs []redact.Finding) json.RawMessage {
+	rules := make([]string, 0, len(fs))
+	for _, f := range fs {
+		rules = append(rules, f.Rule)
+	}
+	b, _ := json.Marshal(map[string]any{"redacted": "dropped", "rules": rules})
+	return b
+}
+
+// attachCIDs completes the records that carry blobs (blobOf[j] is the
+// record of blob j) with their CIDs, splicing the CID into the stored data.
+func attachCIDs(recs []store.Record, batch []*event.Decoded, blobOf []int, cids []cid.Cid) {
+	for j, i := range blobOf {
 		c := cids[j].String()
-		j++
-		recs[i].Data = event.StoredData(d, c)
+		recs[i].Data = event.StoredData(batch[i], c)
 		recs[i].CID = c
 	}
 }

@@ -47,6 +47,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}/steps", s.handleTimeline)
 	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
 	r.Get("/v1/recordings/{id}/events", s.handleEvents)
+	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
 }
 
@@ -347,6 +348,24 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 		page.NextAfterSeq = rows[len(rows)-1].Seq
 	}
 	writeJSON(w, page)
+}
+
+// handleRedaction serves the recording's redaction report: rule, channel,
+// count and locations (seq, JSON pointer) of what was erased or masked.
+func (s *Service) handleRedaction(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	rep, err := s.st.Redaction(row.ID)
+	if err != nil {
+		s.log.Error("reading a redaction report failed", "recording", row.ID, "err", err)
+		s.fail(w, apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify",
+			"the redaction report could not be read"))
+		return
+	}
+	writeJSON(w, rep)
 }
 
 // servedTypes are the only content types a blob is served as; anything

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/flightrec/flightrec/event"
@@ -30,6 +31,9 @@ type RecordingMeta struct {
 	Executor   string            `json:"executor,omitempty"`
 	Versions   map[string]string `json:"versions,omitempty"`
 	PlanDigest string            `json:"plan_digest,omitempty"`
+	// AppMap is what the app said about itself at open (masked selectors),
+	// kept as the policy saw it.
+	AppMap json.RawMessage `json:"app_map,omitempty"`
 	CreatedAt  int64             `json:"created_at"` // unix ns, server clock
 	FinishedAt int64             `json:"finished_at,omitempty"`
 	Verdict    string            `json:"verdict,omitempty"`

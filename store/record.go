@@ -20,10 +20,26 @@ type Record struct {
 	BlobSize int64  // that blob's size
 	Summary  event.Summary
 	Data     json.RawMessage // the stored payload JSON (binaries already replaced by CIDs)
+	// Redactions lists what redaction erased or masked in this event (rule,
+	// channel, JSON pointer — never a value). The recording's redaction
+	// report is derived from them.
+	Redactions []Redaction
 }
 
-// recordV1 is the only record format so far.
-const recordV1 = 1
+// Redaction is one erased or masked value's rule, channel and location.
+type Redaction struct {
+	Rule    string `json:"rule"`
+	Channel string `json:"channel"`
+	Pointer string `json:"pointer"`
+}
+
+// Record format versions: 2 adds the redactions after Data. A record
+// without redactions is written as version 1, so each record still has
+// exactly one encoding.
+const (
+	recordV1 = 1
+	recordV2 = 2
+)
 
 // ErrBadRecord is returned (wrapped) for bytes that are not an encoded
 // Record.
@@ -51,12 +67,21 @@ var ErrBadRecord = errors.New("malformed log record")
 //	string   Summary.ErrorCode
 //	string   Data
 //
-// Nothing follows Data. Every Record encodes, and every encoding decodes
+// Version 2 (written when there are redactions) continues with
+//
+//	uvarint  count (≥ 1)
+//	count ×  (string Rule, string Channel, string Pointer)
+//
+// Nothing else follows. Every Record encodes, and every encoding decodes
 // back to an equal Record; DecodeRecord accepts exactly the bytes
 // AppendBinary produces, so decode∘encode is the identity on bytes too.
 func (r *Record) AppendBinary(b []byte) []byte {
 	s := &r.Summary
-	b = append(b, recordV1)
+	if len(r.Redactions) > 0 {
+		b = append(b, recordV2)
+	} else {
+		b = append(b, recordV1)
+	}
 	b = binary.AppendUvarint(b, r.Seq)
 	b = binary.AppendVarint(b, r.TS)
 	b = binary.AppendVarint(b, int64(r.Step))
@@ -72,7 +97,16 @@ func (r *Record) AppendBinary(b []byte) []byte {
 	b = appendString(b, s.Outcome)
 	b = appendString(b, s.ErrorCode)
 	b = binary.AppendUvarint(b, uint64(len(r.Data)))
-	return append(b, r.Data...)
+	b = append(b, r.Data...)
+	if len(r.Redactions) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(r.Redactions)))
+		for _, x := range r.Redactions {
+			b = appendString(b, x.Rule)
+			b = appendString(b, x.Channel)
+			b = appendString(b, x.Pointer)
+		}
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -107,7 +141,8 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 	if len(p) == 0 {
 		return r, fmt.Errorf("%w: empty", ErrBadRecord)
 	}
-	if v := d.byte(); v != recordV1 {
+	v := d.byte()
+	if v != recordV1 && v != recordV2 {
 		return r, fmt.Errorf("%w: unknown format version %d", ErrBadRecord, v)
 	}
 	r.Seq = d.uvarint()
@@ -130,6 +165,18 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 			r.Data = data[:len(data):len(data)]
 		} else {
 			r.Data = append(json.RawMessage(nil), data...)
+		}
+	}
+	if v == recordV2 {
+		n := d.uvarint()
+		if n == 0 || n > uint64(len(d.p)) { // each redaction takes ≥ 3 bytes
+			d.fail("bad redaction count")
+		} else {
+			r.Redactions = make([]Redaction, 0, n)
+			for i := uint64(0); i < n && d.err == ""; i++ {
+				r.Redactions = append(r.Redactions, Redaction{
+					Rule: string(d.bytes()), Channel: string(d.bytes()), Pointer: string(d.bytes())})
+			}
 		}
 	}
 	if d.err != "" {

@@ -25,6 +25,15 @@ func fullRecord() Record {
 	}
 }
 
+// redactedRecord carries redaction findings: a version 2 record.
+func redactedRecord() Record {
+	return Record{Seq: 9, TS: 1, Step: 2, Kind: event.KindHAR, Data: json.RawMessage(`{"request":{}}`),
+		Redactions: []Redaction{
+			{Rule: "header:authorization", Channel: "har", Pointer: "/request/headers/0/value"},
+			{Rule: "cookie", Channel: "har", Pointer: "/response/cookies/1/value"},
+		}}
+}
+
 func TestRecordRoundTrip(t *testing.T) {
 	recs := []Record{
 		fullRecord(),
@@ -32,6 +41,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Seq: 1, TS: 1764483600000000000, Step: 0, Kind: event.KindMeta, Data: json.RawMessage(`{}`)},
 		{Seq: 2, TS: -5, Step: -3, Kind: "a-kind-from-the-future", Summary: event.Summary{Status: 599}},
 		{Seq: 3, Kind: event.KindFrame, CID: SumString([]byte("jpeg")), BlobSize: 51200, Data: json.RawMessage(`{"image_cid":"x"}`)},
+		redactedRecord(),
 	}
 	for i, r := range recs {
 		enc := r.AppendBinary([]byte("prefix"))
@@ -39,7 +49,7 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Fatalf("%d: AppendBinary lost the prefix", i)
 		}
 		enc = enc[len("prefix"):]
-		if enc[0] != recordV1 {
+		if want := byte(recordV1); enc[0] != want && (len(r.Redactions) == 0 || enc[0] != recordV2) {
 			t.Fatalf("%d: version byte %d", i, enc[0])
 		}
 		got, err := DecodeRecord(enc)
@@ -108,7 +118,7 @@ func TestDecodeRecordRejectsMalformed(t *testing.T) {
 
 func FuzzDecodeRecord(f *testing.F) {
 	full := fullRecord()
-	for _, r := range []Record{full, {}, {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
+	for _, r := range []Record{full, {}, redactedRecord(), {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
 		enc := r.AppendBinary(nil)
 		f.Add(enc)
 		f.Add(enc[:len(enc)/2])

@@ -206,6 +206,9 @@ type Manifest struct {
 	Counts    map[event.Kind]int64 `json:"counts"`
 	Bytes     int64                `json:"bytes"` // segments plus distinct referenced blobs
 	Blobs     []string             `json:"blobs"` // sorted, distinct
+	// Redaction is the recording's redaction report (the plan digest is in
+	// Recording.PlanDigest and here).
+	Redaction *RedactionReport `json:"redaction,omitempty"`
 }
 
 // Manifest reads a finished recording's manifest.
@@ -251,6 +254,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 		return root, err
 	}
 	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
+	report := NewReportBuilder(id, meta.PlanDigest)
 	blobs := map[string]int64{}
 	steps := map[int]struct{}{}
 	segs, err := segmentFiles(s.logDir(id))
@@ -278,6 +282,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 			ref.Records++
 			ref.LastSeq = rec.Seq
 			man.Counts[rec.Kind]++
+			report.Add(&rec)
 			steps[rec.Step] = struct{}{}
 			if rec.CID != "" {
 				blobs[rec.CID] = rec.BlobSize
@@ -297,6 +302,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 		man.Bytes += ref.Bytes
 	}
 	man.Steps = len(steps)
+	man.Redaction = report.Report()
 	for c, n := range blobs {
 		man.Blobs = append(man.Blobs, c)
 		man.Bytes += n

@@ -43,6 +43,7 @@ var commands = []command{
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
 	{"verify", "re-hash every blob that a manifest references; check open logs", runVerify},
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
+	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }
 

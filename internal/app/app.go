@@ -24,6 +24,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/sqlite"
 )
@@ -49,6 +50,7 @@ func (c *StoreConfig) RegisterFlags(fs *flag.FlagSet) {
 // Config configures the server.
 type Config struct {
 	Store             StoreConfig
+	Policy            string // directory of user Rego; "" for the default policy only
 	Addr              string
 	Ingest            ingest.Config
 	InsecureAnonymous bool
@@ -59,6 +61,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Store.RegisterFlags(fs)
 	c.Addr = envOr("FLIGHTREC_ADDR", "127.0.0.1:8480")
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (env FLIGHTREC_ADDR)")
+	c.Policy = envOr("FLIGHTREC_POLICY", "")
+	fs.StringVar(&c.Policy, "policy", c.Policy,
+		"directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
 	fs.BoolVar(&c.InsecureAnonymous, "insecure-anonymous", false,
 		"serve without authentication on a non-loopback address")
 	c.Ingest.RegisterFlags(fs)
@@ -105,6 +110,7 @@ type App struct {
 	Proj     *store.Projector
 	Ingest   *ingest.Service
 	Playback *playback.Service
+	Policy   *policy.Engine
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	router   chi.Router
@@ -124,10 +130,19 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 // NewWith is New over a store and index the caller opened (tests wrap the
 // index to inject faults). The App owns and closes both.
 func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*App, error) {
+	pol, err := policy.Load(context.Background(), cfg.Policy)
+	if err != nil {
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	proj := store.NewProjector(st, idx, log)
-	ing, err := ingest.New(cfg.Ingest, st, proj, reg, log)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "flightrec_policy_evaluations_total", Help: "Redaction plans evaluated (one per recording)."},
+		func() float64 { return float64(pol.Evaluations()) }))
+	ing, err := ingest.New(cfg.Ingest, st, proj, pol, reg, log)
 	if err != nil {
 		idx.Close()
 		st.Close()
@@ -137,7 +152,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	go proj.Run(ctx)
 	pb := playback.New(st, idx, log)
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
-	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Registry: reg, log: log, cancel: cancel}
+	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Registry: reg, log: log, cancel: cancel}
 	a.router = a.routes()
 	return a, nil
 }
