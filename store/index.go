@@ -33,10 +33,10 @@ type RecordingMeta struct {
 	PlanDigest string            `json:"plan_digest,omitempty"`
 	// AppMap is what the app said about itself at open (masked selectors),
 	// kept as the policy saw it.
-	AppMap json.RawMessage `json:"app_map,omitempty"`
-	CreatedAt  int64             `json:"created_at"` // unix ns, server clock
-	FinishedAt int64             `json:"finished_at,omitempty"`
-	Verdict    string            `json:"verdict,omitempty"`
+	AppMap     json.RawMessage `json:"app_map,omitempty"`
+	CreatedAt  int64           `json:"created_at"` // unix ns, server clock
+	FinishedAt int64           `json:"finished_at,omitempty"`
+	Verdict    string          `json:"verdict,omitempty"`
 	// FailureSignature is set by diffrun; empty until then.
 	FailureSignature string `json:"failure_signature,omitempty"`
 }
