@@ -115,6 +115,11 @@ func Decode(env Envelope, lim Limits) (*Decoded, error) {
 	if env.Data[0] != '{' {
 		return nil, errf("data", "must be a JSON object")
 	}
+	if dup, err := duplicateKey(env.Data); err != nil {
+		return nil, &Error{Field: "data", Reason: "invalid JSON"}
+	} else if dup {
+		return nil, errf("data", "an object has the same key twice")
+	}
 	p := newPayload(env.Kind)
 	data := env.Data
 	var bin []byte

@@ -326,3 +326,107 @@ func StoredData(d *Decoded, cid string) json.RawMessage {
 	out = append(out, c...)
 	return append(out, d.Data[s.end:]...)
 }
+
+// duplicateKey reports whether any object in the JSON value b, at any
+// depth, has the same key twice. Readers disagree on such input (Go keeps
+// the last value, others the first), so a check could pass on one copy
+// while the other reaches disk: ingest refuses it.
+func duplicateKey(b []byte) (bool, error) {
+	i := skipWS(b, 0)
+	end, dup, err := dupValue(b, i, 0)
+	if err != nil || dup {
+		return dup, err
+	}
+	if skipWS(b, end) != len(b) {
+		return false, errScan
+	}
+	return dup, nil
+}
+
+// maxDepth bounds nesting (encoding/json allows 10,000).
+const maxDepth = 10000
+
+func dupValue(b []byte, i, depth int) (int, bool, error) {
+	if i >= len(b) || depth > maxDepth {
+		return 0, false, errScan
+	}
+	switch b[i] {
+	case '{':
+		var keys []string // small objects: a slice beats a map
+		var set map[string]struct{}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, false, nil
+		}
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return 0, false, errScan
+			}
+			kend, err := skipString(b, i)
+			if err != nil {
+				return 0, false, err
+			}
+			key, err := unquote(b[i:kend])
+			if err != nil {
+				return 0, false, err
+			}
+			if set != nil {
+				if _, ok := set[key]; ok {
+					return 0, true, nil
+				}
+				set[key] = struct{}{}
+			} else {
+				for _, k := range keys {
+					if k == key {
+						return 0, true, nil
+					}
+				}
+				keys = append(keys, key)
+				if len(keys) > 16 {
+					set = make(map[string]struct{}, 32)
+					for _, k := range keys {
+						set[k] = struct{}{}
+					}
+				}
+			}
+			i = skipWS(b, kend)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false, errScan
+			}
+			vend, dup, err := dupValue(b, skipWS(b, i+1), depth+1)
+			if err != nil || dup {
+				return 0, dup, err
+			}
+			i = skipWS(b, vend)
+			if i < len(b) && b[i] == '}' {
+				return i + 1, false, nil
+			}
+			if i >= len(b) || b[i] != ',' {
+				return 0, false, errScan
+			}
+			i = skipWS(b, i+1)
+		}
+	case '[':
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, false, nil
+		}
+		for {
+			vend, dup, err := dupValue(b, i, depth+1)
+			if err != nil || dup {
+				return 0, dup, err
+			}
+			i = skipWS(b, vend)
+			if i < len(b) && b[i] == ']' {
+				return i + 1, false, nil
+			}
+			if i >= len(b) || b[i] != ',' {
+				return 0, false, errScan
+			}
+			i = skipWS(b, i+1)
+		}
+	default:
+		end, err := skipValue(b, i)
+		return end, false, err
+	}
+}

@@ -30,6 +30,10 @@ func checkAgainstReference(t *testing.T, line []byte) {
 	if !json.Valid(line) {
 		t.Fatalf("accepted invalid JSON: %q", line)
 	}
+	var generic any
+	if dec := json.NewDecoder(strings.NewReader(string(env.Data))); dec.Decode(&generic) != nil {
+		t.Fatalf("accepted data encoding/json refuses: %q", env.Data)
+	}
 	ref, err := reference(line)
 	if err != nil {
 		t.Fatalf("encoding/json refuses what was accepted (%v): %q", err, line)
@@ -108,6 +112,18 @@ func TestScanAgreesWithEncodingJSON(t *testing.T) {
 	env, _ = ParseEnvelope([]byte(scanSeeds[6]))
 	if _, err := Decode(env, DefaultLimits); err == nil {
 		t.Error("a frame with two images was accepted")
+	}
+	for _, dup := range []string{
+		`{"level":"log","text":"a","text":"b"}`,
+		`{"level":"log","text":"a","x":{"k":1,"y":[{"k":2,"k":3}]}}`,
+		`{"level":"log","text":"a","x":{"a1":1,"a2":1,"a3":1,"a4":1,"a5":1,"a6":1,"a7":1,"a8":1,"a9":1,"b1":1,"b2":1,"b3":1,"b4":1,"b5":1,"b6":1,"b7":1,"b8":1,"b9":1,"a5":2}}`,
+	} {
+		if _, err := Decode(Envelope{Seq: 1, TS: 1, Kind: KindConsole, Data: json.RawMessage(dup)}, DefaultLimits); err == nil {
+			t.Errorf("duplicate keys accepted: %s", dup)
+		}
+	}
+	if _, err := Decode(Envelope{Seq: 1, TS: 1, Kind: KindConsole, Data: json.RawMessage(`{"level":"log","text":"a","x":[{"k":1},{"k":2}]}`)}, DefaultLimits); err != nil {
+		t.Errorf("the same key in sibling objects refused: %v", err)
 	}
 	env, _ = ParseEnvelope([]byte(`{"seq":2,"ts":5,"step":1,"kind":"frame","data":{"mime":"image/jpeg","image":"AAEC","image_cid":"bafkreix","width":2,"height":2}}`))
 	if _, err := Decode(env, DefaultLimits); err == nil || !strings.Contains(err.Error(), "image_cid") {

@@ -22,6 +22,9 @@ type Limits struct {
 // Config configures ingest.
 type Config struct {
 	Limits
+	// MeasureWithoutRedaction skips redaction so a benchmark can measure
+	// what it costs. No flag sets it; nothing but internal/bench may.
+	MeasureWithoutRedaction bool
 }
 
 // DefaultLimits are the limits unless flags say otherwise.

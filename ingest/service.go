@@ -392,7 +392,11 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 func (s *Service) toRecords(r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
 	recs = make([]store.Record, len(batch))
 	for i, d := range batch {
-		res, err := r.red.Redact(d)
+		var res redact.Result
+		var err error
+		if !s.cfg.MeasureWithoutRedaction {
+			res, err = r.red.Redact(d)
+		}
 		if err != nil {
 			s.log.Error("redaction failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
 			return nil, nil, nil, 0, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",

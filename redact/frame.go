@@ -1,6 +1,149 @@
 package redact
 
-import "github.com/flightrec/flightrec/event"
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"strconv"
 
-func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) { return Result{}, nil }
-func (r *Redactor) redactVideo(d *event.Decoded) (Result, error) { return Result{}, nil }
+	"github.com/flightrec/flightrec/event"
+)
+
+// MaskColor is the colour mask rectangles are painted with.
+var MaskColor = color.RGBA{R: 0, G: 0, B: 0, A: 255}
+
+// JPEGQuality is the quality masked JPEG frames are re-encoded at.
+const JPEGQuality = 85
+
+// maxFramePixels bounds a frame's decoded size (a decompression bomb is
+// refused as undecodable, before it allocates).
+const maxFramePixels = 64 << 20
+
+// jpegBlock is the JPEG encoder's MCU size (4:2:0 chroma): a JPEG mask is
+// rounded out to it so no block mixes masked and unmasked pixels, which
+// keeps the mask solid after lossy re-encoding.
+const jpegBlock = 16
+
+// redactFrame paints a frame's or screenshot's mask rectangles, or drops an
+// unmasked one while a masked field is on the page.
+func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
+	var f *event.Frame
+	switch p := d.Payload.(type) {
+	case *event.Frame:
+		f = p
+	case *event.Screenshot:
+		f = &p.Frame
+	default:
+		return Result{}, fmt.Errorf("redact: %s event without a frame payload", d.Kind)
+	}
+	ch := string(d.Kind)
+	if len(f.Masks) == 0 {
+		if r.plan.DropUnmaskedFrames && r.dom.maskedOnPage() {
+			return Result{Drop: true, Findings: []Finding{{Rule: "frame:dropped-unmasked", Channel: ch, Pointer: "/image"}}}, nil
+		}
+		return Result{}, nil
+	}
+	img, err := decodeFrame(f.Image)
+	if err != nil {
+		return Result{Drop: true, Findings: []Finding{{Rule: "frame:undecodable", Channel: ch, Pointer: "/image"}}}, nil
+	}
+	// Re-encode as the declared mime, so what is stored is what it says.
+	isJPEG := f.Mime == "image/jpeg"
+	out, findings := paintMasks(img, f.Width, f.Height, f.Masks, isJPEG, ch)
+	var buf bytes.Buffer
+	if isJPEG {
+		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: JPEGQuality})
+	} else {
+		err = (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&buf, out)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("redact: re-encoding a masked %s: %w", ch, err)
+	}
+	return Result{Image: buf.Bytes(), Findings: findings}, nil
+}
+
+// decodeFrame decodes a JPEG or PNG, refusing other formats and images
+// too large to decode safely.
+func decodeFrame(b []byte) (image.Image, error) {
+	var decodeConfig func([]byte) (image.Config, error)
+	var decode func([]byte) (image.Image, error)
+	switch {
+	case bytes.HasPrefix(b, []byte("\xff\xd8")):
+		decodeConfig = func(b []byte) (image.Config, error) { return jpeg.DecodeConfig(bytes.NewReader(b)) }
+		decode = func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		decodeConfig = func(b []byte) (image.Config, error) { return png.DecodeConfig(bytes.NewReader(b)) }
+		decode = func(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
+	default:
+		return nil, fmt.Errorf("not a JPEG or PNG image")
+	}
+	cfg, err := decodeConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxFramePixels {
+		return nil, fmt.Errorf("image size out of bounds")
+	}
+	return decode(b)
+}
+
+// paintMasks copies img and paints each rectangle, given in a width×height
+// coordinate space, scaled to the image's actual size and clipped to it.
+func paintMasks(img image.Image, width, height int, masks []event.Rect, roundOut bool, ch string) (*image.RGBA, []Finding) {
+	b := img.Bounds()
+	out := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
+	draw.Draw(out, out.Bounds(), img, b.Min, draw.Src)
+	sx, sy := 1.0, 1.0
+	if width > 0 && height > 0 {
+		sx, sy = float64(b.Dx())/float64(width), float64(b.Dy())/float64(height)
+	}
+	fill := image.NewUniform(MaskColor)
+	findings := make([]Finding, 0, len(masks))
+	for i, m := range masks {
+		// Float arithmetic: X+W cannot overflow, and the rectangle
+		// rounds outward so a scaled mask never shrinks.
+		x0 := math.Floor(float64(m.X) * sx)
+		y0 := math.Floor(float64(m.Y) * sy)
+		x1 := math.Ceil((float64(m.X) + float64(m.W)) * sx)
+		y1 := math.Ceil((float64(m.Y) + float64(m.H)) * sy)
+		if roundOut {
+			x0 = math.Floor(x0/jpegBlock) * jpegBlock
+			y0 = math.Floor(y0/jpegBlock) * jpegBlock
+			x1 = math.Ceil(x1/jpegBlock) * jpegBlock
+			y1 = math.Ceil(y1/jpegBlock) * jpegBlock
+		}
+		rect := image.Rect(frameClamp(x0, b.Dx()), frameClamp(y0, b.Dy()), frameClamp(x1, b.Dx()), frameClamp(y1, b.Dy()))
+		draw.Draw(out, rect, fill, image.Point{}, draw.Src)
+		findings = append(findings, Finding{Rule: "frame:mask", Channel: ch, Pointer: "/masks/" + strconv.Itoa(i)})
+	}
+	return out, findings
+}
+
+func frameClamp(v float64, max int) int {
+	switch {
+	case math.IsNaN(v) || v <= 0:
+		return 0
+	case v >= float64(max):
+		return max
+	}
+	return int(v)
+}
+
+// redactVideo fails closed: executor-encoded WebM cannot be masked yet, so
+// a chunk that needs masking — it carries masks, or a masked field is on
+// the page — is not stored.
+func (r *Redactor) redactVideo(d *event.Decoded) (Result, error) {
+	v, ok := d.Payload.(*event.Video)
+	if !ok {
+		return Result{}, fmt.Errorf("redact: video event without a video payload")
+	}
+	if len(v.Masks) > 0 || r.dom.maskedOnPage() {
+		return Result{Drop: true, Findings: []Finding{{Rule: "video:unmaskable", Channel: string(event.KindVideo), Pointer: "/chunk"}}}, nil
+	}
+	return Result{}, nil
+}

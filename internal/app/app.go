@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -115,6 +116,8 @@ type App struct {
 	log      *slog.Logger
 	router   chi.Router
 	cancel   context.CancelFunc
+	closed   sync.Once
+	closeErr error
 }
 
 // New opens the store and index, recovers open recordings, and starts the
@@ -222,14 +225,17 @@ func (a *App) accessLog(next http.Handler) http.Handler {
 // Close stops the projector after it has indexed what is pending, closes
 // open logs and the index. Recordings stay open on disk.
 func (a *App) Close() error {
-	a.Ingest.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	flushErr := a.Proj.Flush(ctx)
-	a.cancel()
-	a.Proj.Close()
-	a.Playback.Close()
-	return errors.Join(flushErr, a.Index.Close(), a.Store.Close())
+	a.closed.Do(func() {
+		a.Ingest.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		flushErr := a.Proj.Flush(ctx)
+		a.cancel()
+		a.Proj.Close()
+		a.Playback.Close()
+		a.closeErr = errors.Join(flushErr, a.Index.Close(), a.Store.Close())
+	})
+	return a.closeErr
 }
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.

@@ -45,21 +45,26 @@ type Options struct {
 
 // Result holds every figure of one bench run.
 type Result struct {
-	SHA256MBps         float64 `json:"sha256_mb_per_s"`
-	FsyncWriteMBps     float64 `json:"fsync_write_mb_per_s"`
-	SmallEventBytes    float64 `json:"small_event_mean_bytes"`
-	SmallEventsPerSec  float64 `json:"small_events_per_s"`
-	SmallMBps          float64 `json:"small_events_mb_per_s"`
-	SmallVsSHA256      float64 `json:"small_events_mb_ratio_to_sha256"`
-	SmallVsFsync       float64 `json:"small_events_mb_ratio_to_fsync_write"`
-	FrameMBps          float64 `json:"frame_ingest_mb_per_s"`
-	FrameVsFsync       float64 `json:"frame_ingest_ratio_to_fsync_write"`
-	FrameVsSHA256      float64 `json:"frame_ingest_ratio_to_sha256"`
-	StepFirstMicros    float64 `json:"step_view_first_us"`
-	StepLastMicros     float64 `json:"step_view_last_us"`
-	StepLastFirstRatio float64 `json:"step_view_last_to_first_ratio"`
-	StepEvents         int     `json:"step_view_events_per_step"`
-	Runs               int     `json:"runs"`
+	SHA256MBps        float64 `json:"sha256_mb_per_s"`
+	FsyncWriteMBps    float64 `json:"fsync_write_mb_per_s"`
+	SmallEventBytes   float64 `json:"small_event_mean_bytes"`
+	SmallEventsPerSec float64 `json:"small_events_per_s"`
+	SmallMBps         float64 `json:"small_events_mb_per_s"`
+	SmallVsSHA256     float64 `json:"small_events_mb_ratio_to_sha256"`
+	SmallVsFsync      float64 `json:"small_events_mb_ratio_to_fsync_write"`
+	// The same small events with redaction off, and the ratio (median of
+	// per-run ratios); redaction's plan is evaluated once per recording.
+	SmallUnredactedPerSec         float64 `json:"small_events_unredacted_per_s"`
+	RedactedVsUnredacted          float64 `json:"redacted_to_unredacted_ratio"`
+	PolicyEvaluationsPerRecording float64 `json:"policy_evaluations_per_recording"`
+	FrameMBps                     float64 `json:"frame_ingest_mb_per_s"`
+	FrameVsFsync                  float64 `json:"frame_ingest_ratio_to_fsync_write"`
+	FrameVsSHA256                 float64 `json:"frame_ingest_ratio_to_sha256"`
+	StepFirstMicros               float64 `json:"step_view_first_us"`
+	StepLastMicros                float64 `json:"step_view_last_us"`
+	StepLastFirstRatio            float64 `json:"step_view_last_to_first_ratio"`
+	StepEvents                    int     `json:"step_view_events_per_step"`
+	Runs                          int     `json:"runs"`
 }
 
 func median(xs []float64) float64 {
@@ -84,7 +89,7 @@ func (o *Options) logf(format string, args ...any) {
 // before, so limits measured once, apart, would not be comparable.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Runs: o.Runs}
-	var sha, fs, small, smallMB, frames, frameRatio, first, last []float64
+	var sha, fs, small, smallMB, frames, frameRatio, first, last, unredacted, redRatio []float64
 	for i := 0; i < o.Runs; i++ {
 		sha = append(sha, SHA256MBps())
 		w, err := FsyncWriteMBps(o.Dir)
@@ -98,14 +103,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		frames = append(frames, mbps)
 		frameRatio = append(frameRatio, mbps/w)
-		eps, smb, mean, err := ingestSmall(ctx, o)
+		eps, smb, mean, err := ingestSmall(ctx, o, true)
 		if err != nil {
 			return nil, err
 		}
 		small, smallMB = append(small, eps), append(smallMB, smb)
 		res.SmallEventBytes = mean
-		o.logf("run %d: sha256 %.0f MB/s, fsync'd write %.0f MB/s; frames %.1f MB/s (%.3f of it); small events %.0f/s",
-			i+1, sha[i], w, mbps, mbps/w, eps)
+		res.PolicyEvaluationsPerRecording = lastEvalsPerRecording
+		raw, _, _, err := ingestSmall(ctx, o, false)
+		if err != nil {
+			return nil, err
+		}
+		unredacted = append(unredacted, raw)
+		redRatio = append(redRatio, eps/raw)
+		o.logf("run %d: sha256 %.0f MB/s, fsync'd write %.0f MB/s; frames %.1f MB/s (%.3f of it); small events %.0f/s redacted, %.0f/s unredacted (%.3f)",
+			i+1, sha[i], w, mbps, mbps/w, eps, raw, eps/raw)
 	}
 	f, l, per, err := stepView(ctx, o)
 	if err != nil {
@@ -115,6 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.StepEvents = per
 	res.SHA256MBps, res.FsyncWriteMBps = median(sha), median(fs)
 	res.SmallEventsPerSec, res.SmallMBps = median(small), median(smallMB)
+	res.SmallUnredactedPerSec, res.RedactedVsUnredacted = median(unredacted), median(redRatio)
 	res.SmallVsSHA256, res.SmallVsFsync = res.SmallMBps/res.SHA256MBps, res.SmallMBps/res.FsyncWriteMBps
 	res.FrameMBps = median(frames)
 	res.FrameVsFsync, res.FrameVsSHA256 = median(frameRatio), res.FrameMBps/res.SHA256MBps
@@ -166,10 +179,11 @@ func FsyncWriteMBps(dir string) (float64, error) {
 }
 
 // server starts the app in process behind a loopback HTTP listener.
-func server(dir string) (*app.App, string, func(), error) {
+func server(dir string, redaction bool) (*app.App, string, func(), error) {
 	var cfg app.Config
 	cfg.Store.Data = dir
 	cfg.Ingest.Limits = ingest.DefaultLimits
+	cfg.Ingest.MeasureWithoutRedaction = !redaction
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, "", nil, err
@@ -272,6 +286,10 @@ func ingestAll(ctx context.Context, a *app.App, base string, perClient [][][]byt
 	return d, nil
 }
 
+// lastEvalsPerRecording is the policy evaluations per recording of the last
+// redacted small-event run.
+var lastEvalsPerRecording float64
+
 // lastCPU is the process CPU seconds (user+system) of the last ingestAll:
 // server and client together, since both run in this process.
 var lastCPU float64
@@ -284,13 +302,13 @@ func cpuSeconds() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-func ingestSmall(ctx context.Context, o Options) (eps, mbps, mean float64, err error) {
+func ingestSmall(ctx context.Context, o Options, redaction bool) (eps, mbps, mean float64, err error) {
 	dir, err := os.MkdirTemp(o.Dir, "small-*")
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	a, base, stop, err := server(dir)
+	a, base, stop, err := server(dir, redaction)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -311,6 +329,9 @@ func ingestSmall(ctx context.Context, o Options) (eps, mbps, mean float64, err e
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if redaction {
+		lastEvalsPerRecording = float64(a.Policy.Evaluations()) / float64(o.Clients)
+	}
 	return float64(per*o.Clients) / d.Seconds(), float64(bytesSent) / 1e6 / d.Seconds(), mean, nil
 }
 
@@ -324,7 +345,7 @@ func ingestFrames(ctx context.Context, o Options) (float64, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	a, base, stop, err := server(dir)
+	a, base, stop, err := server(dir, true)
 	if err != nil {
 		return 0, err
 	}
@@ -363,7 +384,7 @@ func stepView(ctx context.Context, o Options) (first, last []float64, perStep in
 		return nil, nil, 0, err
 	}
 	defer os.RemoveAll(dir)
-	a, base, stop, err := server(dir)
+	a, base, stop, err := server(dir, true)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -416,6 +437,8 @@ func Report(r *Result) string {
 	fmt.Fprintf(&b, "ingest, end to end (loopback HTTP, decode, validate, fsync'd log, index caught up):\n")
 	fmt.Fprintf(&b, "  small events (%.0f B)  %8.0f events/s  %6.1f MB/s  = %.3f of sha256, %.3f of fsync'd write\n",
 		r.SmallEventBytes, r.SmallEventsPerSec, r.SmallMBps, r.SmallVsSHA256, r.SmallVsFsync)
+	fmt.Fprintf(&b, "  redaction on vs off   %8.0f events/s unredacted; redacted = %.3f of it (median of per-run ratios); %.0f policy evaluation(s) per recording\n",
+		r.SmallUnredactedPerSec, r.RedactedVsUnredacted, r.PolicyEvaluationsPerRecording)
 	fmt.Fprintf(&b, "  frames (50 KB blobs)   %8.1f MB/s     = %.3f of fsync'd write (median of per-run ratios), %.3f of sha256\n",
 		r.FrameMBps, r.FrameVsFsync, r.FrameVsSHA256)
 	fmt.Fprintf(&b, "step view (%d events per step):\n", r.StepEvents)

@@ -1,0 +1,421 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	_ "modernc.org/sqlite" // the "sqlite" driver, to dump the index logically
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store"
+)
+
+// TestRealCaptureLeavesNoSecret is the acceptance test for HAR redaction on
+// real traffic: a headless Chromium visits the cookie app (two Set-Cookie
+// lines, a Cookie header sent back, a session echoed in a JSON body, a
+// password in a form body), a cdphar.Recorder turns the visit into HAR
+// entries, and they go through the real server over loopback. Then every
+// byte the server wrote (data directory, index rows, log lines) and every
+// byte it serves for the recording is searched for every secret the app
+// handed out or received, in plain, URL-encoded and base64 forms.
+func TestRealCaptureLeavesNoSecret(t *testing.T) {
+	cp := testenv.CaptureCookieApp(t)
+	if len(cp.Entries) < 3 || len(cp.Secrets) < 3 {
+		t.Fatalf("capture too thin to prove anything: %d entries, %d secrets", len(cp.Entries), len(cp.Secrets))
+	}
+	// The capture must really carry the secrets, or a clean search proves
+	// nothing.
+	var sent bytes.Buffer
+	now := time.Now().UnixNano()
+	evs := make([]event.Envelope, len(cp.Entries))
+	for i, raw := range cp.Entries {
+		evs[i] = event.Envelope{Seq: uint64(i + 1), TS: now + int64(i), Step: 1, Kind: event.KindHAR, Data: raw}
+		sent.Write(raw)
+	}
+	for _, s := range cp.Secrets {
+		if !bytes.Contains(sent.Bytes(), []byte(s)) {
+			t.Fatalf("a secret the app issued is not in the capture: the capture is not real")
+		}
+	}
+
+	srv := startLogged(t)
+	base := srv.base
+	id := openRec(t, base)
+	if a := acked(t, appendBatch(t, base, id, evs)); a.AckedThrough != uint64(len(evs)) {
+		t.Fatalf("append: %+v", a)
+	}
+	c := rcCorpus{}
+	fin := do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+	if fin.status != 200 {
+		t.Fatalf("finish: %d %s", fin.status, fin.body)
+	}
+	c["POST finish"] = fin.body
+	waitIndexed(t, base, id, uint64(len(evs)))
+
+	// Every read of the recording, and every blob any of them names.
+	get := func(path string) []byte {
+		t.Helper()
+		r := do(t, "GET", base+path, nil)
+		if r.status != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+		}
+		c["GET "+path] = r.body
+		return r.body
+	}
+	get("/v1/recordings/" + id)
+	get("/v1/recordings?project=shop")
+	var tl playback.Timeline
+	if err := json.Unmarshal(get("/v1/recordings/"+id+"/steps"), &tl); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range tl.Steps {
+		get(fmt.Sprintf("/v1/recordings/%s/steps/%d", id, st.Step))
+	}
+	served := 0
+	for after := uint64(0); ; {
+		var page playback.EventPage
+		if err := json.Unmarshal(get(fmt.Sprintf("/v1/recordings/%s/events?limit=2&after_seq=%d", id, after)), &page); err != nil {
+			t.Fatal(err)
+		}
+		served += len(page.Events)
+		if page.NextAfterSeq == 0 {
+			break
+		}
+		after = page.NextAfterSeq
+	}
+	if served != len(evs) {
+		t.Fatalf("served %d events, sent %d", served, len(evs))
+	}
+	var rep store.RedactionReport
+	if err := json.Unmarshal(get("/v1/recordings/"+id+"/redaction"), &rep); err != nil {
+		t.Fatal(err)
+	}
+	cidRE := regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
+	fetched := map[string]bool{}
+	for more := true; more; {
+		more = false
+		for _, b := range c.snapshot() {
+			for _, cid := range cidRE.FindAllString(string(b), -1) {
+				if !fetched[cid] {
+					fetched[cid] = true
+					get("/v1/blobs/" + cid)
+					more = true
+				}
+			}
+		}
+	}
+
+	// Every file while the server runs (the index's -wal and -shm are
+	// there now), then again after it closed and checkpointed.
+	dir := srv.app.Store.Dir()
+	c.addFiles(t, dir, "running")
+	srv.close()
+	c.addFiles(t, dir, "closed")
+	c.addSQLite(t, filepath.Join(dir, "index.sqlite"))
+	c["server log"] = srv.log.bytes()
+
+	t.Logf("searched %d bytes in %d places (%d files, %d blobs, %d API replies, %d bytes of log) for %d secrets",
+		c.size(), len(c), c.count("file "), len(fetched), c.count("GET ")+c.count("POST "), len(c["server log"]), len(cp.Secrets))
+	// CookieApp issues sid and csrf on GET /, then receives the password.
+	labels := make([]string, len(cp.Secrets))
+	for i := range labels {
+		labels[i] = fmt.Sprintf("secret #%d", i)
+		if len(cp.Secrets) == 3 {
+			labels[i] = []string{"sid cookie", "csrf cookie", "password"}[i]
+		}
+	}
+	if hits := c.hits(cp.Secrets, labels); len(hits) > 0 {
+		if len(hits) > 40 {
+			hits = append(hits[:40], fmt.Sprintf("… and %d more", len(hits)-40))
+		}
+		t.Errorf("secrets from the real capture survived ingest (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+
+	// A positive control: what redaction keeps (the browser's User-Agent)
+	// is found, in the stored files and in the API's replies, so the search
+	// does look where the entries went.
+	var inFiles, inAPI bool
+	for where, b := range c {
+		if bytes.Contains(b, []byte("HeadlessChrome/")) {
+			inFiles = inFiles || strings.HasPrefix(where, "file ")
+			inAPI = inAPI || strings.HasPrefix(where, "GET ")
+		}
+	}
+	if !inFiles || !inAPI {
+		t.Errorf("the control string is not where the entries went: in files %v, in API replies %v", inFiles, inAPI)
+	}
+	if os.Getenv("FLIGHTREC_DEBUG_REALCAPTURE") != "" {
+		t.Logf("redaction report: %s", rcShort(c["GET /v1/recordings/"+id+"/redaction"]))
+		t.Logf("step 1: %s", c[fmt.Sprintf("GET /v1/recordings/%s/steps/1", id)])
+	}
+
+	// And redaction did something: the cookie rules fired.
+	counts := map[string]int64{}
+	for _, r := range rep.Rules {
+		counts[r.Rule] += r.Count
+	}
+	for _, rule := range []string{"header:cookie", "header:set-cookie", "cookie"} {
+		if counts[rule] == 0 {
+			t.Errorf("the redaction report has no count for rule %q: %s", rule, rcShort(c["GET /v1/recordings/"+id+"/redaction"]))
+		}
+	}
+}
+
+// rcServer is the whole app on loopback, as server() starts it, but with
+// its log captured at debug level (log lines must not carry secrets either)
+// and a close the test can call before reading the files.
+type rcServer struct {
+	app   *app.App
+	base  string
+	log   *rcBuffer
+	close func()
+}
+
+func startLogged(t *testing.T) *rcServer {
+	t.Helper()
+	var cfg app.Config
+	cfg.Store.Data = t.TempDir()
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	buf := &rcBuffer{}
+	a, err := app.New(cfg, slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(a.Handler())
+	var once sync.Once
+	s := &rcServer{app: a, base: hs.URL, log: buf}
+	s.close = func() {
+		once.Do(func() {
+			hs.Close()
+			if err := a.Close(); err != nil {
+				t.Errorf("closing the app: %v", err)
+			}
+		})
+	}
+	t.Cleanup(s.close)
+	return s
+}
+
+type rcBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *rcBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *rcBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.b.Bytes()...)
+}
+
+// rcCorpus is everything searched, by where it came from.
+type rcCorpus map[string][]byte
+
+func (c rcCorpus) snapshot() [][]byte {
+	out := make([][]byte, 0, len(c))
+	for _, b := range c {
+		out = append(out, b)
+	}
+	return out
+}
+
+func (c rcCorpus) size() int {
+	n := 0
+	for _, b := range c {
+		n += len(b)
+	}
+	return n
+}
+
+func (c rcCorpus) count(prefix string) int {
+	n := 0
+	for k := range c {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// addFiles reads every regular file under dir, and the decompressed
+// contents of any that are gzip or zstd, so compression cannot hide a hit.
+func (c rcCorpus) addFiles(t *testing.T, dir, when string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		c["file "+rel+" ("+when+")"] = b
+		if plain := rcDecompress(b); plain != nil {
+			c["file "+rel+" ("+when+", decompressed)"] = plain
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rcDecompress(b []byte) []byte {
+	switch {
+	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil
+		}
+		out, _ := io.ReadAll(io.LimitReader(zr, 256<<20))
+		return out
+	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		d, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil
+		}
+		defer d.Close()
+		out, _ := d.DecodeAll(b, nil)
+		return out
+	}
+	return nil
+}
+
+// addSQLite dumps every row of every table of the index: a value that
+// spans SQLite's overflow pages is split in the raw file, not here.
+func (c rcCorpus) addSQLite(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	for _, tb := range tables {
+		var dump bytes.Buffer
+		rs, err := db.Query(`SELECT * FROM "` + strings.ReplaceAll(tb, `"`, `""`) + `"`)
+		if err != nil {
+			continue // a virtual table whose module is not loaded: its shadow tables are dumped
+		}
+		cols, _ := rs.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rs.Next() {
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vals {
+				switch v := v.(type) {
+				case []byte:
+					dump.Write(v)
+				default:
+					fmt.Fprint(&dump, v)
+				}
+				dump.WriteByte(0)
+			}
+		}
+		rs.Close()
+		c["index table "+tb] = dump.Bytes()
+	}
+}
+
+// rcForms are the spellings a secret survives in, by name: as is,
+// URL-encoded, and base64 (std and URL alphabets) alone and at each of the
+// three alignments it can take inside a longer base64 text (a base64
+// response body).
+func rcForms(secret string) (names, forms []string) {
+	add := func(name, f string) {
+		for _, g := range forms {
+			if g == f {
+				return
+			}
+		}
+		names, forms = append(names, name), append(forms, f)
+	}
+	add("plain", secret)
+	add("query-escaped", url.QueryEscape(secret))
+	add("path-escaped", url.PathEscape(secret))
+	for _, enc := range []struct {
+		name string
+		enc  *base64.Encoding
+	}{{"base64", base64.StdEncoding}, {"base64url", base64.URLEncoding}} {
+		add(enc.name, enc.enc.EncodeToString([]byte(secret)))
+		for k := 0; k < 3; k++ {
+			b := enc.enc.EncodeToString(append(make([]byte, k), secret...))
+			// The characters free of the neighbouring bytes' bits.
+			lo, hi := (k*8+5)/6, (k+len(secret))*8/6
+			if hi-lo >= 8 {
+				add(fmt.Sprintf("%s inside (offset %d)", enc.name, k), b[lo:hi])
+			}
+		}
+	}
+	return names, forms
+}
+
+// hits names every place any form of any secret appears. A secret is
+// named by its label, so the output repeats no value.
+func (c rcCorpus) hits(secrets, labels []string) []string {
+	var out []string
+	for i, s := range secrets {
+		names, forms := rcForms(s)
+		for fi, f := range forms {
+			for where, b := range c {
+				if n := bytes.Count(b, []byte(f)); n > 0 {
+					out = append(out, fmt.Sprintf("%s (%s): %d× in %s", labels[i], names[fi], n, where))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func rcShort(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}

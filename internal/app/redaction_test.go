@@ -1,0 +1,147 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/playback"
+)
+
+// serveWith starts the app on a data directory with a user policy dir.
+func serveWith(t *testing.T, data, policyDir string) (*app.App, string, func()) {
+	t.Helper()
+	var cfg app.Config
+	cfg.Store.Data = data
+	cfg.Policy = policyDir
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	return a, srv.URL, func() { srv.Close(); a.Close() }
+}
+
+func policyDir(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "user.rego"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func envs(data ...string) []event.Envelope {
+	out := make([]event.Envelope, len(data))
+	for i, d := range data {
+		var probe struct {
+			Kind event.Kind `json:"kind"`
+		}
+		json.Unmarshal([]byte(d), &probe)
+		out[i] = event.Envelope{Seq: uint64(i + 1), TS: int64(1764483600000000000 + i), Step: 1, Kind: probe.Kind}
+		var whole struct {
+			Data json.RawMessage `json:"data"`
+		}
+		json.Unmarshal([]byte(d), &whole)
+		out[i].Data = whole.Data
+	}
+	return out
+}
+
+// TestPolicyErrorRefusesTheRecording: a policy that fails at evaluation
+// for one project refuses that project's recordings (fail closed) and no
+// other's.
+func TestPolicyErrorRefusesTheRecording(t *testing.T) {
+	dir := policyDir(t, `package flightrec.redact
+entropy_threshold := 1 / count([]) if input.recording.project == "broken"
+`)
+	_, base, stop := serveWith(t, t.TempDir(), dir)
+	defer stop()
+	r := do(t, "POST", base+"/v1/recordings", []byte(`{"project":"broken"}`))
+	if r.status != 422 || r.errCode(t) != "POLICY_ERROR" {
+		t.Fatalf("open under a failing policy: %d %s", r.status, r.body)
+	}
+	if r := do(t, "POST", base+"/v1/recordings", []byte(`{"project":"fine"}`)); r.status != 201 {
+		t.Fatalf("open of another project: %d %s", r.status, r.body)
+	}
+}
+
+// TestPseudonymsCorrelate: with a pseudonymizing plan, the same secret gets
+// the same pseudonym in different events and channels, another secret
+// another one, and neither value is stored.
+func TestPseudonymsCorrelate(t *testing.T) {
+	dir := policyDir(t, `package flightrec.redact
+pseudonymize := true
+`)
+	a, base, stop := serveWith(t, t.TempDir(), dir)
+	defer stop()
+	id := openRec(t, base)
+	const tokA, tokB = "ghp_AAAAbbbbCCCCddddEEEEffffGGGGhhhh0123", "ghp_ZZZZyyyyXXXXwwwwVVVVuuuuTTTTssss9876"
+	evs := envs(
+		`{"kind":"console","data":{"level":"error","text":"token `+tokA+` rejected"}}`,
+		`{"kind":"console","data":{"level":"log","text":"retry with `+tokA+`"}}`,
+		`{"kind":"console","data":{"level":"log","text":"other `+tokB+`"}}`,
+	)
+	acked(t, appendBatch(t, base, id, evs))
+	if err := a.Proj.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var page playback.EventPage
+	do(t, "GET", base+"/v1/recordings/"+id+"/events", nil).decode(t, &page)
+	pseudo := regexp.MustCompile(`\[redacted:[0-9a-f]{16}\]`)
+	var got []string
+	for _, e := range page.Events {
+		if strings.Contains(string(e.Data), "ghp_") {
+			t.Fatalf("a token survived: %s", e.Data)
+		}
+		got = append(got, pseudo.FindString(string(e.Data)))
+	}
+	if len(got) != 3 || got[0] == "" || got[0] != got[1] || got[2] == got[0] || got[2] == "" {
+		t.Fatalf("pseudonyms %q: want the first two equal and the third different", got)
+	}
+}
+
+// TestRedactionStateSurvivesRestart: a password input seen before a
+// restart is still masked when a mutation sets its value after it.
+func TestRedactionStateSurvivesRestart(t *testing.T) {
+	data := t.TempDir()
+	_, base, stop := serveWith(t, data, "")
+	id := openRec(t, base)
+	snapshot := `{"kind":"dom","data":{"type":2,"timestamp":1764483600000,"data":{"initialOffset":{"top":0,"left":0},"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"html","attributes":{},"childNodes":[{"type":2,"id":3,"tagName":"body","attributes":{},"childNodes":[{"type":2,"id":4,"tagName":"input","attributes":{"type":"password","name":"pw"},"childNodes":[]},{"type":2,"id":5,"tagName":"input","attributes":{"type":"text","name":"q"},"childNodes":[]}]}]}]}}}}`
+	acked(t, appendBatch(t, base, id, envs(snapshot)))
+	stop() // the server goes away with the recording open
+
+	a2, base, stop := serveWith(t, data, "")
+	defer stop()
+	const secret = "S3cr3t-after-restart-42"
+	mut := envs(snapshot,
+		`{"kind":"dom","data":{"type":3,"timestamp":1764483600001,"data":{"source":0,"adds":[],"removes":[],"texts":[],"attributes":[{"id":4,"attributes":{"value":"`+secret+`"}},{"id":5,"attributes":{"value":"visible-query"}}]}}}`,
+		`{"kind":"dom","data":{"type":3,"timestamp":1764483600002,"data":{"source":5,"id":4,"text":"`+secret+`x","isChecked":false}}}`,
+	)
+	a := acked(t, appendBatch(t, base, id, mut))
+	if a.Stored != 2 || a.Duplicates != 1 {
+		t.Fatalf("after restart: %+v", a)
+	}
+	if err := a2.Proj.Flush(context.Background()); err != nil { // reads come from the index
+		t.Fatal(err)
+	}
+	var page playback.EventPage
+	r := do(t, "GET", base+"/v1/recordings/"+id+"/events", nil)
+	r.decode(t, &page)
+	if strings.Contains(string(r.body), "S3cr3t") {
+		t.Fatalf("the password set after a restart was stored: %s", r.body)
+	}
+	if !strings.Contains(string(r.body), "visible-query") {
+		t.Fatalf("an unmasked field was masked too: %s", r.body)
+	}
+}
