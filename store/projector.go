@@ -13,10 +13,13 @@ import (
 // index that is down or failing never holds up an acknowledgement: the log
 // is the truth and the projector catches up.
 type Projector struct {
-	st     *Store
-	idx    Index
-	log    *slog.Logger
-	wake   chan struct{}
+	st   *Store
+	idx  Index
+	log  *slog.Logger
+	wake chan struct{}
+	// pass serializes projection passes (Run's and Flush's), so Flush is a
+	// barrier: it returns only after any pass in flight has finished.
+	pass   sync.Mutex
 	mu     sync.Mutex
 	recs   map[string]*projection
 	batch  int
@@ -149,6 +152,8 @@ func (p *Projector) Close() {
 // Flush projects everything pending now, in the caller's goroutine. Tests
 // and reindex use it; it reports the first error.
 func (p *Projector) Flush(ctx context.Context) error {
+	p.pass.Lock()
+	defer p.pass.Unlock()
 	for {
 		p.mu.Lock()
 		var ids []string
@@ -172,6 +177,8 @@ func (p *Projector) Flush(ctx context.Context) error {
 // drain projects every pending recording once; it reports whether any
 // failed (they stay pending).
 func (p *Projector) drain(ctx context.Context) (failed bool) {
+	p.pass.Lock()
+	defer p.pass.Unlock()
 	p.mu.Lock()
 	var ids []string
 	for id, r := range p.recs {

@@ -1,8 +1,12 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/jpeg"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -15,6 +19,8 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/redact"
+	"github.com/flightrec/flightrec/store"
 )
 
 // serveWith starts the app on a data directory with a user policy dir.
@@ -144,4 +150,71 @@ func TestRedactionStateSurvivesRestart(t *testing.T) {
 	if !strings.Contains(string(r.body), "visible-query") {
 		t.Fatalf("an unmasked field was masked too: %s", r.body)
 	}
+}
+
+// TestFramesArePaintedBeforeStorage: a JPEG frame with a mask rectangle is
+// stored with the rectangle painted, and only that.
+func TestFramesArePaintedBeforeStorage(t *testing.T) {
+	a, base, stop := serveWith(t, t.TempDir(), "")
+	defer stop()
+	img := image.NewRGBA(image.Rect(0, 0, 320, 200))
+	for y := 0; y < 200; y++ {
+		for x := 0; x < 320; x++ {
+			img.Set(x, y, color.RGBA{R: uint8(x), G: 200, B: uint8(y), A: 255}) // no black anywhere
+		}
+	}
+	var jb bytes.Buffer
+	if err := jpeg.Encode(&jb, img, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
+	mask := event.Rect{X: 64, Y: 48, W: 96, H: 64}
+	frame, _ := json.Marshal(map[string]any{"mime": "image/jpeg", "image": jb.Bytes(), "width": 320, "height": 200,
+		"masks": []event.Rect{mask}})
+	id := openRec(t, base)
+	acked(t, appendBatch(t, base, id, []event.Envelope{{Seq: 1, TS: 1764483600000000000, Step: 1, Kind: event.KindFrame, Data: frame}}))
+	if err := a.Proj.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var page playback.EventPage
+	do(t, "GET", base+"/v1/recordings/"+id+"/events", nil).decode(t, &page)
+	var f event.Frame
+	json.Unmarshal(page.Events[0].Data, &f)
+	if f.ImageCID == "" || f.ImageCID == store.SumString(jb.Bytes()) {
+		t.Fatalf("the stored frame is the unpainted original (%q)", f.ImageCID)
+	}
+	r := do(t, "GET", base+"/v1/blobs/"+f.ImageCID, nil)
+	got, err := jpeg.Decode(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(c color.Color, want color.RGBA, tol int) bool {
+		r, g, b, _ := c.RGBA()
+		d := func(a uint32, b uint8) int { return int(a>>8) - int(b) }
+		return abs(d(r, want.R)) <= tol && abs(d(g, want.G)) <= tol && abs(d(b, want.B)) <= tol
+	}
+	mc := redact.MaskColor
+	for y := mask.Y; y < mask.Y+mask.H; y += 4 {
+		for x := mask.X; x < mask.X+mask.W; x += 4 {
+			if !near(got.At(x, y), mc, 8) {
+				t.Fatalf("pixel (%d,%d) inside the mask is %v", x, y, got.At(x, y))
+			}
+		}
+	}
+	for _, p := range []image.Point{{10, 10}, {300, 180}, {200, 20}} {
+		if !near(got.At(p.X, p.Y), img.RGBAAt(p.X, p.Y), 24) {
+			t.Fatalf("pixel %v outside the mask changed: %v", p, got.At(p.X, p.Y))
+		}
+	}
+	var rep store.RedactionReport
+	do(t, "GET", base+"/v1/recordings/"+id+"/redaction", nil).decode(t, &rep)
+	if len(rep.Rules) != 1 || rep.Rules[0].Rule != "frame:mask" || rep.Rules[0].Count != 1 {
+		t.Fatalf("report: %+v", rep.Rules)
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
