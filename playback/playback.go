@@ -239,12 +239,7 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 	view := StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
 	var after uint64
 	for len(view.Events) < maxStepEvents {
-		rows, err := s.idx.Events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, AfterSeq: after, Limit: 5000})
-		if err != nil {
-			s.fail(w, indexError(err))
-			return
-		}
-		evs, err := s.resolve(row.ID, rows)
+		rows, evs, err := s.events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, AfterSeq: after, Limit: 5000})
 		if err != nil {
 			s.fail(w, err)
 			return
@@ -273,6 +268,16 @@ func hasStep(steps []store.StepRow, n int) bool {
 		}
 	}
 	return false
+}
+
+// events queries the index and resolves the rows' records from the store.
+func (s *Service) events(ctx context.Context, q store.EventQuery) ([]store.EventRow, []event.Envelope, error) {
+	rows, err := s.idx.Events(ctx, q)
+	if err != nil {
+		return nil, nil, indexError(err)
+	}
+	evs, err := s.resolve(q.Recording, rows)
+	return rows, evs, err
 }
 
 // resolve reads the records of index rows from the store.
@@ -333,12 +338,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, badParam("limit", "an integer 1-10000"))
 		return
 	}
-	rows, err := s.idx.Events(r.Context(), q)
-	if err != nil {
-		s.fail(w, indexError(err))
-		return
-	}
-	evs, err := s.resolve(row.ID, rows)
+	rows, evs, err := s.events(r.Context(), q)
 	if err != nil {
 		s.fail(w, err)
 		return

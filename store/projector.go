@@ -155,14 +155,7 @@ func (p *Projector) Flush(ctx context.Context) error {
 	p.pass.Lock()
 	defer p.pass.Unlock()
 	for {
-		p.mu.Lock()
-		var ids []string
-		for id, r := range p.recs {
-			if r.pending {
-				ids = append(ids, id)
-			}
-		}
-		p.mu.Unlock()
+		ids := p.pendingIDs()
 		if len(ids) == 0 {
 			return nil
 		}
@@ -174,20 +167,25 @@ func (p *Projector) Flush(ctx context.Context) error {
 	}
 }
 
-// drain projects every pending recording once; it reports whether any
-// failed (they stay pending).
-func (p *Projector) drain(ctx context.Context) (failed bool) {
-	p.pass.Lock()
-	defer p.pass.Unlock()
+// pendingIDs lists the recordings with work to project.
+func (p *Projector) pendingIDs() []string {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	var ids []string
 	for id, r := range p.recs {
 		if r.pending {
 			ids = append(ids, id)
 		}
 	}
-	p.mu.Unlock()
-	for _, id := range ids {
+	return ids
+}
+
+// drain projects every pending recording once; it reports whether any
+// failed (they stay pending).
+func (p *Projector) drain(ctx context.Context) (failed bool) {
+	p.pass.Lock()
+	defer p.pass.Unlock()
+	for _, id := range p.pendingIDs() {
 		if err := p.project(ctx, id); err != nil {
 			p.Errors()
 			p.log.Warn("index projection failed; will retry", "recording", id, "err", err)

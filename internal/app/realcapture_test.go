@@ -134,7 +134,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	srv.close()
 	c.addFiles(t, dir, "closed")
 	c.addSQLite(t, filepath.Join(dir, "index.sqlite"))
-	c["server log"] = srv.log.bytes()
+	c["server log"] = srv.log.Bytes()
 
 	t.Logf("searched %d bytes in %d places (%d files, %d blobs, %d API replies, %d bytes of log) for %d secrets",
 		c.size(), len(c), c.count("file "), len(fetched), c.count("GET ")+c.count("POST "), len(c["server log"]), len(cp.Secrets))
@@ -189,7 +189,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 type rcServer struct {
 	app   *app.App
 	base  string
-	log   *rcBuffer
+	log   *syncBuffer
 	close func()
 }
 
@@ -198,7 +198,7 @@ func startLogged(t *testing.T) *rcServer {
 	var cfg app.Config
 	cfg.Store.Data = t.TempDir()
 	cfg.Ingest.Limits = ingest.DefaultLimits
-	buf := &rcBuffer{}
+	buf := &syncBuffer{}
 	a, err := app.New(cfg, slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
@@ -216,23 +216,6 @@ func startLogged(t *testing.T) *rcServer {
 	}
 	t.Cleanup(s.close)
 	return s
-}
-
-type rcBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *rcBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *rcBuffer) bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.b.Bytes()...)
 }
 
 // rcCorpus is everything searched, by where it came from.
