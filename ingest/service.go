@@ -45,13 +45,16 @@ type Service struct {
 type sealedRec struct{ root, verdict string }
 
 type recording struct {
-	mu     sync.Mutex
-	meta   store.RecordingMeta
-	red    *redact.Redactor
-	log    *store.Log
-	next   uint64 // next expected seq
-	bytes  int64  // stored bytes: log plus new blobs
-	closed bool   // sealed or failed; the map entry is on its way out
+	mu   sync.Mutex
+	meta store.RecordingMeta
+	red  *redact.Redactor
+	// redStale says red has seen events a failed batch did not store; the
+	// next append rebuilds it from the log first.
+	redStale bool
+	log      *store.Log
+	next     uint64 // next expected seq
+	bytes    int64  // stored bytes: log plus new blobs
+	closed   bool   // sealed or failed; the map entry is on its way out
 }
 
 // New returns a Service over st. It recovers every recording in st: open
@@ -340,6 +343,19 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		return reply, nil
 	}
 
+	if r.redStale {
+		// An earlier batch failed after redaction had advanced the
+		// redactor's state: rebuild it from what is stored.
+		red, err := s.rebuildRedactor(id)
+		if err != nil {
+			s.log.Error("rebuilding the redactor failed", "recording", id, "err", err)
+			return AppendReply{}, storageError(err)
+		}
+		r.red, r.redStale = red, false
+	}
+	// From here to the log append, a failure leaves the redactor ahead of
+	// the log (it has seen events that are not stored).
+	r.redStale = true
 	recs, blobs, blobOf, blobSize, err := s.toRecords(r, fresh)
 	if err != nil {
 		return AppendReply{}, err
@@ -374,6 +390,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		}
 		return AppendReply{}, storageError(err)
 	}
+	r.redStale = false
 	r.bytes += r.log.Size() - before + blobSize
 	r.next = recs[len(recs)-1].Seq + 1
 	reply.AckedThrough = r.next - 1

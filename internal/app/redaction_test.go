@@ -218,3 +218,39 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// TestRefusedBatchDoesNotAdvanceRedaction: a batch refused after it was
+// redacted (here: over the recording size limit) leaves the redaction
+// state as the log has it, so the retry redacts the same way.
+func TestRefusedBatchDoesNotAdvanceRedaction(t *testing.T) {
+	var cfg app.Config
+	cfg.Store.Data = t.TempDir()
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	cfg.Ingest.MaxRecordingBytes = 3000
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	defer func() { srv.Close(); a.Close() }()
+	base := srv.URL
+	id := openRec(t, base)
+	snapshot := `{"kind":"dom","data":{"type":2,"timestamp":1764483600000,"data":{"initialOffset":{"top":0,"left":0},"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"input","attributes":{"type":"password"},"childNodes":[]}]}}}}`
+	big := `{"kind":"dom","data":{"type":2,"timestamp":1764483600001,"data":{"initialOffset":{"top":0,"left":0},"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"input","attributes":{"type":"text","title":"` + strings.Repeat("x", 4000) + `"},"childNodes":[]}]}}}}`
+	acked(t, appendBatch(t, base, id, envs(snapshot)))
+	// Too large: refused after redaction saw a full snapshot where node 2
+	// is a plain text input.
+	evs := envs(snapshot, big)
+	if r := appendBatch(t, base, id, evs[1:]); r.status != 413 {
+		t.Fatalf("oversized batch: %d %s", r.status, r.body)
+	}
+	// The retry that fits: node 2 is still the password input the log has.
+	mut := envs(snapshot, `{"kind":"dom","data":{"type":3,"timestamp":1764483600002,"data":{"source":5,"id":2,"text":"Hunter2-secret","isChecked":false}}}`)
+	acked(t, appendBatch(t, base, id, mut[1:]))
+	if err := a.Proj.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, "GET", base+"/v1/recordings/"+id+"/events", nil); strings.Contains(string(r.body), "Hunter2") {
+		t.Fatalf("a refused batch changed redaction: %s", r.body)
+	}
+}
