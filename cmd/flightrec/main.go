@@ -41,8 +41,10 @@ type command struct {
 var commands = []command{
 	{"serve", "run the service (ingest, playback, metrics) on the embedded default", runServe},
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
+	{"import", "import a HAR file or a DevTools protocol log as a recording (har, cdp)", runImport},
 	{"verify", "re-hash every blob that a manifest references; check open logs", runVerify},
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
+	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }

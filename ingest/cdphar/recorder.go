@@ -48,6 +48,9 @@ type Recorder struct {
 	// fetch gets a response body; tests replace it.
 	fetch     func(ctx context.Context, id network.RequestID) (body []byte, base64 bool, err error)
 	fetchPost func(ctx context.Context, id network.RequestID) ([]byte, error)
+	// offline, when set, is why bodies cannot be fetched (a Builder fed
+	// recorded events has no browser to ask); it becomes the body's note.
+	offline string
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when fetching drops
@@ -236,6 +239,16 @@ func (r *Recorder) startFetch(id network.RequestID, h *hop, body bool) {
 	if r.opts.MaxBody < 0 {
 		h.bodyDone = true
 		h.bodyNote = "bodies not recorded"
+		return
+	}
+	if r.offline != "" {
+		h.bodyDone = true
+		if body {
+			h.bodyNote = r.offline
+		}
+		if needPost {
+			h.postNote = r.offline
+		}
 		return
 	}
 	if !body && !needPost {

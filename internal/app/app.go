@@ -27,6 +27,7 @@ import (
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/sqlite"
 )
 
@@ -45,7 +46,8 @@ func (c *StoreConfig) RegisterFlags(fs *flag.FlagSet) {
 	c.Index = envOr("FLIGHTREC_INDEX", "")
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (env FLIGHTREC_DATA)")
 	fs.StringVar(&c.Index, "index", c.Index,
-		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite) (env FLIGHTREC_INDEX)")
+		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite), "+
+			"or clickhouse://USER:PASS@HOST:9000/DB for ClickHouse (env FLIGHTREC_INDEX)")
 }
 
 // Config configures the server.
@@ -84,9 +86,14 @@ func OpenIndex(dsn, dataDir string) (store.Index, error) {
 		return sqlite.Open(filepath.Join(dataDir, "index.sqlite"))
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.Open(strings.TrimPrefix(dsn, "sqlite:"))
+	case strings.HasPrefix(dsn, "clickhouse://"):
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		return clickhouse.Open(ctx, dsn)
 	default:
 		scheme, _, _ := strings.Cut(dsn, ":")
-		return nil, apierr.New(http.StatusBadRequest, "BAD_INDEX_DSN", "use sqlite:PATH, or leave --index empty",
+		return nil, apierr.New(http.StatusBadRequest, "BAD_INDEX_DSN",
+			"use sqlite:PATH, clickhouse://USER:PASS@HOST:9000/DB, or leave --index empty",
 			"unsupported index scheme %q", scheme)
 	}
 }

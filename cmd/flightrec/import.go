@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/ingest/importer"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+)
+
+// importFormats are the formats flightrec import reads.
+var importFormats = []struct {
+	name, what string
+	read       func(io.Reader) ([]event.Envelope, error)
+}{
+	{"har", "a HAR 1.2 file (Chrome DevTools: Save all as HAR); each page becomes a step", importer.HAR},
+	{"cdp", "a DevTools protocol log: a JSON array of {method, params}, or ChromeDriver's performance log", importer.CDP},
+}
+
+func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
+	synopsis := "import har|cdp [flags] FILE"
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := newFlags("import", synopsis, errOut)
+		fs.Usage = func() { importUsage(errOut, synopsis) }
+		if code := parse(fs, args); code >= 0 {
+			return code
+		}
+		importUsage(errOut, synopsis)
+		return exitUsage
+	}
+	format := args[0]
+	var read func(io.Reader) ([]event.Envelope, error)
+	for _, f := range importFormats {
+		if f.name == format {
+			read = f.read
+		}
+	}
+	if read == nil {
+		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec import --help",
+			"unknown import format %q (want har or cdp)", format))
+		return exitUsage
+	}
+	fs := newFlags("import "+format, "import "+format+" [--server URL | --data DIR] [flags] FILE", errOut)
+	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
+	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	project := fs.String("project", "default", "project of the new recording")
+	flow := fs.String("flow", "", "flow of the new recording")
+	labels := fs.String("labels", "", "labels as k=v,k=v")
+	verdict := fs.String("verdict", "pass", "verdict at finish: pass, fail, flaky, blocked or not_run")
+	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep retrying one request this long")
+	withFrames := fs.Bool("unmasked-frames", false,
+		"also import screencast frames: a DevTools log carries no mask rectangles and no DOM, so nothing in them can be masked; by default they are left out (fail closed)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["server"] && set["data"] {
+		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to import into a store directly",
+			"--server and --data are exclusive"))
+		return exitUsage
+	}
+	file := fs.Arg(0)
+	fh, err := os.Open(file)
+	if err != nil {
+		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+		return exitFailure
+	}
+	evs, err := read(fh)
+	fh.Close()
+	if err != nil {
+		var ie *importer.InputError
+		if errors.As(err, &ie) {
+			printErr(errOut, *asJSON, apierr.New(0, "MALFORMED_INPUT", "fix the file; nothing was stored", "%s: %s", file, ie.Error()))
+			return exitUsage
+		}
+		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
+		return exitFailure
+	}
+
+	if !*withFrames {
+		evs = importer.Without(evs, event.KindFrame)
+	}
+	open := ingest.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec import " + format}
+	if *labels != "" {
+		open.Labels = map[string]string{}
+		for _, kv := range strings.Split(*labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			open.Labels[k] = v
+		}
+	}
+	base := *server
+	if set["data"] {
+		// An in-process server on a loopback port: the import goes through
+		// the same ingest API, redaction included, as over the network.
+		stop, url, err := serveLocal(sc, *policyDir, errOut)
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				printErr(errOut, *asJSON, err)
+			}
+		}()
+		base = url
+	}
+	c := ingest.NewClient(base)
+	c.Gzip, c.RetryFor = true, *retryFor
+	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	c.OnRetry = func(err error, wait time.Duration) {
+		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
+	}
+	res, err := importer.Send(ctx, c, open, evs, *verdict)
+	if err != nil {
+		e := &apierr.Error{Code: "IMPORT_FAILED", Message: err.Error(),
+			Next: "check that flightrec serve runs at " + base + ", or import with --data DIR"}
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			c := *ae
+			e = &c
+		}
+		if res.ID != "" {
+			e.Message = fmt.Sprintf("recording %s is left open and incomplete: %s", res.ID, e.Message)
+		}
+		printErr(errOut, *asJSON, e)
+		return exitFailure
+	}
+	if *asJSON {
+		printJSON(out, res)
+		return exitOK
+	}
+	fmt.Fprintf(out, "recording %s: %d events in %d steps\nfinished %s: root %s\n", res.ID, res.Events, res.Steps, res.Verdict, res.Root)
+	return exitOK
+}
+
+func importUsage(w io.Writer, synopsis string) {
+	fmt.Fprintf(w, "Usage: flightrec %s\n\nFormats:\n", synopsis)
+	for _, f := range importFormats {
+		fmt.Fprintf(w, "  %-5s %s\n", f.name, f.what)
+	}
+	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")
+}
+
+// serveLocal starts the server over the store of sc on a loopback port,
+// for commands that take --data. stop shuts it down and closes the store.
+func serveLocal(sc app.StoreConfig, policyDir string, errOut io.Writer) (stop func() error, url string, err error) {
+	cfg := app.Config{Store: sc, Policy: policyDir}
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	a, err := app.New(cfg, newLogger(errOut, "warn"))
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close()
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		<-done
+		return errors.Join(err, a.Close())
+	}, "http://" + ln.Addr().String(), nil
+}

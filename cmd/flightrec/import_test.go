@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flightrec/flightrec/playback"
+)
+
+// harFile writes a HAR 1.2 document with two pages and three entries.
+func harFile(t *testing.T) string {
+	t.Helper()
+	entry := func(at, method, url string, status int, page string) map[string]any {
+		return map[string]any{"pageref": page, "startedDateTime": at, "time": 12.5,
+			"request": map[string]any{"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": []any{},
+				"headers": []any{}, "queryString": []any{}, "headersSize": -1, "bodySize": 0},
+			"response": map[string]any{"status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": []any{},
+				"headers": []any{}, "content": map[string]any{"size": 27, "mimeType": "application/json",
+					"text": `{"error":"GIFT_CARD_STATE"}`}, "redirectURL": "", "headersSize": -1, "bodySize": 27},
+			"cache": map[string]any{}, "timings": map[string]any{"send": 1, "wait": 10, "receive": 1.5}}
+	}
+	doc := map[string]any{"log": map[string]any{
+		"version": "1.2", "creator": map[string]any{"name": "WebInspector", "version": "537.36"},
+		"pages": []any{
+			map[string]any{"id": "page_1", "title": "http://shop.test/product", "startedDateTime": "2026-03-01T10:00:00.000Z", "pageTimings": map[string]any{}},
+			map[string]any{"id": "page_2", "title": "http://shop.test/checkout", "startedDateTime": "2026-03-01T10:00:05.000Z", "pageTimings": map[string]any{}},
+		},
+		"entries": []any{
+			entry("2026-03-01T10:00:00.010Z", "GET", "http://shop.test/product", 200, "page_1"),
+			entry("2026-03-01T10:00:05.010Z", "GET", "http://shop.test/checkout", 200, "page_2"),
+			entry("2026-03-01T10:00:07.000Z", "POST", "http://shop.test/api/checkout", 500, "page_2"),
+		},
+	}}
+	b, _ := json.Marshal(doc)
+	file := filepath.Join(t.TempDir(), "shop.har")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+type importResult struct {
+	ID, Root, Verdict string
+	Events, Steps     int
+}
+
+// TestImportIntoDataDirAndServer: import har --data DIR stores through an
+// in-process server; import cdp --server URL through a running one. Both
+// read back with the right steps.
+func TestImportIntoDataDirAndServer(t *testing.T) {
+	data := t.TempDir()
+	har := harFile(t)
+	out, errOut, code := flightrec(t, "import", "har", "--data", data, "--project", "shop", "--flow", "checkout", "--json", har)
+	if code != exitOK {
+		t.Fatalf("import har --data: exit %d: %s %s", code, out, errOut)
+	}
+	var res importResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v: %s", err, out)
+	}
+	// meta + two page metas + three entries, in two steps.
+	if res.Events != 6 || res.Steps != 2 || res.Verdict != "pass" || !strings.HasPrefix(res.Root, "bafkrei") {
+		t.Fatalf("result: %+v", res)
+	}
+	if out, _, code := flightrec(t, "verify", "--data", data); code != exitOK || !strings.Contains(out, "ok") {
+		t.Fatalf("verify after the import: exit %d: %s", code, out)
+	}
+
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	var evs playback.EventPage
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=har", &evs)
+	if len(evs.Events) != 3 || evs.Events[2].Step != 2 || !strings.Contains(string(evs.Events[2].Data), `"status":500`) {
+		t.Fatalf("served har events: %+v", evs.Events)
+	}
+
+	cdp := filepath.Join(t.TempDir(), "devtools.json")
+	os.WriteFile(cdp, []byte(`[
+ {"method":"Runtime.consoleAPICalled","params":{"type":"error","executionContextId":1,"timestamp":1772359200000,
+  "args":[{"type":"string","value":"checkout failed: GIFT_CARD_STATE"}]}},
+ {"method":"Page.screencastFrame","params":{"data":"/9j/4AAQSkZJRgABAQ==","sessionId":1,
+  "metadata":{"offsetTop":0,"pageScaleFactor":1,"deviceWidth":1280,"deviceHeight":800,"scrollOffsetX":0,"scrollOffsetY":0,"timestamp":1772359200.5}}},
+ {"id":7,"result":{}}
+]`), 0o644)
+	// Frames in a DevTools log cannot be masked: left out unless asked for.
+	out, errOut, code = flightrec(t, "import", "cdp", "--server", base, "--verdict", "fail", cdp)
+	if code != exitOK || !strings.Contains(out, ": 2 events in 1 steps") || !strings.Contains(out, "finished fail: root bafkrei") {
+		t.Fatalf("import cdp --server: exit %d: %s %s", code, out, errOut)
+	}
+	out, errOut, code = flightrec(t, "import", "cdp", "--server", base, "--unmasked-frames", cdp)
+	if code != exitOK || !strings.Contains(out, ": 3 events in 1 steps") {
+		t.Fatalf("import cdp --unmasked-frames: exit %d: %s %s", code, out, errOut)
+	}
+	var list playback.RecordingList
+	getJSON(t, base+"/v1/recordings", &list)
+	if len(list.Recordings) != 3 {
+		t.Fatalf("%d recordings", len(list.Recordings))
+	}
+}
+
+// TestImportRefusesBadInput: each bad file is a usage error with the
+// envelope and a next step, and nothing is stored.
+func TestImportRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		f := filepath.Join(dir, name)
+		os.WriteFile(f, []byte(body), 0o644)
+		return f
+	}
+	good, _ := os.ReadFile(harFile(t))
+	cases := []struct {
+		format, file, want string
+	}{
+		{"har", write("noentries.har", `{"log":{"version":"1.2","creator":{"name":"x","version":"1"},"pages":[]}}`), "log.entries is missing"},
+		{"har", write("truncated.har", string(good[:len(good)/3])), "is the file truncated?"},
+		{"cdp", write("object.json", `{"method":"Network.requestWillBeSent","params":{}}`), "a DevTools protocol log is a JSON array"},
+		{"cdp", write("truncated.json", `[{"method":"Log.entryAdded","params":{"entry":{"sou`), "is the file truncated?"},
+	}
+	data := t.TempDir()
+	for _, c := range cases {
+		_, errOut, code := flightrec(t, "import", c.format, "--data", data, c.file)
+		if code != exitUsage || !strings.Contains(errOut, "MALFORMED_INPUT") || !strings.Contains(errOut, c.want) ||
+			!strings.Contains(errOut, "next: fix the file; nothing was stored") {
+			t.Errorf("%s %s: exit %d: %s", c.format, filepath.Base(c.file), code, errOut)
+		}
+		_, errOut, code = flightrec(t, "import", c.format, "--data", data, "--json", c.file)
+		var env struct {
+			Error struct{ Code, Message, Next string }
+		}
+		if code != exitUsage || json.Unmarshal([]byte(errOut), &env) != nil || env.Error.Code != "MALFORMED_INPUT" || env.Error.Next == "" {
+			t.Errorf("%s %s --json: exit %d: %s", c.format, filepath.Base(c.file), code, errOut)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(data, "recordings")); len(ents) != 0 {
+		t.Fatalf("bad imports stored %d recordings", len(ents))
+	}
+
+	_, errOut, code := flightrec(t, "import", "har", "--data", data, "--server", "http://127.0.0.1:1", harFile(t))
+	if code != exitUsage || !strings.Contains(errOut, "exclusive") {
+		t.Errorf("--data with --server: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = flightrec(t, "import", "zip", harFile(t))
+	if code != exitUsage || !strings.Contains(errOut, "UNKNOWN_FORMAT") {
+		t.Errorf("unknown format: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = flightrec(t, "import", "har", "--server", "http://127.0.0.1:1", "--retry-for", "200ms", harFile(t))
+	if code != exitFailure || !strings.Contains(errOut, "next:") {
+		t.Errorf("no server: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = flightrec(t, "import", "har", filepath.Join(dir, "missing.har"))
+	if code != exitFailure || !strings.Contains(errOut, "READ_FAILED") {
+		t.Errorf("missing file: exit %d: %s", code, errOut)
+	}
+}

@@ -1,0 +1,525 @@
+package clickhouse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store"
+)
+
+// Page sizes: the default when a query asks for none, and the most one
+// query returns (the same as the embedded index's).
+const (
+	recordingsDefault, recordingsMax = 100, 1000
+	eventsDefault, eventsMax         = 1000, 10000
+	searchDefault, searchMax         = 100, 1000
+)
+
+func pageSize(n, def, most int) int {
+	switch {
+	case n <= 0:
+		return def
+	case n > most:
+		return most
+	}
+	return n
+}
+
+// placeholders is "?, ?, …" for n values. The driver would bind a slice
+// as an Array literal, which 18.16 refuses on the right of IN.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// Cursor returns the highest seq indexed for recording, 0 if none.
+func (db *DB) Cursor(ctx context.Context, recording string) (uint64, error) {
+	if err := db.ready(ctx); err != nil {
+		return 0, err
+	}
+	var c uint64
+	if err := db.conn.QueryRow(ctx, `SELECT max(through) FROM cursors WHERE recording = ?`, recording).Scan(&c); err != nil {
+		return 0, fmt.Errorf("clickhouse index: cursor of %s: %w", recording, err)
+	}
+	return c, nil
+}
+
+// latest is the recordings row of each id as its newest version has it.
+// The aliases differ from the column names: ClickHouse resolves an alias
+// before a column of the same name, which would nest the aggregates.
+const latest = `id,
+	argMax(project, updated_at) AS r_project,
+	argMax(flow, updated_at) AS r_flow,
+	argMax(labels, updated_at) AS r_labels,
+	argMax(executor, updated_at) AS r_executor,
+	argMax(versions, updated_at) AS r_versions,
+	argMax(plan_digest, updated_at) AS r_plan_digest,
+	argMax(created_at, updated_at) AS r_created_at,
+	argMax(finished_at, updated_at) AS r_finished_at,
+	argMax(verdict, updated_at) AS r_verdict,
+	argMax(failure_signature, updated_at) AS r_failure_signature,
+	argMax(state, updated_at) AS r_state,
+	argMax(root, updated_at) AS r_root`
+
+func scanRecording(rows driver.Rows) (store.RecordingRow, error) {
+	var (
+		r                     store.RecordingRow
+		labels, versions      string
+		createdAt, finishedAt uint64
+	)
+	if err := rows.Scan(&r.ID, &r.Project, &r.Flow, &labels, &r.Executor, &versions, &r.PlanDigest,
+		&createdAt, &finishedAt, &r.Verdict, &r.FailureSignature, &r.State, &r.Root); err != nil {
+		return r, err
+	}
+	r.CreatedAt, r.FinishedAt = int64(createdAt), int64(finishedAt)
+	if err := json.Unmarshal([]byte(labels), &r.Labels); err != nil {
+		return r, fmt.Errorf("labels of %s: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(versions), &r.Versions); err != nil {
+		return r, fmt.Errorf("versions of %s: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// queryRecordings runs a query selecting latest and returns its rows with
+// their counters and cursors filled in.
+func (db *DB) queryRecordings(ctx context.Context, q string, args ...any) ([]store.RecordingRow, error) {
+	rows, err := db.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.RecordingRow
+	for rows.Next() {
+		r, err := scanRecording(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := db.fillCounters(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fillCounters aggregates the recordings' counters from their events, each
+// seq once, and reads their cursors.
+func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(recs))
+	at := make(map[string]int, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+		at[r.ID] = i
+	}
+	in := placeholders(len(ids))
+	rows, err := db.conn.Query(ctx, `SELECT recording, count(), sum(size), uniqExact(step), min(ts), max(ts)
+		FROM (SELECT recording, seq, size, step, ts FROM events WHERE recording IN (`+in+`) LIMIT 1 BY recording, seq)
+		GROUP BY recording`, anys(ids)...)
+	if err != nil {
+		return fmt.Errorf("counters: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id                                string
+			events, bytes, steps, first, last uint64
+		)
+		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last); err != nil {
+			return fmt.Errorf("counters: %w", err)
+		}
+		if i, ok := at[id]; ok {
+			r := &recs[i]
+			r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
+			r.FirstTS, r.LastTS = int64(first), int64(last)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("counters: %w", err)
+	}
+	rows.Close()
+
+	cur, err := db.conn.Query(ctx, `SELECT recording, max(through) FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`,
+		anys(ids)...)
+	if err != nil {
+		return fmt.Errorf("cursors: %w", err)
+	}
+	defer cur.Close()
+	for cur.Next() {
+		var (
+			id      string
+			through uint64
+		)
+		if err := cur.Scan(&id, &through); err != nil {
+			return fmt.Errorf("cursors: %w", err)
+		}
+		if i, ok := at[id]; ok {
+			recs[i].IndexedTo = through
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("cursors: %w", err)
+	}
+	return nil
+}
+
+// Recording returns one recording; an unknown id is store.ErrNotFound.
+func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, error) {
+	if err := db.ready(ctx); err != nil {
+		return store.RecordingRow{}, err
+	}
+	recs, err := db.queryRecordings(ctx, `SELECT `+latest+` FROM recordings WHERE id = ? GROUP BY id`, id)
+	if err != nil {
+		return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
+	}
+	if len(recs) == 1 {
+		return recs[0], nil
+	}
+	// A recording whose events another process indexed after this one
+	// deleted it has a cursor and no row: it reads as a placeholder, as
+	// one made by IndexEvents would.
+	if c, err := db.Cursor(ctx, id); err != nil {
+		return store.RecordingRow{}, err
+	} else if c > 0 {
+		recs = []store.RecordingRow{{RecordingMeta: store.RecordingMeta{ID: id}, State: store.StateOpen}}
+		if err := db.fillCounters(ctx, recs); err != nil {
+			return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
+		}
+		return recs[0], nil
+	}
+	return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, store.ErrNotFound)
+}
+
+// Recordings lists recordings newest first (created_at, then id, both
+// descending, so the order is total and pages never overlap).
+//
+// Filters apply to each recording's newest row. The project and time
+// bounds, which lead the table's key, first narrow the ids to those with
+// any row in range (a superset: a recording's newest row is one of its
+// rows), so a project's listing reads that project's part of the key.
+func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.RecordingRow, error) {
+	if err := db.ready(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		cand, having []string
+		candArgs     []any
+		havingArgs   []any
+	)
+	if f.Project != "" {
+		cand, candArgs = append(cand, `project = ?`), append(candArgs, f.Project)
+		having, havingArgs = append(having, `r_project = ?`), append(havingArgs, f.Project)
+	}
+	if f.Since != 0 {
+		cand, candArgs = append(cand, `created_at >= ?`), append(candArgs, clampTS(f.Since))
+		having, havingArgs = append(having, `r_created_at >= ?`), append(havingArgs, clampTS(f.Since))
+	}
+	if f.Until != 0 {
+		cand, candArgs = append(cand, `created_at < ?`), append(candArgs, clampTS(f.Until))
+		having, havingArgs = append(having, `r_created_at < ?`), append(havingArgs, clampTS(f.Until))
+	}
+	if f.Flow != "" {
+		having, havingArgs = append(having, `r_flow = ?`), append(havingArgs, f.Flow)
+	}
+	if f.Verdict != "" {
+		having, havingArgs = append(having, `r_verdict = ?`), append(havingArgs, f.Verdict)
+	}
+	if f.State != "" {
+		having, havingArgs = append(having, `r_state = ?`), append(havingArgs, f.State)
+	}
+	if f.After != "" {
+		// Keyset paging: strictly after the previous page's last row. An
+		// After that no longer exists yields an empty page rather than
+		// restarting from the top.
+		var created []uint64
+		rows, err := db.conn.Query(ctx,
+			`SELECT argMax(created_at, updated_at) FROM recordings WHERE id = ? GROUP BY id`, f.After)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+		}
+		for rows.Next() {
+			var c uint64
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+			}
+			created = append(created, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+		}
+		if len(created) == 0 {
+			return nil, nil
+		}
+		having = append(having, `(r_created_at < ? OR (r_created_at = ? AND id < ?))`)
+		havingArgs = append(havingArgs, created[0], created[0], f.After)
+	}
+	q := `SELECT ` + latest + ` FROM recordings`
+	args := candArgs
+	if len(cand) > 0 {
+		q += ` WHERE id IN (SELECT id FROM recordings WHERE ` + strings.Join(cand, ` AND `) + `)`
+	}
+	q += ` GROUP BY id`
+	if len(having) > 0 {
+		q += ` HAVING ` + strings.Join(having, ` AND `)
+	}
+	q += ` ORDER BY r_created_at DESC, id DESC LIMIT ?`
+	args = append(append(args, havingArgs...), pageSize(f.Limit, recordingsDefault, recordingsMax))
+	out, err := db.queryRecordings(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+	}
+	return out, nil
+}
+
+// clampTS maps a filter's int64 ns onto the UInt64 column: no stored time
+// is negative, so a negative bound compares like 0.
+func clampTS(ts int64) uint64 {
+	if ts < 0 {
+		return 0
+	}
+	return uint64(ts)
+}
+
+// timelineSQL aggregates one recording's events by step, each seq once
+// (LIMIT 1 BY seq collapses copies not yet merged). The recording's rows
+// are one range of the events key, read in step order. The receipt
+// summary is the step's highest-seq receipt.
+var timelineSQL = func() string {
+	counts := make([]string, len(event.Kinds))
+	for i, k := range event.Kinds {
+		counts[i] = fmt.Sprintf("countIf(kind = %s)", quoteString(string(k)))
+	}
+	return `SELECT step, min(ts), max(ts), count(), min(seq), max(seq),
+		argMaxIf(action, seq, kind = 'receipt'), argMaxIf(text, seq, kind = 'receipt'),
+		argMaxIf(outcome, seq, kind = 'receipt'), argMaxIf(error_code, seq, kind = 'receipt'),
+		` + strings.Join(counts, ", ") + `
+		FROM (SELECT step, seq, ts, kind, action, text, outcome, error_code
+			FROM events WHERE recording = ? LIMIT 1 BY seq)
+		GROUP BY step ORDER BY step`
+}()
+
+// Timeline returns a recording's steps in order; an unknown recording has
+// none.
+func (db *DB) Timeline(ctx context.Context, recording string) ([]store.StepRow, error) {
+	if err := db.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := db.conn.Query(ctx, timelineSQL, recording)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse index: timeline of %s: %w", recording, err)
+	}
+	defer rows.Close()
+	var out []store.StepRow
+	counts := make([]uint64, len(event.Kinds))
+	dst := make([]any, 0, 10+len(event.Kinds))
+	for rows.Next() {
+		var (
+			s                          store.StepRow
+			step                       int64
+			start, end, n, first, last uint64
+		)
+		dst = append(dst[:0], &step, &start, &end, &n, &first, &last,
+			&s.Action, &s.Target, &s.Outcome, &s.ErrorCode)
+		for i := range counts {
+			dst = append(dst, &counts[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("clickhouse index: timeline of %s: %w", recording, err)
+		}
+		s.Step, s.StartTS, s.EndTS, s.Events = int(step), int64(start), int64(end), int64(n)
+		s.FirstSeq, s.LastSeq = first, last
+		s.Counts = make(map[event.Kind]int64)
+		for i, c := range counts {
+			if c != 0 {
+				s.Counts[event.Kinds[i]] = int64(c)
+			}
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse index: timeline of %s: %w", recording, err)
+	}
+	return out, nil
+}
+
+const eventCols = `seq, step, ts, kind, cid, size, seg, off, len,
+	url, method, status, level, text, action, outcome, error_code`
+
+// queryEvents runs an events query. Search selects the recording ahead of
+// eventCols; Events knows it already (recording != "").
+func (db *DB) queryEvents(ctx context.Context, q string, args []any, recording string) ([]store.EventRow, error) {
+	rows, err := db.conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.EventRow
+	for rows.Next() {
+		var (
+			e                  store.EventRow
+			seq, ts, size, off uint64
+			step               int64
+			seg, length        uint32
+			status             int32
+			kind               string
+		)
+		dst := []any{&seq, &step, &ts, &kind, &e.CID, &size, &seg, &off, &length,
+			&e.URL, &e.Method, &status, &e.Level, &e.Text, &e.Action, &e.Outcome, &e.ErrorCode}
+		if recording == "" {
+			dst = append([]any{&e.Recording}, dst...)
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, err
+		}
+		if recording != "" {
+			e.Recording = recording
+		}
+		e.Seq, e.Step, e.TS, e.Kind, e.Size = seq, int(step), int64(ts), event.Kind(kind), int64(size)
+		e.Loc = store.Locator{Segment: int(seg), Offset: int64(off), Length: int(length)}
+		e.Status = int(status)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Events returns one recording's events in seq order, with their locators.
+// A step's events are one range of the key.
+func (db *DB) Events(ctx context.Context, q store.EventQuery) ([]store.EventRow, error) {
+	if err := db.ready(ctx); err != nil {
+		return nil, err
+	}
+	if q.Recording == "" {
+		return nil, nil // no recording has an empty id
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT ` + eventCols + ` FROM events WHERE recording = ?`)
+	args := []any{q.Recording}
+	if q.Step != nil {
+		b.WriteString(` AND step = ?`)
+		args = append(args, int64(*q.Step))
+	}
+	if q.Kind != "" {
+		b.WriteString(` AND kind = ?`)
+		args = append(args, string(q.Kind))
+	}
+	b.WriteString(` AND seq > ? ORDER BY seq LIMIT 1 BY seq LIMIT ?`)
+	args = append(args, q.AfterSeq, pageSize(q.Limit, eventsDefault, eventsMax))
+	out, err := db.queryEvents(ctx, b.String(), args, q.Recording)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse index: events of %s: %w", q.Recording, err)
+	}
+	return out, nil
+}
+
+// latestWhere selects the ids of recordings whose newest row satisfies
+// cond (an expression over latest's aliases).
+func latestWhere(cond string) string {
+	return `SELECT id FROM (SELECT ` + latest + ` FROM recordings GROUP BY id) WHERE ` + cond
+}
+
+// Search finds events across recordings, ordered by recording id and seq,
+// each seq once. Text and URL match as substrings with no wildcard
+// (position, not LIKE), folding case across UTF-8 (the embedded index
+// folds ASCII only). match() with an RE2 pattern was measured instead: on
+// 18.16 its (?i) flag is ignored for a pattern that is all literal, and
+// with (?i:…) it is no faster where many rows match and slower where few
+// do.
+func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow, error) {
+	if err := db.ready(ctx); err != nil {
+		return nil, err
+	}
+	if q.Recordings != nil && len(q.Recordings) == 0 {
+		return nil, nil // restricted to no recording at all
+	}
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if q.Recordings != nil {
+		add(`recording IN (`+placeholders(len(q.Recordings))+`)`, anys(q.Recordings)...)
+	}
+	if q.Project != "" {
+		add(`recording IN (`+latestWhere(`r_project = ?`)+`)`, q.Project)
+	}
+	if q.URL != "" {
+		add(`positionCaseInsensitiveUTF8(url, ?) > 0`, q.URL)
+	}
+	if q.Status != 0 {
+		add(`status = ?`, int32(q.Status))
+	}
+	if q.ErrorCode != "" {
+		add(`error_code = ?`, q.ErrorCode)
+	}
+	if q.Text != "" {
+		add(`(positionCaseInsensitiveUTF8(url, ?) > 0 OR positionCaseInsensitiveUTF8(text, ?) > 0
+			OR positionCaseInsensitiveUTF8(error_code, ?) > 0
+			OR recording IN (`+latestWhere(`positionCaseInsensitiveUTF8(r_failure_signature, ?) > 0`)+`))`,
+			q.Text, q.Text, q.Text, q.Text)
+	}
+	s := `SELECT recording, ` + eventCols + ` FROM events`
+	if len(where) > 0 {
+		s += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	s += ` ORDER BY recording, seq LIMIT 1 BY recording, seq LIMIT ?`
+	args = append(args, pageSize(q.Limit, searchDefault, searchMax))
+	out, err := db.queryEvents(ctx, s, args, "")
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse index: search: %w", err)
+	}
+	return out, nil
+}
+
+// Expired lists up to limit finished recordings created before before
+// (unix ns), oldest first: the candidates a retention sweep considers.
+func (db *DB) Expired(ctx context.Context, before int64, limit int) ([]string, error) {
+	if err := db.ready(ctx); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = recordingsMax
+	}
+	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings
+		WHERE id IN (SELECT id FROM recordings WHERE created_at < ?) GROUP BY id)
+		WHERE r_state = ? AND r_created_at < ? ORDER BY r_created_at, id LIMIT ?`,
+		clampTS(before), store.StateFinished, clampTS(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse index: expired: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("clickhouse index: expired: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse index: expired: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,293 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// schemaVersion is the version the migrations bring a database to. Bump it
+// and append a step to migrations when the schema changes; never edit a
+// released step, and make every step idempotent (IF NOT EXISTS; 18.16 has
+// no ADD COLUMN IF NOT EXISTS, so a column step must check system.columns),
+// since two processes may run the same step at once.
+const schemaVersion = 1
+
+// table is one table of the schema, described once for both the
+// single-server DDL (migrations) and the cluster DDL (ClusterDDL).
+type table struct {
+	name    string
+	columns [][2]string // name, type
+	// engine is the MergeTree engine without "Replicated"; version is its
+	// version column, if any.
+	engine, version string
+	orderBy         string
+	// shardKey is the Distributed table's sharding expression: every row
+	// of one recording lives on one shard, so ReplacingMergeTree collapses
+	// its duplicates there and a recording's reads touch one shard.
+	shardKey string
+}
+
+// The tables. Timestamps are UInt64 nanoseconds; every column is plain
+// (no Nullable, no LowCardinality) so the DDL runs on 18.16.
+var (
+	eventsTable = table{
+		name: "events",
+		columns: [][2]string{
+			{"recording", "String"},
+			{"seq", "UInt64"},
+			{"step", "Int64"},
+			{"ts", "UInt64"},
+			{"kind", "String"},
+			{"cid", "String"},
+			{"size", "UInt64"},
+			{"seg", "UInt32"},
+			{"off", "UInt64"},
+			{"len", "UInt32"},
+			{"url", "String"},
+			{"method", "String"},
+			{"status", "Int32"},
+			{"level", "String"},
+			{"text", "String"},
+			{"action", "String"},
+			{"outcome", "String"},
+			{"error_code", "String"},
+		},
+		// Playback reads a recording by step; the step is a function of
+		// the seq within a recording, so the key is unique on
+		// (recording, seq), the identity duplicates collapse on.
+		engine:   "ReplacingMergeTree",
+		orderBy:  "recording, step, seq",
+		shardKey: "cityHash64(recording)",
+	}
+	recordingsTable = table{
+		name: "recordings",
+		columns: [][2]string{
+			{"id", "String"},
+			{"project", "String"},
+			{"flow", "String"},
+			{"labels", "String"},   // JSON object
+			{"executor", "String"}, //
+			{"versions", "String"}, // JSON object
+			{"plan_digest", "String"},
+			{"created_at", "UInt64"},
+			{"finished_at", "UInt64"},
+			{"verdict", "String"},
+			{"failure_signature", "String"},
+			{"state", "String"},
+			{"root", "String"},
+			{"updated_at", "UInt64"}, // the row's version: the newest wins
+		},
+		// Ordered for listing: by project, then time. A recording's
+		// project and creation time are set when it opens, so its rows
+		// share a key and the engine collapses them; reads never rely on
+		// that (they take argMax by id), since a placeholder row (events
+		// indexed before the metadata) has neither.
+		engine:   "ReplacingMergeTree",
+		version:  "updated_at",
+		orderBy:  "project, created_at, id",
+		shardKey: "cityHash64(id)",
+	}
+	cursorsTable = table{
+		name:     "cursors",
+		columns:  [][2]string{{"recording", "String"}, {"through", "UInt64"}},
+		engine:   "ReplacingMergeTree",
+		version:  "through",
+		orderBy:  "recording",
+		shardKey: "cityHash64(recording)",
+	}
+	tables = []table{eventsTable, recordingsTable, cursorsTable}
+)
+
+// columnList is the table's columns, comma-separated, in order.
+func (t table) columnList() string {
+	names := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		names[i] = c[0]
+	}
+	return strings.Join(names, ", ")
+}
+
+func (t table) columnDefs() string {
+	var b strings.Builder
+	for i, c := range t.columns {
+		sep := ","
+		if i == len(t.columns)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "    %-17s %s%s\n", c[0], c[1], sep)
+	}
+	return b.String()
+}
+
+// createSQL is the single-server CREATE TABLE.
+func (t table) createSQL() string {
+	engine := t.engine
+	if t.version != "" {
+		engine += "(" + t.version + ")"
+	}
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s\n(\n%s)\nENGINE = %s\nORDER BY (%s)",
+		t.name, t.columnDefs(), engine, t.orderBy)
+}
+
+// migrations[i] takes the schema from version i to i+1.
+var migrations = [][]string{
+	{eventsTable.createSQL(), recordingsTable.createSQL(), cursorsTable.createSQL()},
+}
+
+const createMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations
+(
+    version    UInt32,
+    applied_at UInt64
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (version)`
+
+// migrate brings the database to schemaVersion. Each step runs once per
+// database (schema_migrations records it) and is idempotent, so two
+// processes migrating at once both succeed.
+func (db *DB) migrate(ctx context.Context) error {
+	if db.cluster != "" {
+		return db.checkClusterTables(ctx)
+	}
+	if err := db.execDDL(ctx, createMigrationsSQL); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var v uint32
+	if err := db.conn.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("index schema version %d is newer than this binary's %d; use a newer flightrec or rebuild the index", v, schemaVersion)
+	}
+	for ; v < schemaVersion; v++ {
+		for _, stmt := range migrations[v] {
+			if err := db.execDDL(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
+		}
+		if err := db.recordVersion(ctx, v+1); err != nil {
+			return fmt.Errorf("record schema version %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// recordVersion notes in schema_migrations that version v is in place.
+// Inserts go through PrepareBatch: an INSERT … VALUES sent as a plain
+// query leaves the server waiting for a data block.
+func (db *DB) recordVersion(ctx context.Context, v uint32) error {
+	b, err := db.conn.PrepareBatch(ctx, `INSERT INTO schema_migrations (version, applied_at)`)
+	if err != nil {
+		return err
+	}
+	if err := b.Append(v, uint64(time.Now().UnixNano())); err != nil {
+		_ = b.Abort()
+		return err
+	}
+	return b.Send()
+}
+
+// execDDL runs an idempotent DDL statement. Two concurrent CREATE TABLE IF
+// NOT EXISTS can race in ClickHouse, the loser failing with "already
+// exists": the outcome is the one asked for, so that is success.
+func (db *DB) execDDL(ctx context.Context, stmt string) error {
+	err := db.conn.Exec(ctx, stmt)
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && (ex.Code == 57 || ex.Code == 82) { // TABLE_ALREADY_EXISTS, DATABASE_ALREADY_EXISTS
+		return nil
+	}
+	return err
+}
+
+// checkClusterTables checks that the cluster DDL has been run: in cluster
+// mode the index creates nothing itself.
+func (db *DB) checkClusterTables(ctx context.Context) error {
+	rows, err := db.conn.Query(ctx, `SELECT name FROM system.tables WHERE database = ?`, db.database)
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("list tables: %w", err)
+		}
+		have[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	for _, t := range tables {
+		for _, name := range []string{t.name, t.name + "_local"} {
+			if !have[name] {
+				return fmt.Errorf("table %s.%s is missing: create the cluster schema first with "+
+					"`flightrec clickhouse ddl --cluster %s --database %s | clickhouse-client --multiquery`",
+					db.database, name, db.cluster, db.database)
+			}
+		}
+	}
+	return nil
+}
+
+// ClusterDDL is the schema for a cluster named cluster: on every node, a
+// Replicated table per table (name_local, replicated within its shard
+// through the {shard} and {replica} macros of each server's config) and a
+// Distributed table under the table's own name that shards rows by
+// recording. The index reads and inserts through the Distributed tables
+// and sends mutations to the local ones ON CLUSTER. The output is
+// deterministic: statements end with ";" and run with clickhouse-client
+// --multiquery.
+func ClusterDDL(cluster, database string) (string, error) {
+	if !identRE.MatchString(cluster) {
+		return "", fmt.Errorf("cluster name %q: use letters, digits and _", cluster)
+	}
+	if database == "" {
+		database = DefaultDatabase
+	}
+	if !identRE.MatchString(database) {
+		return "", fmt.Errorf("database name %q: use letters, digits and _", database)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- flightrec index schema version %d for cluster %s.\n", schemaVersion, cluster)
+	fmt.Fprintf(&b, "-- Run once against any node: clickhouse-client --multiquery < this-file\n")
+	fmt.Fprintf(&b, "-- Every server needs <macros> with {shard} and {replica}, ZooKeeper, and %s in <remote_servers>.\n", cluster)
+	fmt.Fprintf(&b, "-- Then run flightrec with --index 'clickhouse://USER:PASS@HOST:9000/%s?cluster=%s'.\n\n", database, cluster)
+	fmt.Fprintf(&b, "CREATE DATABASE IF NOT EXISTS %s ON CLUSTER %s;\n", database, cluster)
+	for _, t := range tables {
+		local := t.name + "_local"
+		args := fmt.Sprintf("'/clickhouse/tables/{shard}/%s/%s', '{replica}'", database, local)
+		if t.version != "" {
+			args += ", " + t.version
+		}
+		fmt.Fprintf(&b, "\nCREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s\n(\n%s)\nENGINE = Replicated%s(%s)\nORDER BY (%s);\n",
+			database, local, cluster, t.columnDefs(), t.engine, args, t.orderBy)
+		fmt.Fprintf(&b, "\nCREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s AS %s.%s\nENGINE = Distributed(%s, %s, %s, %s);\n",
+			database, t.name, cluster, database, local, cluster, database, local, t.shardKey)
+	}
+	return b.String(), nil
+}
+
+// ServerDDL is the schema Open creates on a single server (version
+// schemaVersion), as statements for clickhouse-client --multiquery.
+func ServerDDL(database string) (string, error) {
+	if database == "" {
+		database = DefaultDatabase
+	}
+	if !identRE.MatchString(database) {
+		return "", fmt.Errorf("database name %q: use letters, digits and _", database)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "-- flightrec index schema version %d for one server.\n", schemaVersion)
+	fmt.Fprintf(&b, "-- flightrec creates it by itself when it opens clickhouse://HOST:9000/%s.\n\n", database)
+	fmt.Fprintf(&b, "CREATE DATABASE IF NOT EXISTS %s;\n", database)
+	for _, t := range tables {
+		fmt.Fprintf(&b, "\n%s;\n", strings.Replace(t.createSQL(), "IF NOT EXISTS "+t.name, "IF NOT EXISTS "+database+"."+t.name, 1))
+	}
+	return b.String(), nil
+}
