@@ -93,6 +93,26 @@ type StepRow struct {
 	LastSeq   uint64 `json:"last_seq"`
 }
 
+// Page sizes every backend applies: the default when a query asks for
+// none (Limit 0) and the most one query returns.
+const (
+	DefaultRecordingsPage, MaxRecordingsPage = 100, 1000
+	DefaultEventsPage, MaxEventsPage         = 1000, 10000
+	DefaultSearchPage, MaxSearchPage         = 100, 1000
+)
+
+// PageSize clamps a requested limit to (0, most], defaulting non-positive
+// ones to def.
+func PageSize(n, def, most int) int {
+	switch {
+	case n <= 0:
+		return def
+	case n > most:
+		return most
+	}
+	return n
+}
+
 // RecordingFilter selects recordings. Zero fields do not filter.
 type RecordingFilter struct {
 	Project string
@@ -151,6 +171,10 @@ type Index interface {
 	Timeline(ctx context.Context, recording string) ([]StepRow, error)
 	Events(ctx context.Context, q EventQuery) ([]EventRow, error)
 	Search(ctx context.Context, q SearchQuery) ([]EventRow, error)
+	// Expired lists up to limit (0: 1000) finished recordings created before
+	// before (unix ns), oldest first: the candidates a retention sweep
+	// considers.
+	Expired(ctx context.Context, before int64, limit int) ([]string, error)
 	// DeleteRecording removes a recording and all its rows.
 	DeleteRecording(ctx context.Context, id string) error
 	// Reset drops every row (reindex starts from nothing).

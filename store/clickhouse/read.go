@@ -12,24 +12,6 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-// Page sizes: the default when a query asks for none, and the most one
-// query returns (the same as the embedded index's).
-const (
-	recordingsDefault, recordingsMax = 100, 1000
-	eventsDefault, eventsMax         = 1000, 10000
-	searchDefault, searchMax         = 100, 1000
-)
-
-func pageSize(n, def, most int) int {
-	switch {
-	case n <= 0:
-		return def
-	case n > most:
-		return most
-	}
-	return n
-}
-
 // placeholders is "?, ?, …" for n values. The driver would bind a slice
 // as an Array literal, which 18.16 refuses on the right of IN.
 func placeholders(n int) string {
@@ -283,7 +265,7 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		q += ` HAVING ` + strings.Join(having, ` AND `)
 	}
 	q += ` ORDER BY r_created_at DESC, id DESC LIMIT ?`
-	args = append(append(args, havingArgs...), pageSize(f.Limit, recordingsDefault, recordingsMax))
+	args = append(append(args, havingArgs...), store.PageSize(f.Limit, store.DefaultRecordingsPage, store.MaxRecordingsPage))
 	out, err := db.queryRecordings(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
@@ -423,7 +405,7 @@ func (db *DB) Events(ctx context.Context, q store.EventQuery) ([]store.EventRow,
 		args = append(args, string(q.Kind))
 	}
 	b.WriteString(` AND seq > ? ORDER BY seq LIMIT 1 BY seq LIMIT ?`)
-	args = append(args, q.AfterSeq, pageSize(q.Limit, eventsDefault, eventsMax))
+	args = append(args, q.AfterSeq, store.PageSize(q.Limit, store.DefaultEventsPage, store.MaxEventsPage))
 	out, err := db.queryEvents(ctx, b.String(), args, q.Recording)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse index: events of %s: %w", q.Recording, err)
@@ -485,7 +467,7 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow
 		s += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	s += ` ORDER BY recording, seq LIMIT 1 BY recording, seq LIMIT ?`
-	args = append(args, pageSize(q.Limit, searchDefault, searchMax))
+	args = append(args, store.PageSize(q.Limit, store.DefaultSearchPage, store.MaxSearchPage))
 	out, err := db.queryEvents(ctx, s, args, "")
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse index: search: %w", err)
@@ -500,7 +482,7 @@ func (db *DB) Expired(ctx context.Context, before int64, limit int) ([]string, e
 		return nil, err
 	}
 	if limit <= 0 {
-		limit = recordingsMax
+		limit = store.MaxRecordingsPage
 	}
 	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings
 		WHERE id IN (SELECT id FROM recordings WHERE created_at < ?) GROUP BY id)

@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Index) {
 		{"Timeline", testTimeline},
 		{"Search", testSearch},
 		{"SearchLiteral", testSearchLiteral},
+		{"Expired", testExpired},
 		{"Delete", testDelete},
 		{"Reset", testReset},
 		{"ConcurrentReads", testConcurrentReads},
@@ -707,6 +708,44 @@ func readUntil(t *testing.T, idx store.Index, id string, done <-chan struct{}) e
 		}
 		if _, err := idx.Events(t.Context(), store.EventQuery{Recording: id, AfterSeq: c}); err != nil {
 			return err
+		}
+	}
+}
+
+// testExpired: retention candidates are finished recordings created before
+// a time, oldest first, judged by each recording's newest row.
+func testExpired(t *testing.T, idx store.Index) {
+	ctx := t.Context()
+	put := func(id, state string, created int64) {
+		t.Helper()
+		r := store.RecordingRow{RecordingMeta: store.RecordingMeta{ID: id, CreatedAt: created}, State: state}
+		if err := idx.PutRecording(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("old-1", store.StateFinished, 10)
+	put("old-2", store.StateFinished, 20)
+	put("old-open", store.StateOpen, 5)
+	put("new", store.StateFinished, 100)
+	put("reopened", store.StateFinished, 1)
+	put("reopened", store.StateOpen, 1) // the newest row decides
+	for _, c := range []struct {
+		before int64
+		limit  int
+		want   string
+	}{
+		{50, 0, "[old-1 old-2]"},
+		{50, 1, "[old-1]"},
+		{11, 10, "[old-1]"},
+		{1000, 0, "[old-1 old-2 new]"},
+		{1, 0, "[]"},
+	} {
+		got, err := idx.Expired(ctx, c.before, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != c.want {
+			t.Errorf("Expired(%d, %d) = %v, want %s", c.before, c.limit, got, c.want)
 		}
 	}
 }

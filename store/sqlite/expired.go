@@ -12,7 +12,7 @@ import (
 // considers. store/clickhouse answers the same.
 func (db *DB) Expired(ctx context.Context, before int64, limit int) ([]string, error) {
 	if limit <= 0 {
-		limit = recordingsMax
+		limit = store.MaxRecordingsPage
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT id FROM recordings INDEXED BY recordings_newest
 		WHERE state = ? AND created_at < ? ORDER BY created_at, id LIMIT ?`, store.StateFinished, before, limit)

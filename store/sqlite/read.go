@@ -12,26 +12,6 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-// Page sizes: the default when a query asks for none, and the most one
-// query returns.
-const (
-	recordingsDefault, recordingsMax = 100, 1000
-	eventsDefault, eventsMax         = 1000, 10000
-	searchDefault, searchMax         = 100, 1000
-)
-
-// pageSize clamps a requested limit to (0, most], defaulting non-positive
-// ones.
-func pageSize(n, def, most int) int {
-	switch {
-	case n <= 0:
-		return def
-	case n > most:
-		return most
-	}
-	return n
-}
-
 // ridOf is a scalar subquery resolving a recording id to its rid inside the
 // query that needs it, so the lookup and the read share one snapshot.
 const ridOf = `(SELECT rid FROM recordings WHERE id = ?)`
@@ -128,7 +108,7 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, pageSize(f.Limit, recordingsDefault, recordingsMax))
+	args = append(args, store.PageSize(f.Limit, store.DefaultRecordingsPage, store.MaxRecordingsPage))
 
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -268,7 +248,7 @@ func eventsQuery(q store.EventQuery) (string, []any) {
 		args = append(args, string(q.Kind))
 	}
 	b.WriteString(` AND e.seq > ? ORDER BY e.seq LIMIT ?`)
-	args = append(args, clampSeq(q.AfterSeq), pageSize(q.Limit, eventsDefault, eventsMax))
+	args = append(args, clampSeq(q.AfterSeq), store.PageSize(q.Limit, store.DefaultEventsPage, store.MaxEventsPage))
 	return b.String(), args
 }
 
@@ -342,7 +322,7 @@ func searchQuery(q store.SearchQuery) (string, []any) {
 		s += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	s += ` ORDER BY r.id, e.seq LIMIT ?`
-	return s, append(args, pageSize(q.Limit, searchDefault, searchMax))
+	return s, append(args, store.PageSize(q.Limit, store.DefaultSearchPage, store.MaxSearchPage))
 }
 
 func anys(ss []string) []any {
