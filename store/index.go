@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/flightrec/flightrec/event"
 )
@@ -111,6 +113,31 @@ func PageSize(n, def, most int) int {
 		return most
 	}
 	return n
+}
+
+// CheckBatch refuses IndexEvents arguments no backend may store: an empty
+// recording, rows of another recording, seqs and a cursor outside the int64
+// range every schema uses, unknown kinds (timelines count each kind).
+// Backends add the limits of their own columns.
+func CheckBatch(recording string, rows []EventRow, through uint64) error {
+	if recording == "" {
+		return errors.New("empty recording id")
+	}
+	if through > math.MaxInt64 {
+		return fmt.Errorf("cursor %d exceeds the index's int64 range", through)
+	}
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.Recording != "" && r.Recording != recording:
+			return fmt.Errorf("row %d (seq %d) belongs to recording %q", i, r.Seq, r.Recording)
+		case r.Seq == 0 || r.Seq > math.MaxInt64:
+			return fmt.Errorf("row %d: seq %d out of range", i, r.Seq)
+		case !r.Kind.Valid():
+			return fmt.Errorf("row %d (seq %d): unknown kind %q", i, r.Seq, r.Kind)
+		}
+	}
+	return nil
 }
 
 // RecordingFilter selects recordings. Zero fields do not filter.

@@ -11,20 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store"
 )
-
-// knownKinds are the kinds IndexEvents accepts: the timeline counts each
-// of event.Kinds, so a row of another kind would be counted in a step's
-// total and in no kind.
-var knownKinds = func() map[event.Kind]bool {
-	m := make(map[event.Kind]bool, len(event.Kinds))
-	for _, k := range event.Kinds {
-		m[k] = true
-	}
-	return m
-}()
 
 // PutRecording inserts a new version of a recording's metadata, state and
 // root. The counters are aggregated from events and the cursor lives in
@@ -114,23 +102,16 @@ func (db *DB) IndexEvents(ctx context.Context, recording string, rows []store.Ev
 	return nil
 }
 
-// checkBatch refuses what the schema could not hold faithfully.
+// checkBatch refuses what the schema could not hold faithfully: the
+// contract's checks (store.CheckBatch), then the ranges of this schema's
+// columns.
 func checkBatch(recording string, rows []store.EventRow, through uint64) error {
-	if recording == "" {
-		return errors.New("empty recording id")
-	}
-	if through > math.MaxInt64 {
-		return fmt.Errorf("cursor %d exceeds the index's int64 range", through)
+	if err := store.CheckBatch(recording, rows, through); err != nil {
+		return err
 	}
 	for i := range rows {
 		r := &rows[i]
 		switch {
-		case r.Recording != "" && r.Recording != recording:
-			return fmt.Errorf("row %d (seq %d) belongs to recording %q", i, r.Seq, r.Recording)
-		case r.Seq == 0 || r.Seq > math.MaxInt64:
-			return fmt.Errorf("row %d: seq %d out of range", i, r.Seq)
-		case !knownKinds[r.Kind]:
-			return fmt.Errorf("row %d (seq %d): unknown kind %q", i, r.Seq, r.Kind)
 		case r.TS < 0 || r.Size < 0:
 			return fmt.Errorf("row %d (seq %d): negative ts or size", i, r.Seq)
 		case r.Loc.Segment < 0 || int64(r.Loc.Segment) > math.MaxUint32 || r.Loc.Offset < 0 ||

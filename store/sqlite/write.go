@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -156,34 +155,11 @@ type stepTotals struct {
 // Only rows not indexed before count, so a replayed or overlapping batch
 // changes nothing but (possibly) the cursor.
 func (db *DB) IndexEvents(ctx context.Context, recording string, rows []store.EventRow, through uint64) error {
-	if err := checkBatch(recording, rows, through); err != nil {
+	if err := store.CheckBatch(recording, rows, through); err != nil {
 		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
 	}
 	if err := db.indexEvents(ctx, recording, rows, through); err != nil {
 		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
-	}
-	return nil
-}
-
-// checkBatch refuses what the schema could not hold faithfully.
-func checkBatch(recording string, rows []store.EventRow, through uint64) error {
-	if recording == "" {
-		return errors.New("empty recording id")
-	}
-	if through > math.MaxInt64 {
-		return fmt.Errorf("cursor %d exceeds the index's int64 range", through)
-	}
-	for i := range rows {
-		r := &rows[i]
-		if r.Recording != "" && r.Recording != recording {
-			return fmt.Errorf("row %d (seq %d) belongs to recording %q", i, r.Seq, r.Recording)
-		}
-		if r.Seq == 0 || r.Seq > math.MaxInt64 {
-			return fmt.Errorf("row %d: seq %d out of range", i, r.Seq)
-		}
-		if _, ok := kindIndex[r.Kind]; !ok {
-			return fmt.Errorf("row %d (seq %d): unknown kind %q", i, r.Seq, r.Kind)
-		}
 	}
 	return nil
 }
