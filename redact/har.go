@@ -38,13 +38,9 @@ func (r *Redactor) redactHAR(d *event.Decoded) (Result, error) {
 	if h, ok := d.Payload.(*event.HAR); ok && !r.harNeedsWork(h) && !r.rawNeedsWork(d.Data) {
 		return Result{}, nil
 	}
-	v, err := decodeJSON(d.Data)
+	m, err := decodeObject(d.Data)
 	if err != nil {
-		return Result{}, errBadData
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return Result{}, errBadData
+		return Result{}, err
 	}
 	if err := canonHAR(m); err != nil {
 		return Result{}, err

@@ -229,6 +229,20 @@ func sortedKeys(m map[string]any) []string {
 
 // decodeJSON decodes b keeping numbers as json.Number; trailing data is an
 // error.
+// decodeObject decodes an event's data, which must be a JSON object, for
+// the generic walks; anything else is errBadData.
+func decodeObject(b []byte) (map[string]any, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, errBadData
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errBadData
+	}
+	return m, nil
+}
+
 func decodeJSON(b []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

@@ -35,13 +35,9 @@ func (r *Redactor) redactText(d *event.Decoded) (Result, error) {
 	if !r.textNeedsWork(d) {
 		return Result{}, nil
 	}
-	v, err := decodeJSON(d.Data)
+	m, err := decodeObject(d.Data)
 	if err != nil {
-		return Result{}, errBadData
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return Result{}, errBadData
+		return Result{}, err
 	}
 	if err := canonText(d.Kind, m); err != nil {
 		return Result{}, err

@@ -150,3 +150,13 @@ func BenchRow(rec string, seq uint64, step int) store.EventRow {
 	}
 	return r
 }
+
+// BenchRows is n BenchRows of recording rec from seq from, 100 to a step.
+func BenchRows(rec string, from uint64, n int) []store.EventRow {
+	rows := make([]store.EventRow, n)
+	for i := range rows {
+		seq := from + uint64(i)
+		rows[i] = BenchRow(rec, seq, int(seq/100))
+	}
+	return rows
+}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/indextest"
 )
@@ -36,7 +35,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := benchRows("r1", 1, 10)
+	rows := indextest.BenchRows("r1", 1, 10)
 	if err := db.IndexEvents(t.Context(), "r1", rows, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +63,7 @@ func TestIndexEventsAtomic(t *testing.T) {
 	db := openTemp(t)
 	defer db.Close()
 	ctx := t.Context()
-	first := benchRows("atomic", 1, 500) // steps 0..5
+	first := indextest.BenchRows("atomic", 1, 500) // steps 0..5
 	if err := db.IndexEvents(ctx, "atomic", first, 500); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func TestIndexEventsAtomic(t *testing.T) {
 		WHEN NEW.step = 7 BEGIN SELECT RAISE(ABORT, 'injected failure'); END`); err != nil {
 		t.Fatal(err)
 	}
-	second := benchRows("atomic", 501, 300) // steps 5..8: step 5 is updated, 6 inserted, 7 fails
+	second := indextest.BenchRows("atomic", 501, 300) // steps 5..8: step 5 is updated, 6 inserted, 7 fails
 	if err := db.IndexEvents(ctx, "atomic", second, 800); err == nil || !strings.Contains(err.Error(), "injected failure") {
 		t.Fatalf("IndexEvents error = %v, want the injected failure", err)
 	}
@@ -123,7 +122,7 @@ func TestRejectsBadBatches(t *testing.T) {
 	db := openTemp(t)
 	defer db.Close()
 	ctx := t.Context()
-	good := benchRows("r", 1, 3)
+	good := indextest.BenchRows("r", 1, 3)
 	for name, mutate := range map[string]func([]store.EventRow){
 		"other recording": func(rows []store.EventRow) { rows[1].Recording = "s" },
 		"unknown kind":    func(rows []store.EventRow) { rows[2].Kind = "telepathy" },
@@ -158,7 +157,7 @@ func TestCheckpointer(t *testing.T) {
 	}
 	defer db.Close()
 	for i := range 10 {
-		rows := benchRows("ck", uint64(i*1000+1), 1000)
+		rows := indextest.BenchRows("ck", uint64(i*1000+1), 1000)
 		if err := db.IndexEvents(t.Context(), "ck", rows, uint64(i*1000+1000)); err != nil {
 			t.Fatal(err)
 		}
@@ -192,11 +191,11 @@ func TestStepQueriesUseIndex(t *testing.T) {
 	for s := 1; s <= steps; s++ {
 		for range perStep {
 			seq++
-			rows = append(rows, benchRow("big", seq, s))
+			rows = append(rows, indextest.BenchRow("big", seq, s))
 		}
 	}
 	// A second recording, so a plan that ignored the recording would show.
-	if err := db.IndexEvents(ctx, "other", benchRows("other", 1, 500), 500); err != nil {
+	if err := db.IndexEvents(ctx, "other", indextest.BenchRows("other", 1, 500), 500); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < len(rows); i += 1000 {
@@ -280,43 +279,6 @@ func assertNoScan(t *testing.T, plan string) {
 	}
 }
 
-// benchRow is an event with a summary of about 300 bytes, like a HAR entry
-// or console message of a real recording.
-func benchRow(rec string, seq uint64, step int) store.EventRow {
-	kinds := []event.Kind{event.KindHAR, event.KindConsole, event.KindDOM, event.KindFrame, event.KindSnapshot}
-	k := kinds[seq%uint64(len(kinds))]
-	if seq%50 == 0 {
-		k = event.KindReceipt
-	}
-	r := store.EventRow{
-		Recording: rec, Seq: seq, Step: step, Kind: k,
-		TS:   1764483600000000000 + int64(seq)*1_000_000,
-		Size: 400,
-		Loc:  store.Locator{Segment: 1 + int(seq/10000), Offset: int64(seq%10000) * 400, Length: 400},
-		Summary: event.Summary{
-			URL:    fmt.Sprintf("https://pv-4718.preview.example/api/orders/%d/items?page=%d&sort=created_at", seq, seq%7),
-			Method: "GET", Status: 200, Level: "info",
-			Text: fmt.Sprintf("Uncaught TypeError: Cannot read properties of undefined (reading 'total') at pay (https://pv-4718.preview.example/static/app.%d.js:10:4) while rendering the checkout summary for order %d", seq%13, seq),
-		},
-	}
-	if k == event.KindFrame {
-		r.CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
-	}
-	if k == event.KindReceipt {
-		r.Action, r.Outcome = "click", event.OutcomeDone
-	}
-	return r
-}
-
-func benchRows(rec string, from uint64, n int) []store.EventRow {
-	rows := make([]store.EventRow, n)
-	for i := range rows {
-		seq := from + uint64(i)
-		rows[i] = benchRow(rec, seq, int(seq/100))
-	}
-	return rows
-}
-
 // BenchmarkIndexEvents measures IndexEvents in 1,000-row batches, the unit
 // the projector writes, on a growing recording in a file on disk.
 func BenchmarkIndexEvents(b *testing.B) {
@@ -324,7 +286,7 @@ func BenchmarkIndexEvents(b *testing.B) {
 	defer db.Close()
 	ctx := b.Context()
 	const batch = 1000
-	rows := benchRows("bench", 1, batch)
+	rows := indextest.BenchRows("bench", 1, batch)
 	next := uint64(1)
 	cpu0 := cpuTime(b)
 	for b.Loop() {
