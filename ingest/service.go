@@ -182,6 +182,10 @@ type OpenRequest struct {
 type OpenReply struct {
 	ID         string `json:"id"`
 	PlanDigest string `json:"plan_digest,omitempty"`
+	// Mask is the plan's rules for what an executor must mask in the
+	// frames it sends: it computes each frame's mask rectangles from
+	// them, and the server paints those rectangles before storing.
+	Mask *policy.MaskRules `json:"mask,omitempty"`
 }
 
 func (r *OpenRequest) validate() error {
@@ -273,7 +277,8 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	s.open[meta.ID] = &recording{meta: meta, red: red, log: lg, next: 1}
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
-	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest}, nil
+	mask := plan.MaskRules()
+	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil
 }
 
 // AppendReply answers an append.

@@ -59,6 +59,23 @@ type Plan struct {
 	DropUnmaskedFrames bool `json:"drop_unmasked_frames"`
 }
 
+// MaskRules are the parts of a plan that say which page elements are
+// masked: an executor computes frame mask rectangles from them. They hold
+// rules, never values.
+type MaskRules struct {
+	InputTypes    []string `json:"input_types"`
+	Autocomplete  []string `json:"autocomplete"`
+	NamePatterns  []string `json:"name_patterns"`
+	Selectors     []string `json:"selectors"`
+	TextSelectors []string `json:"text_selectors"`
+}
+
+// MaskRules returns the plan's masking rules.
+func (p *Plan) MaskRules() MaskRules {
+	return MaskRules{InputTypes: p.MaskInputTypes, Autocomplete: p.MaskAutocomplete,
+		NamePatterns: p.MaskNamePatterns, Selectors: p.MaskSelectors, TextSelectors: p.MaskTextSelectors}
+}
+
 // Normalize lowercases the case-insensitive lists, sorts and dedupes every
 // list. Evaluate calls it; tests that build plans by hand call it too.
 func (p *Plan) Normalize() {

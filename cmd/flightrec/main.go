@@ -40,6 +40,8 @@ type command struct {
 
 var commands = []command{
 	{"serve", "run the service (ingest, playback, metrics) on the embedded default", runServe},
+	{"demo", "serve, start the demo storefront, record its two flows in Chromium, print where to play them", runDemo},
+	{"record", "run a flow file in headless Chromium and stream the recording to a server (or --data DIR)", runRecord},
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
 	{"import", "import a HAR file or a DevTools protocol log as a recording (har, cdp)", runImport},
 	{"verify", "re-hash every blob that a manifest references; check open logs", runVerify},

@@ -36,6 +36,9 @@ type Options struct {
 	BodyTimeout time.Duration
 	// Parallel bounds concurrent body fetches (default 4).
 	Parallel int
+	// StepOf, when set, is asked for the current step when a request
+	// starts; Take reports it with the request's entry.
+	StepOf func() int
 }
 
 // Recorder collects HAR entries from one chromedp target. Start it before
@@ -84,6 +87,9 @@ type hop struct {
 	endedAt      time.Time
 	finished     *network.EventLoadingFinished
 	failed       *network.EventLoadingFailed
+
+	step  int  // Options.StepOf when the request started
+	taken bool // returned by Take
 
 	bodyDone bool // the fetch (if any) is over
 	body     []byte
@@ -169,6 +175,9 @@ func (r *Recorder) handle(ev any) {
 			}
 		}
 		h := &hop{req: rq, sent: ev, resType: ev.Type}
+		if r.opts.StepOf != nil {
+			h.step = r.opts.StepOf()
+		}
 		rq.hops = append(rq.hops, h)
 		r.hops = append(r.hops, h)
 	case *network.EventRequestWillBeSentExtraInfo:
@@ -454,4 +463,71 @@ func (rq *request) assignExtra(into map[*hop]extraInfo) {
 		}
 		into[h] = x
 	}
+}
+
+// Taken is one entry Take returns: the HAR entry, the step its request
+// started in, and what a step receipt says of it.
+type Taken struct {
+	Step    int
+	Entry   json.RawMessage
+	Method  string
+	URL     string
+	Status  int    // 0 when the request failed
+	Failed  string // the network error of a failed request
+	Type    string // CDP's resource type: Document, XHR, Fetch, Script…
+	Started time.Time
+}
+
+// Take returns, in the order the requests started, the entries of the
+// hops that are complete (ended, bodies fetched, ExtraInfo arrived) and
+// not taken before; with all, every ended hop, waiting for body fetches
+// in flight first. A recorder streaming entries calls it as it goes.
+func (r *Recorder) Take(all bool) []Taken {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if all {
+		for r.fetching > 0 {
+			r.cond.Wait()
+		}
+	}
+	extras := map[*hop]extraInfo{}
+	for _, rq := range r.reqs {
+		rq.assignExtra(extras)
+	}
+	var out []Taken
+	for _, h := range r.hops {
+		if h.taken || !h.ended || !h.bodyDone || (!all && h.req.awaitingExtra()) {
+			continue
+		}
+		e := build(h, extras[h])
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue // cannot happen: only strings, numbers and bools
+		}
+		h.taken = true
+		t := Taken{Step: h.step, Entry: b, Method: e.Request.Method, URL: e.Request.URL,
+			Status: e.Response.Status, Type: string(h.resType),
+			Started: time.Unix(0, int64(h.sent.WallTime.Float64()*1e9))}
+		if h.failed != nil {
+			t.Failed = h.failed.ErrorText
+			if h.failed.Canceled {
+				t.Failed = "canceled"
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// InFlight is how many requests seen have not ended.
+func (r *Recorder) InFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, h := range r.hops {
+		if !h.ended {
+			n++
+		}
+	}
+	return n
 }

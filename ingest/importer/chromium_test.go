@@ -318,7 +318,7 @@ func TestCDPLogFromRealChromium(t *testing.T) {
 		var c event.Console
 		_ = json.Unmarshal(e.Data, &c)
 		if c.Text == "checkout failed: GIFT_CARD_STATE" && c.Level == "error" && e.Step == s1+2 &&
-			c.URL == base+"/static/app.js" && c.Line > 0 && len(c.Stack) > 0 {
+			c.URL == base+"/static/app.min.js" && c.Line > 0 && len(c.Stack) > 0 {
 			consoleErr = true
 		}
 		if c.Level == "error" && strings.Contains(c.Text, "500") && e.Step == s1+2 {

@@ -23,12 +23,20 @@
 //	POST /api/checkout      {"email","card"} → 200 {"order_id","next"} | 409 CART_EMPTY | 422 INVALID_EMAIL, INVALID_CARD | 500 GIFT_CARD_STATE
 //	GET  /api/orders/last   the last checkout attempt: {"id","state","http_status","error","total_cents"}
 //	GET  /orders/{id}       the order confirmation
-//	GET  /static/…          app.js, style.css
+//	GET  /static/…          app.min.js (with app.min.js.map), src/app.js, style.css
+//
+// The pages load static/app.min.js, minified by esbuild from the readable
+// static/src/app.js with a source map whose "sources" is src/app.js, served
+// at /static/src/app.js: a console stack recorded on the storefront maps
+// back to the source it was written in. Regenerate both with go generate
+// after editing static/src/app.js (it needs npx, from Node.js).
 //
 // Every API answers 401 UNAUTHENTICATED without a session, 400 BAD_REQUEST
 // for a body that is not JSON and 415 UNSUPPORTED_MEDIA_TYPE for a body that
 // is not sent as application/json. Errors are {"error": "CODE"}.
 package demoapp
+
+//go:generate npx --yes esbuild@0.28.2 static/src/app.js --minify --sourcemap --outfile=static/app.min.js
 
 import (
 	"context"

@@ -261,9 +261,19 @@ func TestPagesAreAccessible(t *testing.T) {
 			t.Errorf("checkout page lacks %s", want)
 		}
 	}
-	js := s.get("/static/app.js")
-	if js.status != 200 || !strings.Contains(string(js.body), `console.error("checkout failed: " + code)`) {
-		t.Errorf("app.js: %d", js.status)
+	if !strings.Contains(co, `<script src="/static/app.min.js" defer></script>`) {
+		t.Error("the page does not load app.min.js")
+	}
+	js := s.get("/static/app.min.js")
+	if js.status != 200 || !strings.Contains(string(js.body), `console.error("checkout failed: "+`) ||
+		!strings.HasSuffix(string(js.body), "\n//# sourceMappingURL=app.min.js.map\n") {
+		t.Errorf("app.min.js: %d", js.status)
+	}
+	if m := s.get("/static/app.min.js.map"); m.status != 200 || !bytes.HasPrefix(m.body, []byte("{")) {
+		t.Errorf("app.min.js.map: %d", m.status)
+	}
+	if src := s.get("/static/src/app.js"); src.status != 200 || !strings.Contains(string(src.body), `console.error("checkout failed: " + code)`) {
+		t.Errorf("src/app.js: %d", src.status)
 	}
 	if csp := js.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Errorf("CSP: %q", csp)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/internal/flow"
+	"github.com/flightrec/flightrec/internal/recorder"
+)
+
+// runDemo starts the service on the embedded default, serves the demo
+// storefront (with its gift-card bug on), records both shipped flows in
+// headless Chromium and prints where to play them back. It serves until
+// interrupted, unless --exit.
+func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := newFlags("demo", "demo [--data DIR] [--addr HOST:PORT] [--exit]", errOut)
+	var cfg app.Config
+	cfg.RegisterFlags(fs)
+	var rc recorder.Config
+	rc.RegisterFlags(fs)
+	exit := fs.Bool("exit", false, "stop after recording instead of serving the recordings")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if !app.IsLoopback(cfg.Addr) {
+		printErr(errOut, false, apierr.New(0, "INSECURE_ADDRESS", "run the demo on 127.0.0.1 or [::1]",
+			"the demo serves anonymously and listens on loopback only, not %s", cfg.Addr))
+		return exitUsage
+	}
+	// Check for the browser before anything starts, so a machine without
+	// one gets the answer at once.
+	if rc.Chromium == "" {
+		if _, ok := recorder.FindChromium(); !ok {
+			printErr(errOut, false, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint,
+				"flightrec demo records real runs in headless Chromium, and none was found"))
+			return exitFailure
+		}
+	}
+	a, err := app.New(cfg, newLogger(errOut, "warn"))
+	if err != nil {
+		printErr(errOut, false, err)
+		return exitFailure
+	}
+	defer a.Close()
+	sctx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	ready := make(chan string, 1)
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(sctx, cfg.Addr, func(url string) { ready <- url }) }()
+	var base string
+	select {
+	case base = <-ready:
+	case err := <-served:
+		printErr(errOut, false, apierr.New(0, "LISTEN_FAILED", "pick a free port with --addr 127.0.0.1:PORT", "%v", err))
+		return exitFailure
+	}
+	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
+	if err != nil {
+		printErr(errOut, false, err)
+		return exitFailure
+	}
+	defer shop.Close()
+	fmt.Fprintf(out, "flightrec serving on %s (data %s)\ndemo storefront on %s (gift-card bug on)\n\n", base, cfg.Store.Data, shop.URL())
+
+	c := ingest.NewClient(base)
+	c.RetryFor = 30 * time.Second
+	rc.Log = out
+	rc.Labels = map[string]string{"demo": "true"}
+	failed := false
+	for _, name := range demoapp.FlowNames() {
+		file, data, err := demoapp.FlowFile(name)
+		if err != nil {
+			printErr(errOut, false, err)
+			return exitFailure
+		}
+		fl, err := flow.Parse(file, data)
+		if err != nil {
+			printErr(errOut, false, err)
+			return exitFailure
+		}
+		fmt.Fprintf(out, "recording %s\n", name)
+		res, err := recorder.Record(ctx, rc, fl.Expand(shop.URL()), c)
+		if err != nil {
+			printErr(errOut, false, recordError(err, base, res.ID))
+			failed = true
+			continue
+		}
+		printRecordResult(out, res, base+"/v1/recordings/"+res.ID+"/steps")
+		fmt.Fprintln(out)
+	}
+	if failed {
+		return exitFailure
+	}
+	fmt.Fprintf(out, "recordings: %s/v1/recordings\n", base)
+	if *exit {
+		return exitOK
+	}
+	fmt.Fprintln(out, "serving until interrupted (Ctrl-C)")
+	if err := <-served; err != nil {
+		printErr(errOut, false, err)
+		return exitFailure
+	}
+	return exitOK
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/flow"
+	"github.com/flightrec/flightrec/internal/recorder"
+)
+
+func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := newFlags("record", "record FLOW.yaml --base URL [--server URL | --data DIR] [flags]", errOut)
+	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
+	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	base := fs.String("base", "", "the app's base URL, for {{base}} and /paths in the flow")
+	labels := fs.String("labels", "", "labels as k=v,k=v")
+	var rc recorder.Config
+	rc.RegisterFlags(fs)
+	quiet := fs.Bool("quiet", false, "print no line per step")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["server"] && set["data"] {
+		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to record into a store directly",
+			"--server and --data are exclusive"))
+		return exitUsage
+	}
+	fl, err := flow.ParseFile(fs.Arg(0))
+	if err != nil {
+		printErr(errOut, *asJSON, apierr.New(0, "BAD_FLOW", "fix the flow file at the line named", "%v", err))
+		return exitUsage
+	}
+	if *base == "" && flowNeedsBase(fl) {
+		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "pass --base http://HOST:PORT, the app the flow runs against",
+			"the flow uses {{base}} or paths, and no --base was given"))
+		return exitUsage
+	}
+	fl = fl.Expand(*base)
+	if *labels != "" {
+		rc.Labels = map[string]string{}
+		for _, kv := range strings.Split(*labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			rc.Labels[k] = v
+		}
+	}
+	if !*quiet && !*asJSON {
+		rc.Log = out
+	}
+	if _, ok := recorder.FindChromium(); !ok && rc.Chromium == "" {
+		printErr(errOut, *asJSON, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint, "no Chromium found"))
+		return exitFailure
+	}
+	url := *server
+	if set["data"] {
+		stop, u, err := serveLocal(sc, *policyDir, errOut)
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				printErr(errOut, *asJSON, err)
+			}
+		}()
+		url = u
+	}
+	c := ingest.NewClient(url)
+	c.Gzip, c.RetryFor = true, time.Minute
+	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	res, err := recorder.Record(ctx, rc, fl, c)
+	if err != nil {
+		printErr(errOut, *asJSON, recordError(err, url, res.ID))
+		return exitFailure
+	}
+	if *asJSON {
+		printJSON(out, res)
+		return exitOK
+	}
+	printRecordResult(out, res, "")
+	return exitOK
+}
+
+// flowNeedsBase says whether a flow has URLs to expand.
+func flowNeedsBase(fl *flow.Flow) bool {
+	needs := func(u string) bool { return strings.Contains(u, "{{") || strings.HasPrefix(u, "/") }
+	if needs(fl.StartURL) {
+		return true
+	}
+	for _, s := range fl.Steps {
+		if needs(s.URL) || (s.Wait != nil && needs(s.Wait.URL)) || (s.Expect != nil && s.Expect.State != nil && needs(s.Expect.State.URL)) {
+			return true
+		}
+	}
+	return false
+}
+
+func recordError(err error, url, id string) *apierr.Error {
+	var ae *apierr.Error
+	e := &apierr.Error{Code: "RECORD_FAILED", Message: err.Error(), Next: "check that flightrec serve runs at " + url + ", or record with --data DIR"}
+	switch {
+	case errors.Is(err, recorder.ErrNoChromium):
+		e = &apierr.Error{Code: "NO_CHROMIUM", Message: "no Chromium found", Next: recorder.InstallHint}
+	case errors.As(err, &ae):
+		c := *ae
+		e = &c
+	}
+	if id != "" {
+		e.Message = fmt.Sprintf("recording %s: %s", id, e.Message)
+	}
+	return e
+}
+
+// printRecordResult prints a run's outcome; playURL, when set, is where
+// the recording plays back.
+func printRecordResult(out io.Writer, res recorder.Result, playURL string) {
+	fmt.Fprintf(out, "recording %s (%s): %s, %d steps, %d events in %s\n", res.ID, res.Flow, res.Verdict, res.Steps, res.Total, res.Wall.Round(time.Millisecond))
+	for _, f := range res.Failed {
+		fmt.Fprintf(out, "  step %d failed: %s: %s\n", f.Step, f.Code, f.Message)
+	}
+	fmt.Fprintf(out, "  root %s\n", res.Root)
+	if playURL != "" {
+		fmt.Fprintf(out, "  %s\n", playURL)
+	}
+}

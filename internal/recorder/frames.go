@@ -1,0 +1,187 @@
+package recorder
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/event"
+)
+
+// frames turns the tab's screencast into frame events of at most one per
+// FrameInterval: the newest frame the browser offered is sent when the
+// interval has passed, so the last state of a change is never lost.
+// Each frame carries the mask rectangles of the page's masked elements,
+// measured when it is sent; a frame whose masks cannot be measured (the
+// page is between documents) is dropped, not sent unmasked.
+type frames struct {
+	s    *session
+	mu   sync.Mutex
+	next *page.EventScreencastFrame // newest frame not sent yet
+	// sentStep is the last step a frame was sent in; -1 before any.
+	sentStep int
+	quit     chan struct{}
+	done     chan struct{}
+}
+
+func startFrames(s *session) *frames {
+	f := &frames{s: s, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
+	q := int64(s.cfg.JPEGQuality)
+	vp := s.viewport()
+	_, err := chromedp.Call(s.ctx, page.StartScreencast, page.StartScreencastParams{
+		Format: page.StartScreencastFormatJpeg, Quality: &q, MaxWidth: int64(vp.Width), MaxHeight: int64(vp.Height), EveryNthFrame: 1})
+	if err != nil {
+		// No screencast: steps still get a frame each (ensureFrame).
+		close(f.done)
+		return f
+	}
+	go f.loop()
+	return f
+}
+
+// offer takes a screencast frame from the reader goroutine: it is
+// acknowledged at once (the browser sends the next only then) and kept as
+// the newest.
+func (f *frames) offer(ev *page.EventScreencastFrame) {
+	go chromedp.Call(f.s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
+	f.mu.Lock()
+	f.next = ev
+	f.mu.Unlock()
+}
+
+func (f *frames) loop() {
+	defer close(f.done)
+	tick := time.NewTicker(f.s.cfg.FrameInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-f.quit:
+			return
+		case <-tick.C:
+		}
+		f.mu.Lock()
+		ev := f.next
+		f.next = nil
+		f.mu.Unlock()
+		if ev != nil {
+			f.send(ev.Data, "", time.Now())
+		}
+	}
+}
+
+// send sends one image as a frame (or, with a reason, a screenshot) with
+// the masks measured now.
+func (f *frames) send(img []byte, reason string, ts time.Time) bool {
+	s := f.s
+	masks, ok := s.maskRects()
+	if !ok {
+		return false
+	}
+	vp := s.viewport()
+	fr := event.Frame{Mime: "image/jpeg", Image: img, Width: vp.Width, Height: vp.Height, Masks: masks}
+	if len(img) > 8 && img[0] == 0x89 && img[1] == 'P' {
+		fr.Mime = "image/png"
+	}
+	s.mu.Lock()
+	if s.cursor != nil {
+		c := *s.cursor
+		fr.Cursor = &c
+	}
+	s.mu.Unlock()
+	if reason != "" {
+		s.st.emit(event.KindScreenshot, ts, event.Screenshot{Frame: fr, Reason: reason})
+		return true
+	}
+	s.st.emit(event.KindFrame, ts, fr)
+	f.mu.Lock()
+	f.sentStep = s.st.currentStep()
+	f.mu.Unlock()
+	return true
+}
+
+// stop ends the screencast loop.
+func (f *frames) stop() {
+	if f == nil {
+		return
+	}
+	select {
+	case <-f.quit:
+	default:
+		close(f.quit)
+	}
+	<-f.done
+	ctx, cancel := context.WithTimeout(f.s.ctx, 2*time.Second)
+	defer cancel()
+	_, _ = chromedp.Call(ctx, page.StopScreencast, struct{}{})
+}
+
+// ensureFrame makes sure step n has a frame: when the screencast sent
+// none in it (nothing on screen changed), it captures one.
+func (s *session) ensureFrame(n int) {
+	s.frames.mu.Lock()
+	ev := s.frames.next
+	s.frames.next = nil
+	has := s.frames.sentStep == n
+	s.frames.mu.Unlock()
+	if ev != nil {
+		if s.frames.send(ev.Data, "", time.Now()) {
+			return
+		}
+	}
+	if has {
+		return
+	}
+	if img, ok := s.capture("jpeg"); ok {
+		s.frames.send(img, "", time.Now())
+	}
+}
+
+// screenshotOnFailure sends a PNG screenshot of the viewport.
+func (s *session) screenshotOnFailure() {
+	if img, ok := s.capture("png"); ok {
+		s.frames.send(img, "failure", time.Now())
+	}
+}
+
+func (s *session) capture(format string) ([]byte, bool) {
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(format)}
+	if format == "jpeg" {
+		q := int64(s.cfg.JPEGQuality)
+		p.Quality = &q
+	}
+	res, err := chromedp.Call(ctx, page.CaptureScreenshot, p)
+	if err != nil || len(res.Data) == 0 {
+		return nil, false
+	}
+	return res.Data, true
+}
+
+// maskRects measures the masked elements' rectangles now. ok is false
+// when the page cannot be asked (between documents): the caller drops the
+// frame rather than send it unmasked.
+func (s *session) maskRects() ([]event.Rect, bool) {
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	rects, err := evaluate[[]event.Rect](ctx, `window.__flightrec ? window.__flightrec.maskRects() : null`)
+	if err == nil && rects != nil {
+		return rects, true
+	}
+	// No helper (about:blank, an error page) or no answer: the frame is
+	// safe only on a page that has no form control at all.
+	n, err := evaluate[int](ctx, `document.querySelectorAll("input,textarea,select,[contenteditable]").length`)
+	if err != nil || n > 0 {
+		return nil, false
+	}
+	return nil, true
+}
+
+func (s *session) viewport() event.Viewport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.vp
+}
