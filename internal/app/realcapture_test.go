@@ -2,27 +2,17 @@ package app_test
 
 import (
 	"bytes"
-	"compress/gzip"
-	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
-	_ "modernc.org/sqlite" // the "sqlite" driver, to dump the index logically
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
@@ -66,7 +56,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	if a := acked(t, appendBatch(t, base, id, evs)); a.AckedThrough != uint64(len(evs)) {
 		t.Fatalf("append: %+v", a)
 	}
-	c := rcCorpus{}
+	c := testenv.Corpus{}
 	fin := do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
 	if fin.status != 200 {
 		t.Fatalf("finish: %d %s", fin.status, fin.body)
@@ -116,7 +106,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	fetched := map[string]bool{}
 	for more := true; more; {
 		more = false
-		for _, b := range c.snapshot() {
+		for _, b := range c.Snapshot() {
 			for _, cid := range cidRE.FindAllString(string(b), -1) {
 				if !fetched[cid] {
 					fetched[cid] = true
@@ -130,14 +120,14 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	// Every file while the server runs (the index's -wal and -shm are
 	// there now), then again after it closed and checkpointed.
 	dir := srv.app.Store.Dir()
-	c.addFiles(t, dir, "running")
+	c.AddFiles(t, dir, "running")
 	srv.close()
-	c.addFiles(t, dir, "closed")
-	c.addSQLite(t, filepath.Join(dir, "index.sqlite"))
+	c.AddFiles(t, dir, "closed")
+	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
 	c["server log"] = srv.log.Bytes()
 
 	t.Logf("searched %d bytes in %d places (%d files, %d blobs, %d API replies, %d bytes of log) for %d secrets",
-		c.size(), len(c), c.count("file "), len(fetched), c.count("GET ")+c.count("POST "), len(c["server log"]), len(cp.Secrets))
+		c.Size(), len(c), c.Count("file "), len(fetched), c.Count("GET ")+c.Count("POST "), len(c["server log"]), len(cp.Secrets))
 	// CookieApp issues sid and csrf on GET /, then receives the password.
 	labels := make([]string, len(cp.Secrets))
 	for i := range labels {
@@ -146,7 +136,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 			labels[i] = []string{"sid cookie", "csrf cookie", "password"}[i]
 		}
 	}
-	if hits := c.hits(cp.Secrets, labels); len(hits) > 0 {
+	if hits := c.Hits(cp.Secrets, labels); len(hits) > 0 {
 		if len(hits) > 40 {
 			hits = append(hits[:40], fmt.Sprintf("… and %d more", len(hits)-40))
 		}
@@ -216,184 +206,6 @@ func startLogged(t *testing.T) *rcServer {
 	}
 	t.Cleanup(s.close)
 	return s
-}
-
-// rcCorpus is everything searched, by where it came from.
-type rcCorpus map[string][]byte
-
-func (c rcCorpus) snapshot() [][]byte {
-	out := make([][]byte, 0, len(c))
-	for _, b := range c {
-		out = append(out, b)
-	}
-	return out
-}
-
-func (c rcCorpus) size() int {
-	n := 0
-	for _, b := range c {
-		n += len(b)
-	}
-	return n
-}
-
-func (c rcCorpus) count(prefix string) int {
-	n := 0
-	for k := range c {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-// addFiles reads every regular file under dir, and the decompressed
-// contents of any that are gzip or zstd, so compression cannot hide a hit.
-func (c rcCorpus) addFiles(t *testing.T, dir, when string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		c["file "+rel+" ("+when+")"] = b
-		if plain := rcDecompress(b); plain != nil {
-			c["file "+rel+" ("+when+", decompressed)"] = plain
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func rcDecompress(b []byte) []byte {
-	switch {
-	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil
-		}
-		out, _ := io.ReadAll(io.LimitReader(zr, 256<<20))
-		return out
-	case bytes.HasPrefix(b, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			return nil
-		}
-		defer d.Close()
-		out, _ := d.DecodeAll(b, nil)
-		return out
-	}
-	return nil
-}
-
-// addSQLite dumps every row of every table of the index: a value that
-// spans SQLite's overflow pages is split in the raw file, not here.
-func (c rcCorpus) addSQLite(t *testing.T, path string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	for _, tb := range tables {
-		var dump bytes.Buffer
-		rs, err := db.Query(`SELECT * FROM "` + strings.ReplaceAll(tb, `"`, `""`) + `"`)
-		if err != nil {
-			continue // a virtual table whose module is not loaded: its shadow tables are dumped
-		}
-		cols, _ := rs.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rs.Next() {
-			if err := rs.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				switch v := v.(type) {
-				case []byte:
-					dump.Write(v)
-				default:
-					fmt.Fprint(&dump, v)
-				}
-				dump.WriteByte(0)
-			}
-		}
-		rs.Close()
-		c["index table "+tb] = dump.Bytes()
-	}
-}
-
-// rcForms are the spellings a secret survives in, by name: as is,
-// URL-encoded, and base64 (std and URL alphabets) alone and at each of the
-// three alignments it can take inside a longer base64 text (a base64
-// response body).
-func rcForms(secret string) (names, forms []string) {
-	add := func(name, f string) {
-		for _, g := range forms {
-			if g == f {
-				return
-			}
-		}
-		names, forms = append(names, name), append(forms, f)
-	}
-	add("plain", secret)
-	add("query-escaped", url.QueryEscape(secret))
-	add("path-escaped", url.PathEscape(secret))
-	for _, enc := range []struct {
-		name string
-		enc  *base64.Encoding
-	}{{"base64", base64.StdEncoding}, {"base64url", base64.URLEncoding}} {
-		add(enc.name, enc.enc.EncodeToString([]byte(secret)))
-		for k := 0; k < 3; k++ {
-			b := enc.enc.EncodeToString(append(make([]byte, k), secret...))
-			// The characters free of the neighbouring bytes' bits.
-			lo, hi := (k*8+5)/6, (k+len(secret))*8/6
-			if hi-lo >= 8 {
-				add(fmt.Sprintf("%s inside (offset %d)", enc.name, k), b[lo:hi])
-			}
-		}
-	}
-	return names, forms
-}
-
-// hits names every place any form of any secret appears. A secret is
-// named by its label, so the output repeats no value.
-func (c rcCorpus) hits(secrets, labels []string) []string {
-	var out []string
-	for i, s := range secrets {
-		names, forms := rcForms(s)
-		for fi, f := range forms {
-			for where, b := range c {
-				if n := bytes.Count(b, []byte(f)); n > 0 {
-					out = append(out, fmt.Sprintf("%s (%s): %d× in %s", labels[i], names[fi], n, where))
-				}
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func rcShort(b []byte) string {

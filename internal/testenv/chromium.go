@@ -6,32 +6,32 @@ package testenv
 import (
 	"context"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/internal/recorder"
 )
 
-// DefaultChromium is where Debian's chromium package puts the browser.
-const DefaultChromium = "/usr/bin/chromium"
+// ChromiumPath returns the browser to run (recorder.FindChromium: $CHROMIUM,
+// else /usr/bin/chromium, else one on $PATH). ok is false when none exists.
+func ChromiumPath() (path string, ok bool) { return recorder.FindChromium() }
 
-// ChromiumPath returns the browser to run: $CHROMIUM, else
-// /usr/bin/chromium, else "chromium" on $PATH. ok is false when none exists.
-func ChromiumPath() (path string, ok bool) {
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		if _, err := exec.LookPath(p); err == nil {
-			return p, true
+// RequireChromium returns the browser to run. Without one the test is
+// skipped on a developer's machine and fails in CI (CI set): a dependency
+// missing in CI is a failure, not a skip.
+func RequireChromium(t testing.TB) string {
+	t.Helper()
+	path, ok := ChromiumPath()
+	if !ok {
+		msg := "Chromium not found at " + path + " (set $CHROMIUM, or apt-get install chromium)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
 		}
-		return p, false
+		t.Skip(msg)
 	}
-	if _, err := os.Stat(DefaultChromium); err == nil {
-		return DefaultChromium, true
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p, true
-	}
-	return DefaultChromium, false
+	return path
 }
 
 // Chromium starts a fresh headless Chromium with its own profile in a
@@ -44,14 +44,7 @@ func ChromiumPath() (path string, ok bool) {
 // in CI (CI set): a dependency missing in CI is a failure, not a skip.
 func Chromium(t testing.TB) context.Context {
 	t.Helper()
-	path, ok := ChromiumPath()
-	if !ok {
-		msg := "Chromium not found at " + path + " (set $CHROMIUM, or apt-get install chromium)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	path := RequireChromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
