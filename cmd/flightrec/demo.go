@@ -35,12 +35,10 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	// Check for the browser before anything starts, so a machine without
 	// one gets the answer at once.
-	if rc.Chromium == "" {
-		if _, ok := recorder.FindChromium(); !ok {
-			printErr(errOut, false, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint,
-				"flightrec demo records real runs in headless Chromium, and none was found"))
-			return exitFailure
-		}
+	if _, err := recorder.Browser(rc.Chromium); err != nil {
+		printErr(errOut, false, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint,
+			"flightrec demo records real runs in headless Chromium: %v", err))
+		return exitFailure
 	}
 	a, err := app.New(cfg, newLogger(errOut, "warn"))
 	if err != nil {

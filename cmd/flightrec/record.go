@@ -64,8 +64,8 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if !*quiet && !*asJSON {
 		rc.Log = out
 	}
-	if _, ok := recorder.FindChromium(); !ok && rc.Chromium == "" {
-		printErr(errOut, *asJSON, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint, "no Chromium found"))
+	if _, err := recorder.Browser(rc.Chromium); err != nil {
+		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
 	url := *server
@@ -117,7 +117,7 @@ func recordError(err error, url, id string) *apierr.Error {
 	e := &apierr.Error{Code: "RECORD_FAILED", Message: err.Error(), Next: "check that flightrec serve runs at " + url + ", or record with --data DIR"}
 	switch {
 	case errors.Is(err, recorder.ErrNoChromium):
-		e = &apierr.Error{Code: "NO_CHROMIUM", Message: "no Chromium found", Next: recorder.InstallHint}
+		e = &apierr.Error{Code: "NO_CHROMIUM", Message: err.Error(), Next: recorder.InstallHint}
 	case errors.As(err, &ae):
 		c := *ae
 		e = &c

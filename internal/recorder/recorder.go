@@ -70,7 +70,23 @@ func FindChromium() (path string, ok bool) {
 }
 
 // ErrNoChromium is returned when no browser can be found.
-var ErrNoChromium = errors.New("no Chromium found: " + InstallHint)
+var ErrNoChromium = errors.New("no Chromium found")
+
+// Browser returns the browser Record would run for Config.Chromium path:
+// path itself when it runs ("" finds one), or ErrNoChromium.
+func Browser(path string) (string, error) {
+	if path == "" {
+		if p, ok := FindChromium(); ok {
+			return p, nil
+		}
+		return "", ErrNoChromium
+	}
+	p, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not an executable", ErrNoChromium, path)
+	}
+	return p, nil
+}
 
 // Config tunes the recorder.
 type Config struct {
@@ -168,14 +184,9 @@ type session struct {
 func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (Result, error) {
 	cfg.defaults()
 	start := time.Now()
-	path := cfg.Chromium
-	if path == "" {
-		var ok bool
-		if path, ok = FindChromium(); !ok {
-			return Result{}, ErrNoChromium
-		}
-	} else if _, err := exec.LookPath(path); err != nil {
-		return Result{}, fmt.Errorf("chromium %q: %w (%s)", path, err, InstallHint)
+	path, err := Browser(cfg.Chromium)
+	if err != nil {
+		return Result{}, err
 	}
 	profile, err := os.MkdirTemp("", "flightrec-chromium-*")
 	if err != nil {

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/testenv"
+)
+
+// flightrecEnv runs the binary with extra environment and a deadline.
+func flightrecEnv(t *testing.T, env []string, timeout time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("flightrec %v did not finish within %s:\n%s\n%s", args, timeout, out.String(), errOut.String())
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errOut.String(), 0
+	case errors.As(err, &ee):
+		return out.String(), errOut.String(), ee.ExitCode()
+	default:
+		t.Fatal(err)
+		return "", "", -1
+	}
+}
+
+// TestDemoWithoutChromium: on a machine without a browser, demo and
+// record say what to install and exit non-zero at once, storing nothing.
+func TestDemoWithoutChromium(t *testing.T) {
+	data := t.TempDir()
+	noBrowser := []string{"CHROMIUM=/nonexistent/chromium"}
+	_, errOut, code := flightrecEnv(t, noBrowser, time.Minute, "demo", "--data", data, "--addr", freeAddr(t), "--exit")
+	if code != exitFailure || !strings.Contains(errOut, "NO_CHROMIUM") || !strings.Contains(errOut, "apt-get install chromium") {
+		t.Errorf("demo without Chromium: exit %d, %q", code, errOut)
+	}
+	flowFile := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(flowFile, []byte("name: f\nsteps:\n  - goto: http://127.0.0.1:1/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = flightrecEnv(t, noBrowser, time.Minute, "record", "--data", data, flowFile)
+	if code != exitFailure || !strings.Contains(errOut, "NO_CHROMIUM") || !strings.Contains(errOut, "next:") {
+		t.Errorf("record without Chromium: exit %d, %q", code, errOut)
+	}
+	if ents, _ := os.ReadDir(data); len(ents) != 0 {
+		t.Errorf("the data directory was written without a browser: %d entries", len(ents))
+	}
+}
+
+// TestRecordRefusesBadFlow: a flow with an unknown step is refused with
+// its file and line before any browser starts, and nothing is stored.
+func TestRecordRefusesBadFlow(t *testing.T) {
+	data := t.TempDir()
+	flowFile := filepath.Join(t.TempDir(), "bad.yaml")
+	src := "name: bad\nstart_url: \"{{base}}/\"\nsteps:\n  - click: button \"Go\"\n  - hover: link \"Menu\"\n"
+	if err := os.WriteFile(flowFile, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := flightrecEnv(t, nil, time.Minute, "record", "--data", data, "--base", "http://127.0.0.1:1", flowFile)
+	if code != exitUsage || !strings.Contains(errOut, "BAD_FLOW") || !strings.Contains(errOut, "bad.yaml:5:") ||
+		!strings.Contains(errOut, "hover") {
+		t.Errorf("unknown step: exit %d, %q", code, errOut)
+	}
+	if ents, _ := os.ReadDir(data); len(ents) != 0 {
+		t.Errorf("a refused flow wrote %d entries to the data directory", len(ents))
+	}
+	// A flow with {{base}} and no --base is a usage error, not a run
+	// against a wrong address.
+	good := filepath.Join(t.TempDir(), "good.yaml")
+	if err := os.WriteFile(good, []byte("name: good\nstart_url: \"{{base}}/\"\nsteps:\n  - click: button \"Go\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = flightrecEnv(t, nil, time.Minute, "record", "--data", data, good)
+	if code != exitUsage || !strings.Contains(errOut, "--base") {
+		t.Errorf("no --base: exit %d, %q", code, errOut)
+	}
+}
+
+// TestDemoRecordsBothFlows runs the README's first command as a user
+// would (with --exit, so it returns): both flows are recorded, the failing
+// one fails at Pay with the 500, and the playback URLs it prints answer.
+func TestDemoRecordsBothFlows(t *testing.T) {
+	testenv.RequireChromium(t)
+	data := t.TempDir()
+	out, errOut, code := flightrecEnv(t, nil, 5*time.Minute, "demo", "--data", data, "--addr", freeAddr(t), "--exit")
+	if code != exitOK {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-passes\): pass, 14 steps`),
+		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-with-gift-card-fails\): fail, 17 steps`),
+		regexp.MustCompile(`step 14 failed: APP_ERROR: POST http://127\.0\.0\.1:\d+/api/checkout answered 500`),
+		regexp.MustCompile(`http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("demo output lacks %s:\n%s", want, out)
+		}
+	}
+	// The store it leaves verifies.
+	vout, verr, code := flightrec(t, "verify", "--data", data)
+	if code != exitOK {
+		t.Errorf("verify after demo: exit %d\n%s\n%s", code, vout, verr)
+	}
+}
