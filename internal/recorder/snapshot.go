@@ -195,7 +195,7 @@ func (s *session) interactiveView() (string, error) {
 		role := axString(n.Role)
 		next := depth
 		if !n.Ignored && (actionableRoles[role] || contextRoles[role]) && !hiddenOption(n, byID) {
-			name := axString(n.Name)
+			name := normalizeSpace(axString(n.Name))
 			if role == "alert" || role == "status" {
 				if name == "" {
 					name = axText(n, byID, 200)
