@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -19,17 +20,28 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 )
 
+// importRead reads a whole input file into events.
+type importRead func(r io.ReaderAt, size int64) ([]event.Envelope, error)
+
+// streamed adapts an importer that reads a stream.
+func streamed(read func(io.Reader) ([]event.Envelope, error)) importRead {
+	return func(r io.ReaderAt, size int64) ([]event.Envelope, error) {
+		return read(io.NewSectionReader(r, 0, size))
+	}
+}
+
 // importFormats are the formats flightrec import reads.
 var importFormats = []struct {
 	name, what string
-	read       func(io.Reader) ([]event.Envelope, error)
+	read       importRead
 }{
-	{"har", "a HAR 1.2 file (Chrome DevTools: Save all as HAR); each page becomes a step", importer.HAR},
-	{"cdp", "a DevTools protocol log: a JSON array of {method, params}, or ChromeDriver's performance log", importer.CDP},
+	{"har", "a HAR 1.2 file (Chrome DevTools: Save all as HAR); each page becomes a step", streamed(importer.HAR)},
+	{"cdp", "a DevTools protocol log: a JSON array of {method, params}, or ChromeDriver's performance log", streamed(importer.CDP)},
+	{"playwright", "a Playwright trace .zip (context.tracing.stop({path})); each action becomes a step", importer.Playwright},
 }
 
 func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
-	synopsis := "import har|cdp [flags] FILE"
+	synopsis := "import har|cdp|playwright [flags] FILE"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fs := newFlags("import", synopsis, errOut)
 		fs.Usage = func() { importUsage(errOut, synopsis) }
@@ -40,7 +52,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	format := args[0]
-	var read func(io.Reader) ([]event.Envelope, error)
+	var read importRead
 	for _, f := range importFormats {
 		if f.name == format {
 			read = f.read
@@ -48,7 +60,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	if read == nil {
 		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec import --help",
-			"unknown import format %q (want har or cdp)", format))
+			"unknown import format %q (want har, cdp or playwright)", format))
 		return exitUsage
 	}
 	fs := newFlags("import "+format, "import "+format+" [--server URL | --data DIR] [flags] FILE", errOut)
@@ -62,7 +74,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	verdict := fs.String("verdict", "pass", "verdict at finish: pass, fail, flaky, blocked or not_run")
 	retryFor := fs.Duration("retry-for", 2*time.Minute, "keep retrying one request this long")
 	withFrames := fs.Bool("unmasked-frames", false,
-		"also import screencast frames: a DevTools log carries no mask rectangles and no DOM, so nothing in them can be masked; by default they are left out (fail closed)")
+		"also import screencast frames: the frames of a DevTools log or a Playwright trace carry no mask rectangles, so nothing in them can be masked; by default they are left out (fail closed)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if code := parse(fs, args[1:]); code >= 0 {
 		return code
@@ -84,7 +96,24 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
-	evs, err := read(fh)
+	var src io.ReaderAt = fh
+	var size int64
+	st, err := fh.Stat()
+	if err == nil {
+		size = st.Size()
+	}
+	if err == nil && !st.Mode().IsRegular() {
+		// A pipe (/dev/stdin, <(…)): read it whole for random access.
+		var data []byte
+		data, err = io.ReadAll(fh)
+		src, size = bytes.NewReader(data), int64(len(data))
+	}
+	if err != nil {
+		fh.Close()
+		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
+		return exitFailure
+	}
+	evs, err := read(src, size)
 	fh.Close()
 	if err != nil {
 		var ie *importer.InputError
@@ -155,8 +184,10 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 func importUsage(w io.Writer, synopsis string) {
 	fmt.Fprintf(w, "Usage: flightrec %s\n\nFormats:\n", synopsis)
 	for _, f := range importFormats {
-		fmt.Fprintf(w, "  %-5s %s\n", f.name, f.what)
+		fmt.Fprintf(w, "  %-10s %s\n", f.name, f.what)
 	}
+	fmt.Fprintf(w, "\nScreencast frames (cdp, playwright) are left out unless --unmasked-frames: they carry\n"+
+		"no mask rectangles, so redaction could mask nothing in them.\n")
 	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")
 }
 

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
+	"image"
+	"image/jpeg"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/playback"
 )
 
@@ -37,6 +42,71 @@ func harFile(t *testing.T) string {
 	b, _ := json.Marshal(doc)
 	file := filepath.Join(t.TempDir(), "shop.har")
 	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// playwrightZip writes a Playwright trace zip: two actions (goto, click
+// Pay), a request in each step (the click's answered 500), a console
+// error and a screencast frame.
+func playwrightZip(t *testing.T) string {
+	t.Helper()
+	var frame bytes.Buffer
+	if err := jpeg.Encode(&frame, image.NewRGBA(image.Rect(0, 0, 16, 10)), nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := func(vs ...any) []byte {
+		var b bytes.Buffer
+		for _, v := range vs {
+			j, _ := json.Marshal(v)
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+		return b.Bytes()
+	}
+	type obj = map[string]any
+	entry := func(mono float64, method, url string, status int, sha, mime string) obj {
+		return obj{"type": "resource-snapshot", "snapshot": obj{"startedDateTime": "2026-03-01T10:00:00.000Z", "time": 3,
+			"request": obj{"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": []any{}, "headers": []any{},
+				"queryString": []any{}, "headersSize": -1, "bodySize": 0},
+			"response": obj{"status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": []any{}, "headers": []any{},
+				"content": obj{"size": 10, "mimeType": mime, "_sha1": sha}, "redirectURL": "", "headersSize": -1, "bodySize": 10},
+			"cache": obj{}, "timings": obj{"send": 0, "wait": 3, "receive": 0}, "_monotonicTime": mono}}
+	}
+	trace := lines(
+		obj{"version": 8, "type": "context-options", "origin": "library", "browserName": "chromium", "playwrightVersion": "1.61.1",
+			"options": obj{"viewport": obj{"width": 1280, "height": 800}}, "platform": "linux", "wallTime": 1772359200000, "monotonicTime": 1000},
+		obj{"type": "before", "callId": "call@1", "startTime": 1010, "class": "Frame", "method": "goto", "params": obj{"url": "http://shop.test/checkout"}},
+		obj{"type": "screencast-frame", "pageId": "page@1", "sha1": "page@1-1.jpeg", "width": 1280, "height": 800, "timestamp": 1050},
+		obj{"type": "after", "callId": "call@1", "endTime": 1100},
+		obj{"type": "before", "callId": "call@2", "startTime": 1200, "class": "Frame", "method": "click",
+			"params": obj{"selector": `internal:role=button[name="Pay"i]`, "strict": true}},
+		obj{"type": "after", "callId": "call@2", "endTime": 1300},
+		obj{"type": "console", "messageType": "error", "text": "checkout failed: GIFT_CARD_STATE", "time": 1250,
+			"location": obj{"url": "http://shop.test/static/app.js", "lineNumber": 88, "columnNumber": 12}},
+	)
+	network := lines(
+		entry(1020, "GET", "http://shop.test/checkout", 200, "a.html", "text/html"),
+		entry(1210, "POST", "http://shop.test/api/checkout", 500, "b.json", "application/json"),
+	)
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{
+		{"trace.trace", trace}, {"trace.network", network}, {"resources/page@1-1.jpeg", frame.Bytes()},
+		{"resources/a.html", []byte("<h1>Checkout</h1>")}, {"resources/b.json", []byte(`{"error":"GIFT_CARD_STATE"}`)},
+	} {
+		w, _ := zw.Create(m.name)
+		w.Write(m.data)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "trace.zip")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -103,6 +173,61 @@ func TestImportIntoDataDirAndServer(t *testing.T) {
 	}
 }
 
+// TestImportPlaywright: import playwright stores a step per action, the
+// 500 in the Pay click's step; a trace's frames are left out unless
+// --unmasked-frames (they carry no mask rectangles).
+func TestImportPlaywright(t *testing.T) {
+	data := t.TempDir()
+	trace := playwrightZip(t)
+	out, errOut, code := flightrec(t, "import", "playwright", "--data", data, "--project", "shop", "--json", trace)
+	if code != exitOK {
+		t.Fatalf("import playwright: exit %d: %s %s", code, out, errOut)
+	}
+	var res importResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v: %s", err, out)
+	}
+	// meta; goto: receipt, GET; click: receipt, POST, console. No frame.
+	if res.Events != 6 || res.Steps != 2 || res.Verdict != "pass" || !strings.HasPrefix(res.Root, "bafkrei") {
+		t.Fatalf("result: %+v", res)
+	}
+	out, errOut, code = flightrec(t, "import", "playwright", "--data", data, "--unmasked-frames", "--verdict", "fail", trace)
+	if code != exitOK || !strings.Contains(out, ": 7 events in 2 steps") || !strings.Contains(out, "finished fail: root bafkrei") {
+		t.Fatalf("import playwright --unmasked-frames: exit %d: %s %s", code, out, errOut)
+	}
+
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	var evs playback.EventPage
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events", &evs)
+	var got []string
+	for _, e := range evs.Events {
+		what := string(e.Kind)
+		switch e.Kind {
+		case event.KindReceipt:
+			var r event.Receipt
+			_ = json.Unmarshal(e.Data, &r)
+			what += " " + r.Action.Verb
+		case event.KindHAR:
+			var h event.HAR
+			_ = json.Unmarshal(e.Data, &h)
+			what += " " + h.Request.Method + " " + h.Request.URL + " " + h.Response.Content.Text
+		}
+		got = append(got, strings.TrimSpace(string(rune('0'+e.Step))+" "+what))
+	}
+	want := "0 meta|1 receipt goto|1 har GET http://shop.test/checkout <h1>Checkout</h1>|2 receipt click|" +
+		`2 har POST http://shop.test/api/checkout {"error":"GIFT_CARD_STATE"}|2 console`
+	if strings.Join(got, "|") != want {
+		t.Fatalf("served events:\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+	out, errOut, code = flightrec(t, "import", "--help")
+	if help := out + errOut; code != exitOK || !strings.Contains(help, "playwright") || !strings.Contains(help, "--unmasked-frames") {
+		t.Errorf("import --help: exit %d: %s", code, help)
+	}
+}
+
 // TestImportRefusesBadInput: each bad file is a usage error with the
 // envelope and a next step, and nothing is stored.
 func TestImportRefusesBadInput(t *testing.T) {
@@ -113,6 +238,7 @@ func TestImportRefusesBadInput(t *testing.T) {
 		return f
 	}
 	good, _ := os.ReadFile(harFile(t))
+	goodZip, _ := os.ReadFile(playwrightZip(t))
 	cases := []struct {
 		format, file, want string
 	}{
@@ -120,6 +246,8 @@ func TestImportRefusesBadInput(t *testing.T) {
 		{"har", write("truncated.har", string(good[:len(good)/3])), "is the file truncated?"},
 		{"cdp", write("object.json", `{"method":"Network.requestWillBeSent","params":{}}`), "a DevTools protocol log is a JSON array"},
 		{"cdp", write("truncated.json", `[{"method":"Log.entryAdded","params":{"entry":{"sou`), "is the file truncated?"},
+		{"playwright", write("truncated.zip", string(goodZip[:len(goodZip)/2])), "the zip is truncated or damaged"},
+		{"playwright", write("shop.har", string(good)), "not a zip file: this file holds JSON"},
 	}
 	data := t.TempDir()
 	for _, c := range cases {

@@ -43,7 +43,7 @@ var commands = []command{
 	{"demo", "serve, start the demo storefront, record its two flows in Chromium, print where to play them", runDemo},
 	{"record", "run a flow file in headless Chromium and stream the recording to a server (or --data DIR)", runRecord},
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
-	{"import", "import a HAR file or a DevTools protocol log as a recording (har, cdp)", runImport},
+	{"import", "import a HAR file, a DevTools protocol log or a Playwright trace as a recording (har, cdp, playwright)", runImport},
 	{"verify", "re-hash every blob that a manifest references; check open logs", runVerify},
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},

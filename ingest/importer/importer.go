@@ -1,6 +1,6 @@
 // Package importer turns recordings made elsewhere into flightrec events:
-// a HAR 1.2 file as Chrome DevTools exports it (HAR) and a DevTools
-// protocol log (CDP). An importer reads the whole input and returns every
+// a HAR 1.2 file as Chrome DevTools exports it (HAR), a DevTools protocol
+// log (CDP) and a Playwright trace zip (Playwright). An importer reads the whole input and returns every
 // event, or an error and nothing: a file that is not what it claims stores
 // nothing partial. Send then stores the events through the ingest API like
 // any executor's, so redaction applies to imports exactly as to live
@@ -24,7 +24,7 @@ import (
 // or an event in it that would not validate. Its message names where in
 // the input (a member, an element index, a byte offset), never a value.
 type InputError struct {
-	Format string // "HAR" or "DevTools log"
+	Format string // "HAR", "DevTools log" or "Playwright trace"
 	Msg    string
 }
 

@@ -1,0 +1,84 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// PlaywrightRun is what the Playwright checkout script reports.
+type PlaywrightRun struct {
+	// Actions are the API calls the script made while tracing that are
+	// steps of the trace, in order, by their API name ("page.goto",
+	// "locator.fill"…). Getters it made (locator.textContent) are not
+	// listed: the importer makes no step of them.
+	Actions []string `json:"actions"`
+	// Shown is the text the page showed after paying.
+	Shown string `json:"shown"`
+	// Browser is the browser's version, Playwright playwright-core's.
+	Browser    string `json:"browser"`
+	Playwright string `json:"playwright"`
+}
+
+// PlaywrightDir is internal/testenv/playwright: its package.json pins
+// playwright-core, its checkout.js records the trace.
+func PlaywrightDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "playwright")
+}
+
+// PlaywrightCheckout runs internal/testenv/playwright/checkout.js with
+// node: playwright-core drives Debian's Chromium (see ChromiumPath; no
+// browser download) through the demo storefront at base — sign in, add to
+// cart, check out with the gift card applied, pay — with tracing on
+// (screenshots and snapshots), and writes the trace zip into a t.TempDir.
+// It returns the zip's path and what the script reports.
+//
+// Without node, playwright-core (npm ci --prefix
+// internal/testenv/playwright) or a browser, the test is skipped on a
+// developer's machine and fails in CI (CI set).
+func PlaywrightCheckout(t testing.TB, base string) (zip string, run PlaywrightRun) {
+	t.Helper()
+	dir := PlaywrightDir()
+	missing := func(msg string) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node not found on $PATH (apt-get install nodejs npm, then npm ci --prefix internal/testenv/playwright)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
+		missing("playwright-core is not installed: run npm ci --prefix internal/testenv/playwright")
+	}
+	browser, ok := ChromiumPath()
+	if !ok {
+		missing("Chromium not found at " + browser + " (set $CHROMIUM, or apt-get install chromium)")
+	}
+	zip = filepath.Join(t.TempDir(), "trace.zip")
+	// A guard against a hung browser, not a timed assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "checkout.js"), base, zip)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+browser, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node checkout.js: %v\n%s", err, strings.TrimSpace(stderr.String()))
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &run); err != nil {
+		t.Fatalf("node checkout.js printed no report: %v: %s\n%s", err, stdout.String(), stderr.String())
+	}
+	return zip, run
+}

@@ -1,0 +1,86 @@
+// Records a Playwright trace of the demo storefront's gift-card checkout,
+// for the Playwright importer's round-trip test (internal/testenv's
+// PlaywrightCheckout runs it).
+//
+//   node checkout.js BASE_URL TRACE_ZIP
+//
+// It launches Debian's Chromium ($CHROMIUM, else /usr/bin/chromium; no
+// browser download), opens a context with tracing on (screenshots and
+// snapshots), signs in, adds the product to the cart, checks out with the
+// gift card applied and pays, then stops tracing into TRACE_ZIP. On
+// stdout it prints one JSON object: the API calls it made while tracing
+// that are actions ("actions", in order: what the trace's steps should
+// be), the text the page showed after paying, the browser's version and
+// playwright-core's.
+"use strict";
+
+const { chromium } = require("playwright-core");
+
+const EMAIL = "buyer@acme.example";
+const PASSWORD = "correct-horse-battery-staple";
+const CARD = "4242 4242 4242 4242";
+const GIFT = "GIFT-2025";
+
+async function main() {
+  const [base, out] = process.argv.slice(2);
+  if (!base || !out) {
+    process.stderr.write("usage: node checkout.js BASE_URL TRACE_ZIP\n");
+    process.exit(2);
+  }
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const actions = [];
+  // act runs one API call and notes its API name, so that the test knows
+  // how many steps the import must have and which one the payment is.
+  const act = async (name, fn) => {
+    actions.push(name);
+    return fn();
+  };
+  let shown = "";
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.tracing.start({ screenshots: true, snapshots: true });
+    const page = await act("browserContext.newPage", () => context.newPage());
+    await act("page.goto", () => page.goto(base + "/signin"));
+    await act("locator.fill", () => page.getByLabel("Email").fill(EMAIL));
+    await act("locator.fill", () => page.locator("#password").fill(PASSWORD));
+    await act("locator.click", () => page.getByRole("button", { name: "Sign in" }).click());
+    await act("page.waitForURL", () => page.waitForURL("**/product"));
+    await act("locator.click", () => page.getByRole("button", { name: "Add to cart" }).click());
+    await act("locator.waitFor", () => page.getByText("Added to cart").waitFor());
+    await act("locator.click", () => page.getByRole("link", { name: "Checkout" }).click());
+    await act("page.waitForURL", () => page.waitForURL("**/checkout"));
+    await act("locator.fill", () => page.getByLabel("Email").fill(EMAIL));
+    await act("locator.fill", () => page.getByLabel("Card number").fill(CARD));
+    await act("locator.fill", () => page.locator("#gift-code").fill(GIFT));
+    await act("locator.click", () => page.getByRole("button", { name: "Apply" }).click());
+    await act("locator.waitFor", () => page.getByText("Gift card applied").waitFor());
+    await act("locator.click", () => page.getByRole("button", { name: "Pay" }).click());
+    await act("locator.waitFor", () => page.getByText("Payment failed").waitFor());
+    // An action that fails: there is no such button. Its receipt must say
+    // failed, TIMEOUT.
+    await act("locator.click", () => page.getByRole("button", { name: "Track my order" }).click({ timeout: 500 }))
+      .then(() => { throw new Error("clicked a button the page does not have"); }, () => {});
+    // A getter: Playwright's trace viewer hides it, and the import makes
+    // no step of it, so it is not an action here.
+    shown = await page.locator("#pay-error").textContent();
+    await context.tracing.stop({ path: out });
+    await context.close();
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify({
+    actions,
+    shown,
+    browser: browser.version(),
+    playwright: require("playwright-core/package.json").version,
+  }) + "\n");
+}
+
+main().catch((err) => {
+  process.stderr.write(String(err && err.stack || err) + "\n");
+  process.exit(1);
+});
