@@ -3,12 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
@@ -18,20 +17,7 @@ import (
 // flightrec runs the binary and returns stdout, stderr and the exit code.
 func flightrec(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &ee):
-		return out.String(), errOut.String(), ee.ExitCode()
-	default:
-		t.Fatal(err)
-		return "", "", -1
-	}
+	return flightrecEnv(t, nil, 10*time.Minute, args...)
 }
 
 func TestHelpEverywhere(t *testing.T) {

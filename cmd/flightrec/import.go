@@ -136,28 +136,17 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			open.Labels[k] = v
 		}
 	}
-	base := *server
-	if set["data"] {
-		// An in-process server on a loopback port: the import goes through
-		// the same ingest API, redaction included, as over the network.
-		stop, url, err := serveLocal(sc, *policyDir, errOut)
-		if err != nil {
+	base, stop, err := sendTarget(set["data"], *server, sc, *policyDir, errOut)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer func() {
+		if err := stop(); err != nil {
 			printErr(errOut, *asJSON, err)
-			return exitFailure
 		}
-		defer func() {
-			if err := stop(); err != nil {
-				printErr(errOut, *asJSON, err)
-			}
-		}()
-		base = url
-	}
-	c := ingest.NewClient(base)
-	c.Gzip, c.RetryFor = true, *retryFor
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
-	c.OnRetry = func(err error, wait time.Duration) {
-		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
-	}
+	}()
+	c := newClient(base, true, *retryFor, errOut)
 	res, err := importer.Send(ctx, c, open, evs, *verdict)
 	if err != nil {
 		e := &apierr.Error{Code: "IMPORT_FAILED", Message: err.Error(),
@@ -189,6 +178,30 @@ func importUsage(w io.Writer, synopsis string) {
 	fmt.Fprintf(w, "\nScreencast frames (cdp, playwright) are left out unless --unmasked-frames: they carry\n"+
 		"no mask rectangles, so redaction could mask nothing in them.\n")
 	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")
+}
+
+// sendTarget is where a command that sends a recording sends it: the
+// server at url, or with local (--data) an in-process server on a loopback
+// port over the store of sc, so the events go through the same ingest API,
+// redaction included, as over the network. stop shuts that one down.
+func sendTarget(local bool, url string, sc app.StoreConfig, policyDir string, errOut io.Writer) (string, func() error, error) {
+	if !local {
+		return url, func() error { return nil }, nil
+	}
+	stop, u, err := serveLocal(sc, policyDir, errOut)
+	return u, stop, err
+}
+
+// newClient is an ingest client for base with the token from
+// $FLIGHTREC_TOKEN, which reports its retries on errOut.
+func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *ingest.Client {
+	c := ingest.NewClient(base)
+	c.Gzip, c.RetryFor = gz, retryFor
+	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	c.OnRetry = func(err error, wait time.Duration) {
+		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
+	}
+	return c
 }
 
 // serveLocal starts the server over the store of sc on a loopback port,

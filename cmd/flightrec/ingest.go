@@ -44,12 +44,7 @@ func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, apierr.New(0, "MALFORMED_INPUT", "fix the file; nothing was sent", "%s: %v", fs.Arg(0), err))
 		return exitUsage
 	}
-	c := ingest.NewClient(*server)
-	c.Gzip, c.RetryFor = *gz, *retryFor
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
-	c.OnRetry = func(err error, wait time.Duration) {
-		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
-	}
+	c := newClient(*server, *gz, *retryFor, errOut)
 	id := *resume
 	if id == "" {
 		req := ingest.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec ingest"}

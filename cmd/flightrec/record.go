@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/flow"
@@ -68,23 +66,17 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
-	url := *server
-	if set["data"] {
-		stop, u, err := serveLocal(sc, *policyDir, errOut)
-		if err != nil {
-			printErr(errOut, *asJSON, err)
-			return exitFailure
-		}
-		defer func() {
-			if err := stop(); err != nil {
-				printErr(errOut, *asJSON, err)
-			}
-		}()
-		url = u
+	url, stop, err := sendTarget(set["data"], *server, sc, *policyDir, errOut)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
 	}
-	c := ingest.NewClient(url)
-	c.Gzip, c.RetryFor = true, time.Minute
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	defer func() {
+		if err := stop(); err != nil {
+			printErr(errOut, *asJSON, err)
+		}
+	}()
+	c := newClient(url, true, time.Minute, errOut)
 	res, err := recorder.Record(ctx, rc, fl, c)
 	if err != nil {
 		printErr(errOut, *asJSON, recordError(err, url, res.ID))

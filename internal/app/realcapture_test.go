@@ -4,19 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -50,8 +45,8 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 		}
 	}
 
-	srv := startLogged(t)
-	base := srv.base
+	srv := testenv.StartServer(t)
+	base := srv.Base
 	id := openRec(t, base)
 	if a := acked(t, appendBatch(t, base, id, evs)); a.AckedThrough != uint64(len(evs)) {
 		t.Fatalf("append: %+v", a)
@@ -119,12 +114,12 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 
 	// Every file while the server runs (the index's -wal and -shm are
 	// there now), then again after it closed and checkpointed.
-	dir := srv.app.Store.Dir()
+	dir := srv.App.Store.Dir()
 	c.AddFiles(t, dir, "running")
-	srv.close()
+	srv.Close()
 	c.AddFiles(t, dir, "closed")
 	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
-	c["server log"] = srv.log.Bytes()
+	c["server log"] = srv.Log.Bytes()
 
 	t.Logf("searched %d bytes in %d places (%d files, %d blobs, %d API replies, %d bytes of log) for %d secrets",
 		c.Size(), len(c), c.Count("file "), len(fetched), c.Count("GET ")+c.Count("POST "), len(c["server log"]), len(cp.Secrets))
@@ -171,41 +166,6 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 			t.Errorf("the redaction report has no count for rule %q: %s", rule, rcShort(c["GET /v1/recordings/"+id+"/redaction"]))
 		}
 	}
-}
-
-// rcServer is the whole app on loopback, as server() starts it, but with
-// its log captured at debug level (log lines must not carry secrets either)
-// and a close the test can call before reading the files.
-type rcServer struct {
-	app   *app.App
-	base  string
-	log   *syncBuffer
-	close func()
-}
-
-func startLogged(t *testing.T) *rcServer {
-	t.Helper()
-	var cfg app.Config
-	cfg.Store.Data = t.TempDir()
-	cfg.Ingest.Limits = ingest.DefaultLimits
-	buf := &syncBuffer{}
-	a, err := app.New(cfg, slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	var once sync.Once
-	s := &rcServer{app: a, base: hs.URL, log: buf}
-	s.close = func() {
-		once.Do(func() {
-			hs.Close()
-			if err := a.Close(); err != nil {
-				t.Errorf("closing the app: %v", err)
-			}
-		})
-	}
-	t.Cleanup(s.close)
-	return s
 }
 
 func rcShort(b []byte) string {

@@ -586,14 +586,7 @@ func callOn[T any](ctx context.Context, obj cdpruntime.RemoteObjectID, fn string
 	if err != nil {
 		return out, err
 	}
-	if res.ExceptionDetails != nil {
-		return out, errors.New(exceptionText(res.ExceptionDetails))
-	}
-	if res.Result == nil || len(res.Result.Value) == 0 {
-		return out, nil
-	}
-	err = json.Unmarshal(res.Result.Value, &out)
-	return out, err
+	return resultValue[T](res.Result, res.ExceptionDetails)
 }
 
 // evaluate evaluates expr in the page's main world and returns its value.
@@ -603,13 +596,19 @@ func evaluate[T any](ctx context.Context, expr string) (T, error) {
 	if err != nil {
 		return out, err
 	}
-	if res.ExceptionDetails != nil {
-		return out, errors.New(exceptionText(res.ExceptionDetails))
+	return resultValue[T](res.Result, res.ExceptionDetails)
+}
+
+// resultValue decodes a by-value call result, or the exception it threw.
+func resultValue[T any](r *cdpruntime.RemoteObject, exc *cdpruntime.ExceptionDetails) (T, error) {
+	var out T
+	if exc != nil {
+		return out, errors.New(exceptionText(exc))
 	}
-	if res.Result == nil || len(res.Result.Value) == 0 {
+	if r == nil || len(r.Value) == 0 {
 		return out, nil
 	}
-	err = json.Unmarshal(res.Result.Value, &out)
+	err := json.Unmarshal(r.Value, &out)
 	return out, err
 }
 

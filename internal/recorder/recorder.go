@@ -88,6 +88,26 @@ func Browser(path string) (string, error) {
 	return p, nil
 }
 
+// ChromiumOptions are the allocator options of a headless Chromium at path
+// with its own profile directory: the flags Debian's chromium needs to run
+// as root in a container, and none of the background traffic (updates,
+// sync, QUIC) that would show up in a recording's network.
+func ChromiumOptions(path, profileDir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(profileDir),
+	}
+}
+
 // Config tunes the recorder.
 type Config struct {
 	Chromium      string        // the browser; "" finds one (FindChromium)
@@ -197,22 +217,10 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (R
 	if vp.Width == 0 {
 		vp = flow.DefaultViewport
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
+	opts := append(ChromiumOptions(path, profile),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
-		chromedp.WindowSize(vp.Width, vp.Height),
-		chromedp.UserDataDir(profile),
-	}
+		chromedp.WindowSize(vp.Width, vp.Height))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
 	tab, cancelTab := chromedp.NewContext(allocCtx)

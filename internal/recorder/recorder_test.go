@@ -1,7 +1,6 @@
 package recorder_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,18 +8,14 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/flow"
 	"github.com/flightrec/flightrec/internal/recorder"
@@ -28,56 +23,6 @@ import (
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 )
-
-// server is the whole app on loopback with its log captured.
-type server struct {
-	app   *app.App
-	base  string
-	log   *lockedBuffer
-	close func()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
-func startServer(t testing.TB) *server {
-	t.Helper()
-	var cfg app.Config
-	cfg.Store.Data = t.TempDir()
-	cfg.Ingest.Limits = ingest.DefaultLimits
-	buf := &lockedBuffer{}
-	a, err := app.New(cfg, slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	var once sync.Once
-	s := &server{app: a, base: hs.URL, log: buf}
-	s.close = func() {
-		once.Do(func() {
-			hs.Close()
-			if err := a.Close(); err != nil {
-				t.Errorf("closing the app: %v", err)
-			}
-		})
-	}
-	t.Cleanup(s.close)
-	return s
-}
 
 func getJSON(t testing.TB, url string, v any) []byte {
 	t.Helper()
@@ -168,15 +113,15 @@ func decode[T any](t testing.TB, e event.Envelope) T {
 // card number and the password typed during the flows.
 func TestDemoFlowsOnRealChromium(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := startServer(t)
+	srv := testenv.StartServer(t)
 	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer shop.Close()
 
-	pass := recordFlow(t, srv.base, shop.URL(), "checkout-passes")
-	fail := recordFlow(t, srv.base, shop.URL(), "checkout-with-gift-card-fails")
+	pass := recordFlow(t, srv.Base, shop.URL(), "checkout-passes")
+	fail := recordFlow(t, srv.Base, shop.URL(), "checkout-with-gift-card-fails")
 	if pass.Verdict != "pass" || len(pass.Failed) != 0 {
 		t.Errorf("checkout-passes: verdict %s, failed steps %+v", pass.Verdict, pass.Failed)
 	}
@@ -186,32 +131,32 @@ func TestDemoFlowsOnRealChromium(t *testing.T) {
 
 	maskedFrames := 0
 	for _, res := range []recorder.Result{pass, fail} {
-		indexed(t, srv.base, res.ID, res.Total)
+		indexed(t, srv.Base, res.ID, res.Total)
 		var tl playback.Timeline
-		getJSON(t, srv.base+"/v1/recordings/"+res.ID+"/steps", &tl)
-		evs := allEvents(t, srv.base, res.ID)
+		getJSON(t, srv.Base+"/v1/recordings/"+res.ID+"/steps", &tl)
+		evs := allEvents(t, srv.Base, res.ID)
 		if uint64(len(evs)) != res.Total {
 			t.Fatalf("%s: the server serves %d events, the recorder sent %d", res.Flow, len(evs), res.Total)
 		}
 		checkChannels(t, res, tl, evs)
-		maskedFrames += checkMasks(t, srv.base, res, evs)
+		maskedFrames += checkMasks(t, srv.Base, res, evs)
 	}
 	if maskedFrames == 0 {
 		t.Fatal("no frame has a mask rectangle: the password and card fields were on screen, so masks must be there")
 	}
 
 	// Pay failed in the failing flow, with the 500 in that step.
-	checkPayStep(t, srv.base, fail, true)
-	checkPayStep(t, srv.base, pass, false)
+	checkPayStep(t, srv.Base, fail, true)
+	checkPayStep(t, srv.Base, pass, false)
 
 	// No byte the server wrote holds the card number or the password.
-	dir := srv.app.Store.Dir()
+	dir := srv.App.Store.Dir()
 	c := testenv.Corpus{}
 	c.AddFiles(t, dir, "running")
-	srv.close()
+	srv.Close()
 	c.AddFiles(t, dir, "closed")
 	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
-	c["server log"] = srv.log.Bytes()
+	c["server log"] = srv.Log.Bytes()
 	secrets := []string{demoapp.Card, strings.ReplaceAll(demoapp.Card, " ", ""), demoapp.Password}
 	labels := []string{"card number", "card number (digits)", "password"}
 	if hits := c.Hits(secrets, labels); len(hits) > 0 {

@@ -39,6 +39,15 @@ document.getElementById("f").addEventListener("submit", (e) => {
 });
 </script></body></html>`
 
+// stepsServer serves stepsPage on loopback for t.
+func stepsServer(t *testing.T) *httptest.Server {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, stepsPage)
+	}))
+	t.Cleanup(page.Close)
+	return page
+}
+
 // runSteps records a flow of the given steps (YAML list items) against
 // the steps page and returns the result and the recording's events.
 func runSteps(t *testing.T, base, page string, steps ...string) (recorder.Result, []event.Envelope) {
@@ -78,11 +87,8 @@ func receiptOf(t *testing.T, evs []event.Envelope, step int) event.Receipt {
 // never runs).
 func TestStepFailures(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := startServer(t)
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, stepsPage)
-	}))
-	defer page.Close()
+	srv := testenv.StartServer(t)
+	page := stepsServer(t)
 	for _, c := range []struct {
 		step, code, msg string
 	}{
@@ -96,7 +102,7 @@ func TestStepFailures(t *testing.T) {
 		{`expect: {text: "Absent"}`, recorder.CodeExpectFailed, `text "Absent" is not on the page`},
 	} {
 		t.Run(c.code+" "+c.step, func(t *testing.T) {
-			res, evs := runSteps(t, srv.base, page.URL, c.step, `click: button "Throw"`)
+			res, evs := runSteps(t, srv.Base, page.URL, c.step, `click: button "Throw"`)
 			if res.Verdict != "fail" || res.Steps != 1 || len(res.Failed) != 1 {
 				t.Fatalf("verdict %s, %d steps ran, failed %+v: want fail at step 1, flow stopped", res.Verdict, res.Steps, res.Failed)
 			}
@@ -141,12 +147,9 @@ func TestStepFailures(t *testing.T) {
 // flow, and refs in receipts match the interactive snapshot.
 func TestStepsThatWork(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := startServer(t)
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, stepsPage)
-	}))
-	defer page.Close()
-	res, evs := runSteps(t, srv.base, page.URL,
+	srv := testenv.StartServer(t)
+	page := stepsServer(t)
+	res, evs := runSteps(t, srv.Base, page.URL,
 		`fill: {target: textbox "Name", value: "Ada"}`,
 		`select: {target: combobox "Size", value: "Large"}`,
 		`check: checkbox "Gift wrap"`,

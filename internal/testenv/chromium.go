@@ -45,18 +45,7 @@ func RequireChromium(t testing.TB) string {
 func Chromium(t testing.TB) context.Context {
 	t.Helper()
 	path := RequireChromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-	}
+	opts := recorder.ChromiumOptions(path, t.TempDir())
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	// Registered after t.TempDir, so it runs first: the allocator's cancel
