@@ -83,11 +83,8 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["server"] && set["data"] {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to import into a store directly",
-			"--server and --data are exclusive"))
+	local, ok := oneTarget(fs, errOut, *asJSON, "import")
+	if !ok {
 		return exitUsage
 	}
 	file := fs.Arg(0)
@@ -136,7 +133,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			open.Labels[k] = v
 		}
 	}
-	base, stop, err := sendTarget(set["data"], *server, sc, *policyDir, errOut)
+	base, stop, err := sendTarget(local, *server, sc, *policyDir, errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
@@ -178,6 +175,19 @@ func importUsage(w io.Writer, synopsis string) {
 	fmt.Fprintf(w, "\nScreencast frames (cdp, playwright) are left out unless --unmasked-frames: they carry\n"+
 		"no mask rectangles, so redaction could mask nothing in them.\n")
 	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")
+}
+
+// oneTarget checks that --server and --data were not both given; local
+// is --data.
+func oneTarget(fs *flag.FlagSet, errOut io.Writer, asJSON bool, verb string) (local, ok bool) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["server"] && set["data"] {
+		printErr(errOut, asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to "+verb+" into a store directly",
+			"--server and --data are exclusive"))
+		return false, false
+	}
+	return set["data"], true
 }
 
 // sendTarget is where a command that sends a recording sends it: the

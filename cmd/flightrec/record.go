@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -34,11 +33,8 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["server"] && set["data"] {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to record into a store directly",
-			"--server and --data are exclusive"))
+	local, ok := oneTarget(fs, errOut, *asJSON, "record")
+	if !ok {
 		return exitUsage
 	}
 	fl, err := flow.ParseFile(fs.Arg(0))
@@ -66,7 +62,7 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
-	url, stop, err := sendTarget(set["data"], *server, sc, *policyDir, errOut)
+	url, stop, err := sendTarget(local, *server, sc, *policyDir, errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
