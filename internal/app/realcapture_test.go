@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 )
@@ -45,7 +46,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 		}
 	}
 
-	srv := testenv.StartServer(t)
+	srv := appserver.Start(t)
 	base := srv.Base
 	id := openRec(t, base)
 	if a := acked(t, appendBatch(t, base, id, evs)); a.AckedThrough != uint64(len(evs)) {

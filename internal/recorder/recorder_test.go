@@ -20,6 +20,7 @@ import (
 	"github.com/flightrec/flightrec/internal/flow"
 	"github.com/flightrec/flightrec/internal/recorder"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 )
@@ -113,7 +114,7 @@ func decode[T any](t testing.TB, e event.Envelope) T {
 // card number and the password typed during the flows.
 func TestDemoFlowsOnRealChromium(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := testenv.StartServer(t)
+	srv := appserver.Start(t)
 	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/flightrec/flightrec/internal/flow"
 	"github.com/flightrec/flightrec/internal/recorder"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
 )
 
 // stepsPage is a page with one of each thing a step can trip over.
@@ -87,7 +88,7 @@ func receiptOf(t *testing.T, evs []event.Envelope, step int) event.Receipt {
 // never runs).
 func TestStepFailures(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := testenv.StartServer(t)
+	srv := appserver.Start(t)
 	page := stepsServer(t)
 	for _, c := range []struct {
 		step, code, msg string
@@ -147,7 +148,7 @@ func TestStepFailures(t *testing.T) {
 // flow, and refs in receipts match the interactive snapshot.
 func TestStepsThatWork(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := testenv.StartServer(t)
+	srv := appserver.Start(t)
 	page := stepsServer(t)
 	res, evs := runSteps(t, srv.Base, page.URL,
 		`fill: {target: textbox "Name", value: "Ada"}`,

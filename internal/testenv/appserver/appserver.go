@@ -1,4 +1,7 @@
-package testenv
+// Package appserver starts the whole flightrec server on loopback for a
+// test. It is apart from testenv because it imports internal/app, which
+// imports the index backends, whose own tests import testenv.
+package appserver
 
 import (
 	"bytes"
@@ -41,8 +44,8 @@ type Server struct {
 	Close func()
 }
 
-// StartServer starts a Server for t.
-func StartServer(t testing.TB) *Server {
+// Start starts a Server for t.
+func Start(t testing.TB) *Server {
 	t.Helper()
 	var cfg app.Config
 	cfg.Store.Data = t.TempDir()
