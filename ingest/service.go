@@ -306,10 +306,7 @@ func (s *Service) lookup(id string) (*recording, error) {
 	return nil, notFound(id)
 }
 
-func notFound(string) error {
-	return apierr.New(http.StatusNotFound, "RECORDING_NOT_FOUND", "open a recording with POST /v1/recordings",
-		"no such recording")
-}
+func notFound(string) error { return apierr.RecordingNotFound(false) }
 
 func finished() error {
 	return apierr.New(http.StatusConflict, "RECORDING_FINISHED", "open a new recording",

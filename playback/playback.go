@@ -1,6 +1,7 @@
 // Package playback is flightrec's read API: recordings, their step
 // timeline, every event of a step with payloads resolved from the log,
-// paged events, and blobs.
+// paged events, and blobs (by CID, or through a recording that references
+// them).
 package playback
 
 import (
@@ -9,10 +10,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
@@ -48,6 +51,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
 	r.Get("/v1/recordings/{id}/events", s.handleEvents)
 	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
+	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
 }
 
@@ -71,10 +75,7 @@ func badParam(name, want string) error {
 		"query parameter %s is not %s", name, want)
 }
 
-func notFound() error {
-	return apierr.New(http.StatusNotFound, "RECORDING_NOT_FOUND", "list recordings with GET /v1/recordings",
-		"no such recording")
-}
+func notFound() error { return apierr.RecordingNotFound(true) }
 
 // RecordingList answers GET /v1/recordings.
 type RecordingList struct {
@@ -361,8 +362,7 @@ func (s *Service) handleRedaction(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.st.Redaction(row.ID)
 	if err != nil {
 		s.log.Error("reading a redaction report failed", "recording", row.ID, "err", err)
-		s.fail(w, apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify",
-			"the redaction report could not be read"))
+		s.fail(w, storeReadFailed("the redaction report could not be read"))
 		return
 	}
 	writeJSON(w, rep)
@@ -372,13 +372,107 @@ func (s *Service) handleRedaction(w http.ResponseWriter, r *http.Request) {
 // else is an octet stream, so a blob can never be rendered as HTML.
 var servedTypes = map[string]bool{"image/jpeg": true, "image/png": true, "video/webm": true}
 
+// Cache-Control of a blob. Its bytes never change (the CID is their
+// hash), but it is served because this caller may read it (a recording
+// that references it, or an admin token): no shared cache may keep it
+// for others.
+const cachePrivate = "private, max-age=31536000, immutable"
+
+// handleBlob serves GET /v1/blobs/{cid}: any stored blob, by CID.
 func (s *Service) handleBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.blobCID(w, r)
+	if !ok {
+		return
+	}
+	s.serveBlob(w, r, c, cachePrivate)
+}
+
+// handleRecordingBlob serves GET /v1/recordings/{id}/blobs/{cid}: a blob
+// the recording references, served as GET /v1/blobs/{cid} serves it.
+// Identical bytes are one blob across recordings and projects, so a blob
+// is answered through a recording only when that recording references it;
+// otherwise the answer is the unknown recording's, so a caller learns
+// nothing of blobs (or recordings) it cannot read.
+func (s *Service) handleRecordingBlob(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.blobCID(w, r)
+	if !ok {
+		return
+	}
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ok, err = s.references(r.Context(), row.ID, c.String())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if !ok {
+		s.fail(w, notFound())
+		return
+	}
+	s.serveBlob(w, r, c, cachePrivate)
+}
+
+// references reports whether recording id references blob c: an indexed
+// event of it carries c (Index.HasBlob), or, once the recording is
+// finished, c is its root (the manifest), one of its manifest's segments,
+// or one of the blobs its manifest lists (those its events carry, which
+// covers events the index has not caught up with yet).
+func (s *Service) references(ctx context.Context, id, c string) (bool, error) {
+	ok, err := s.idx.HasBlob(ctx, id, c)
+	if err != nil {
+		return false, indexError(err)
+	}
+	if ok {
+		return true, nil
+	}
+	root, err := s.st.Root(id)
+	if err != nil {
+		s.log.Error("reading a recording's root failed", "recording", id, "err", err)
+		return false, storeReadFailed("the recording's root could not be read")
+	}
+	switch root {
+	case "":
+		return false, nil // open: no manifest yet
+	case c:
+		return true, nil
+	}
+	m, err := s.st.ReadManifest(root)
+	if err != nil {
+		s.log.Error("reading a manifest failed", "recording", id, "root", root, "err", err)
+		return false, storeReadFailed("the recording's manifest could not be read")
+	}
+	for _, seg := range m.Segments {
+		if seg.CID == c {
+			return true, nil
+		}
+	}
+	// Blobs is sorted and distinct (Store.Seal), but a manifest is read
+	// from disk: a linear search does not depend on that.
+	return slices.Contains(m.Blobs, c), nil
+}
+
+func storeReadFailed(msg string) error {
+	return apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify", "%s", msg)
+}
+
+// blobCID parses the {cid} parameter; a malformed one is answered 400.
+func (s *Service) blobCID(w http.ResponseWriter, r *http.Request) (cid.Cid, bool) {
 	c, err := store.ParseCID(chi.URLParam(r, "cid"))
 	if err != nil {
 		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_CID",
 			"use a CID from an event (CIDv1, raw, sha2-256, base32)", "not a flightrec CID"))
-		return
+		return cid.Undef, false
 	}
+	return c, true
+}
+
+// serveBlob serves blob c's bytes (Range and conditional requests
+// included) as a sniffed image or video type, else as an octet stream,
+// with nosniff, an ETag of the CID and cache as its Cache-Control.
+func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, c cid.Cid, cache string) {
 	f, err := s.st.Blobs.Open(c)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -398,7 +492,7 @@ func (s *Service) handleBlob(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", ct)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	h.Set("Cache-Control", cache)
 	h.Set("ETag", `"`+c.String()+`"`)
 	http.ServeContent(w, r, "", time.Time{}, f)
 }

@@ -26,6 +26,9 @@ var defaultPolicy embed.FS
 // RedactQuery is the rule a redaction policy must define.
 const RedactQuery = "data.flightrec.redact.plan"
 
+// AccessQuery is the rule an access policy must define.
+const AccessQuery = "data.flightrec.access.decision"
+
 // Input is what a recording's plan is computed from.
 type Input struct {
 	Recording RecordingInput `json:"recording"`
@@ -53,7 +56,9 @@ type AppMap struct {
 type Engine struct {
 	modules map[string]*ast.Module
 	redact  rego.PreparedEvalQuery
+	access  rego.PreparedEvalQuery
 	evals   atomic.Int64
+	aevals  atomic.Int64
 	timeout time.Duration
 }
 
@@ -112,15 +117,49 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 	if len(errs) > 0 {
 		return nil, &CompileError{Errs: errs}
 	}
-	opts := []func(*rego.Rego){rego.Query(RedactQuery), rego.StrictBuiltinErrors(true)}
-	for _, m := range modules {
-		opts = append(opts, rego.ParsedModule(m))
+	replaceDefaultAccess(modules)
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		opts := []func(*rego.Rego){rego.Query(query), rego.StrictBuiltinErrors(true)}
+		for _, m := range modules {
+			opts = append(opts, rego.ParsedModule(m))
+		}
+		pq, err := rego.New(opts...).PrepareForEval(ctx)
+		if err != nil {
+			return pq, &CompileError{Errs: locate(err)}
+		}
+		return pq, nil
 	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	red, err := prepare(RedactQuery)
 	if err != nil {
-		return nil, &CompileError{Errs: locate(err)}
+		return nil, err
 	}
-	return &Engine{modules: modules, redact: pq, timeout: time.Second}, nil
+	acc, err := prepare(AccessQuery)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{modules: modules, redact: red, access: acc, timeout: time.Second}, nil
+}
+
+// replaceDefaultAccess drops the default access policy (and its tests)
+// when the user's modules define package flightrec.access: the access
+// policy is replaced whole, not extended, since a rule added to the
+// default could only ever grant more.
+func replaceDefaultAccess(modules map[string]*ast.Module) {
+	user := false
+	for name, m := range modules {
+		if !strings.HasPrefix(name, "default/") && m.Package.Path.String() == "data.flightrec.access" {
+			user = true
+		}
+	}
+	if !user {
+		return
+	}
+	for name, m := range modules {
+		p := m.Package.Path.String()
+		if strings.HasPrefix(name, "default/") && (p == "data.flightrec.access" || p == "data.flightrec.access_test") {
+			delete(modules, name)
+		}
+	}
 }
 
 // locate renders OPA errors as "file:row:col: message".

@@ -198,6 +198,12 @@ type Index interface {
 	Timeline(ctx context.Context, recording string) ([]StepRow, error)
 	Events(ctx context.Context, q EventQuery) ([]EventRow, error)
 	Search(ctx context.Context, q SearchQuery) ([]EventRow, error)
+	// HasBlob reports whether an indexed event of recording carries the
+	// blob cid (EventRow.CID). An empty cid, an unknown recording or a
+	// deleted one is false, not an error. It answers from the index alone,
+	// so it is false for events not indexed yet; playback also consults a
+	// finished recording's manifest.
+	HasBlob(ctx context.Context, recording, cid string) (bool, error)
 	// Expired lists up to limit (0: 1000) finished recordings created before
 	// before (unix ns), oldest first: the candidates a retention sweep
 	// considers.

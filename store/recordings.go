@@ -150,6 +150,9 @@ func (s *Store) Meta(id string) (RecordingMeta, error) {
 
 // Root returns the manifest CID of a finished recording, or "" while open.
 func (s *Store) Root(id string) (string, error) {
+	if !ValidRecordingID(id) {
+		return "", fmt.Errorf("recording %q: %w", id, ErrNotFound)
+	}
 	b, err := os.ReadFile(s.rootPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil

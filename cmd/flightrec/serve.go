@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/auth"
 )
 
 func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -19,14 +20,22 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return code
 	}
 	log := newLogger(errOut, *logLevel)
-	// No tokens exist yet in this version: anonymous access is the only
-	// mode, so it is allowed only where nobody else can reach it.
-	if !app.IsLoopback(cfg.Addr) && !cfg.InsecureAnonymous {
+	tokens, err := auth.OpenTokens(cfg.Store.Data)
+	if err != nil {
+		printErr(errOut, false, err)
+		return exitFailure
+	}
+	haveTokens := !tokens.Empty()
+	loopback := app.IsLoopback(cfg.Addr)
+	// Anonymous access is for loopback only: elsewhere the server needs
+	// tokens to exist, unless told otherwise.
+	if !loopback && !haveTokens && !cfg.InsecureAnonymous {
 		printErr(errOut, false, apierr.New(0, "INSECURE_ADDRESS",
-			"listen on 127.0.0.1 or [::1], or pass --insecure-anonymous to serve without authentication",
-			"refusing to serve anonymously on non-loopback address %s", cfg.Addr))
+			"create a token first (flightrec token create --data DIR --project '*' --scope admin), listen on 127.0.0.1, or pass --insecure-anonymous",
+			"refusing to serve anonymously on non-loopback address %s: no tokens exist", cfg.Addr))
 		return exitUsage
 	}
+	cfg.RequireTokens = !loopback && !cfg.InsecureAnonymous
 	a, err := app.New(cfg, log)
 	if err != nil {
 		printErr(errOut, false, err)
@@ -35,7 +44,14 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	defer a.Close()
 	err = a.Serve(ctx, cfg.Addr, func(url string) {
 		fmt.Fprintf(out, "flightrec serving on %s (data %s, index %s)\n", url, cfg.Store.Data, indexName(cfg.Store.Index))
-		fmt.Fprintf(out, "no tokens configured: anonymous access, loopback only\n")
+		switch {
+		case haveTokens || cfg.RequireTokens:
+			fmt.Fprintf(out, "access: bearer tokens required (flightrec token list --data %s)\n", cfg.Store.Data)
+		case cfg.InsecureAnonymous && !loopback:
+			fmt.Fprintf(out, "access: ANONYMOUS on a non-loopback address (--insecure-anonymous): anyone who reaches it can read and write\n")
+		default:
+			fmt.Fprintf(out, "access: no tokens configured: anonymous access, loopback only (flightrec token create starts requiring them)\n")
+		}
 	})
 	if err != nil {
 		printErr(errOut, false, err)

@@ -86,3 +86,14 @@ func Decode(status int, body []byte) *Error {
 func (e *Error) Retryable() bool {
 	return e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable
 }
+
+// RecordingNotFound is the answer about a recording that does not exist:
+// a read's (list them) and a write's (open one) differ only in next. Access
+// control answers a recording the caller may not see with the same bytes.
+func RecordingNotFound(read bool) *Error {
+	next := "open a recording with POST /v1/recordings"
+	if read {
+		next = "list recordings with GET /v1/recordings"
+	}
+	return New(http.StatusNotFound, "RECORDING_NOT_FOUND", next, "no such recording")
+}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
@@ -57,6 +58,11 @@ type Config struct {
 	Addr              string
 	Ingest            ingest.Config
 	InsecureAnonymous bool
+	// RequireTokens refuses requests without a token even while no token
+	// exists (serve sets it on a non-loopback address); otherwise a data
+	// directory without tokens is served anonymously, and one with tokens
+	// needs them.
+	RequireTokens bool
 }
 
 // RegisterFlags adds serve's flags.
@@ -119,9 +125,11 @@ type App struct {
 	Ingest   *ingest.Service
 	Playback *playback.Service
 	Policy   *policy.Engine
+	Tokens   *auth.Tokens
+	Guard    *auth.Guard
 	Registry *prometheus.Registry
 	log      *slog.Logger
-	router   chi.Router
+	router   *chi.Mux
 	cancel   context.CancelFunc
 	closed   sync.Once
 	closeErr error
@@ -162,8 +170,30 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	go proj.Run(ctx)
 	pb := playback.New(st, idx, log)
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
-	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Registry: reg, log: log, cancel: cancel}
+	tokens, err := auth.OpenTokens(st.Dir())
+	if err != nil {
+		cancel()
+		ing.Close()
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
+	denied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightrec_access_denied_total",
+		Help: "Requests refused by access control, by reason."}, []string{"reason"})
+	reg.MustRegister(denied)
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
+		func() float64 { return float64(pol.AccessEvaluations()) }))
+	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens,
+		Registry: reg, log: log, cancel: cancel}
+	a.Guard = &auth.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
+		Public: map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true},
+		ProjectOf: func(_ context.Context, id string) (string, bool) {
+			m, err := st.Meta(id)
+			return m.Project, err == nil
+		}}
 	a.router = a.routes()
+	a.Guard.Router = a.router
 	return a, nil
 }
 
@@ -173,9 +203,9 @@ func (a *App) Handler() http.Handler { return a.router }
 // Router exposes the chi router (the OpenAPI test walks it).
 func (a *App) Router() chi.Router { return a.router }
 
-func (a *App) routes() chi.Router {
+func (a *App) routes() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, a.accessLog)
+	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		apierr.Write(w, apierr.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
 	})
@@ -192,6 +222,7 @@ func (a *App) routes() chi.Router {
 	})
 	a.Ingest.Routes(r)
 	a.Playback.Routes(r)
+	auth.Routes(r, a.Tokens)
 	return r
 }
 

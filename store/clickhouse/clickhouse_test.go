@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/store"
@@ -131,6 +133,41 @@ func TestReplayBeforeMerge(t *testing.T) {
 	}
 	if got := answers(t, db, "r"); got != want {
 		t.Errorf("after merging:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestHasBlobUsesKey runs HasBlob with force_primary_key, which makes the
+// server refuse a query that cannot narrow the events it reads by the
+// table's key: it must read only the recording's range. A query on the
+// blob alone is refused under the same setting, so the check bites. The
+// rows are replayed first, so unmerged copies are there too.
+func TestHasBlobUsesKey(t *testing.T) {
+	db := openTest(t, "")
+	defer db.Close()
+	ctx := t.Context()
+	const cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+	rs := rows("r", 1, 300)
+	rs[123].CID = cid
+	for _, b := range [][2]int{{0, 200}, {100, 300}, {0, 300}} {
+		if err := db.IndexEvents(ctx, "r", rs[b[0]:b[1]], uint64(b[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.IndexEvents(ctx, "s", rows("s", 1, 50), 50); err != nil {
+		t.Fatal(err)
+	}
+	keyed := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"force_primary_key": 1}))
+	for _, c := range []struct {
+		rec  string
+		want bool
+	}{{"r", true}, {"s", false}, {"unknown", false}} {
+		if got, err := db.HasBlob(keyed, c.rec, cid); err != nil || got != c.want {
+			t.Errorf("HasBlob(%s) under force_primary_key = %v, %v; want %v", c.rec, got, err, c.want)
+		}
+	}
+	var n uint64
+	if err := db.conn.QueryRow(keyed, `SELECT count() FROM events WHERE cid = ?`, cid).Scan(&n); err == nil {
+		t.Error("a query on cid alone ran under force_primary_key: the setting does not bite, so the check above proves nothing")
 	}
 }
 

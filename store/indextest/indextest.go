@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Index) {
 		{"Search", testSearch},
 		{"SearchLiteral", testSearchLiteral},
 		{"Expired", testExpired},
+		{"HasBlob", testHasBlob},
 		{"Delete", testDelete},
 		{"Reset", testReset},
 		{"ConcurrentReads", testConcurrentReads},
@@ -122,6 +123,43 @@ func cursor(t *testing.T, idx store.Index, id string) uint64 {
 	return c
 }
 
+func hasBlob(t *testing.T, idx store.Index, rec, cid string) bool {
+	t.Helper()
+	ok, err := idx.HasBlob(t.Context(), rec, cid)
+	must(t, err)
+	return ok
+}
+
+// checkBlobs asks HasBlob about up to 16 of the blobs rows carry (spread
+// over the recording), a blob none of them carries and the empty CID, and
+// compares with the model.
+func checkBlobs(t *testing.T, idx store.Index, rec string, rows []store.EventRow) {
+	t.Helper()
+	var cids []string
+	for _, r := range rows {
+		if r.CID != "" {
+			cids = append(cids, r.CID)
+		}
+	}
+	if n := len(cids); n > 16 {
+		picked := make([]string, 0, 16)
+		for i := range 16 {
+			picked = append(picked, cids[i*(n-1)/15])
+		}
+		cids = picked
+	}
+	cids = append(cids, absentCID, "")
+	for _, c := range cids {
+		if got, want := hasBlob(t, idx, rec, c), wantHasBlob(rows, rec, c); got != want {
+			t.Errorf("HasBlob(%s, %q) = %v, want %v", rec, c, got, want)
+		}
+	}
+}
+
+// absentCID is a well-formed CID no generated row carries (genEvents'
+// CIDs end in hexadecimal digits, never in 'z').
+const absentCID = "bafkreizzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+
 // checkProjection compares everything the index says about one recording
 // with the model of the rows it should hold.
 func checkProjection(t *testing.T, idx store.Index, rec string, rows []store.EventRow, through uint64) {
@@ -139,6 +177,7 @@ func checkProjection(t *testing.T, idx store.Index, rec string, rows []store.Eve
 	sameSteps(t, rec+" timeline", timeline(t, idx, rec), wantTimeline(rows))
 	q := store.EventQuery{Recording: rec, Limit: eventsMax}
 	sameEvents(t, rec+" events", events(t, idx, q), wantEvents(rows, q))
+	checkBlobs(t, idx, rec, rows)
 }
 
 func testRecordingRoundTrip(t *testing.T, idx store.Index) {
@@ -575,6 +614,101 @@ func testSearchLiteral(t *testing.T, idx store.Index) {
 			t.Fatalf("fixture: model finds %d rows for %+v, the test expects %d", len(want), c.q, c.wantCount)
 		}
 		sameEvents(t, fmt.Sprintf("Search(%+v)", c.q), search(t, idx, c.q), want)
+	}
+}
+
+// testHasBlob: HasBlob is true exactly for the blobs an indexed event of
+// that recording carries. Identical bytes have one CID across recordings
+// (and projects), so a blob one recording carries must not read as
+// carried by another; most events carry no blob, so the empty CID must not
+// match them.
+func testHasBlob(t *testing.T, idx store.Index) {
+	const a, b = "blob-a", "blob-b"
+	recs := []store.RecordingRow{
+		{RecordingMeta: store.RecordingMeta{ID: a, Project: "alpha", CreatedAt: baseTS}, State: store.StateFinished,
+			Root: "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
+		{RecordingMeta: store.RecordingMeta{ID: b, Project: "beta", CreatedAt: baseTS + 1}, State: store.StateOpen},
+	}
+	put(t, idx, recs...)
+	ra, rb := genEvents(a, 300, 30, 60), genEvents(b, 200, 20, 61)
+	// A frame of b has the same bytes as one of a: the same CID.
+	var onlyA, onlyB []string
+	for _, r := range ra {
+		if r.CID != "" {
+			onlyA = append(onlyA, r.CID)
+		}
+	}
+	for _, r := range rb {
+		if r.CID != "" {
+			onlyB = append(onlyB, r.CID)
+		}
+	}
+	if len(onlyA) < 3 || len(onlyB) < 3 {
+		t.Fatalf("fixture: %d and %d rows carry blobs, want at least 3 each", len(onlyA), len(onlyB))
+	}
+	shared := onlyA[1]
+	for i := range rb {
+		if rb[i].CID == onlyB[1] {
+			rb[i].CID = shared
+		}
+	}
+	onlyA, onlyB = slices.Delete(onlyA, 1, 2), slices.Delete(onlyB, 1, 2)
+	index(t, idx, a, ra, 64)
+	index(t, idx, b, rb, 50)
+	// A replay leaves copies behind in some backends until they merge.
+	index(t, idx, a, ra[100:200], 100)
+	all := append(slices.Clone(ra), rb...)
+
+	for _, c := range []struct {
+		rec, cid string
+		what     string
+	}{
+		{a, onlyA[0], "a blob of a"},
+		{a, onlyA[len(onlyA)-1], "a's last blob"},
+		{b, onlyB[0], "a blob of b"},
+		{a, shared, "a blob both carry, through a"},
+		{b, shared, "a blob both carry, through b"},
+		{a, onlyB[0], "b's blob through a"},
+		{b, onlyA[0], "a's blob through b"},
+		{a, absentCID, "a blob nobody carries"},
+		{a, "", "the empty CID (most events carry no blob)"},
+		{b, "", "the empty CID through b"},
+		{a, recs[0].Root, "a's root (no event carries it)"},
+		{a, onlyA[0][:30], "a prefix of a's blob"},
+		{a, strings.ToUpper(onlyA[0]), "a's blob in upper case"},
+		{"unknown", onlyA[0], "a's blob through an unknown recording"},
+		{"", onlyA[0], "a's blob through the empty recording id"},
+	} {
+		want := wantHasBlob(all, c.rec, c.cid)
+		if got := hasBlob(t, idx, c.rec, c.cid); got != want {
+			t.Errorf("HasBlob(%s, %q) (%s) = %v, want %v", c.rec, c.cid, c.what, got, want)
+		}
+	}
+	// The model must make the cases above bite.
+	if !wantHasBlob(all, a, onlyA[0]) || !wantHasBlob(all, b, shared) || wantHasBlob(all, a, onlyB[0]) {
+		t.Fatal("fixture: the model does not tell the recordings' blobs apart")
+	}
+
+	must(t, idx.DeleteRecording(t.Context(), a))
+	for _, c := range []string{onlyA[0], shared} {
+		if hasBlob(t, idx, a, c) {
+			t.Errorf("HasBlob(%s, %s) after DeleteRecording = true", a, c)
+		}
+	}
+	if !hasBlob(t, idx, b, shared) {
+		t.Errorf("HasBlob(%s, %s) = false after deleting %s, which shared the blob", b, shared, a)
+	}
+	checkBlobs(t, idx, b, rb)
+
+	// Indexed again, a holds only what was sent since.
+	index(t, idx, a, ra[:50], 50)
+	checkBlobs(t, idx, a, ra[:50])
+	last := onlyA[len(onlyA)-1]
+	if wantHasBlob(ra[:50], a, last) {
+		t.Fatal("fixture: a's last blob is among its first 50 events")
+	}
+	if hasBlob(t, idx, a, last) {
+		t.Errorf("HasBlob(%s, %s) finds the blob of an event deleted and not indexed again", a, last)
 	}
 }
 

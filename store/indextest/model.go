@@ -155,6 +155,20 @@ func wantSearch(recs []store.RecordingRow, rows []store.EventRow, q store.Search
 	return head(out, n)
 }
 
+// wantHasBlob: an indexed event of the recording carries the blob. No
+// event carries the empty CID, though most carry no blob.
+func wantHasBlob(rows []store.EventRow, rec, cid string) bool {
+	if cid == "" {
+		return false
+	}
+	for _, r := range rows {
+		if r.Recording == rec && r.CID == cid {
+			return true
+		}
+	}
+	return false
+}
+
 // wantRecordings filters recs as RecordingFilter says (without paging),
 // newest first, ties by id descending.
 func wantRecordings(recs []store.RecordingRow, f store.RecordingFilter) []store.RecordingRow {

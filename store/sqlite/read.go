@@ -347,3 +347,29 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow
 	}
 	return out, nil
 }
+
+// hasBlobSQL finds one event of a recording carrying a blob. The partial
+// index events_cid is named for the reason eventsQuery names its indexes:
+// a lookup by (rec, cid) must never become a walk of the recording's
+// events, and INDEXED BY fails loudly if it could not be used. The query
+// repeats the index's condition (a non-empty cid), since the planner uses
+// a partial index only when the WHERE clause implies its condition, which
+// a bound parameter alone does not.
+const hasBlobSQL = `SELECT 1 FROM events INDEXED BY events_cid
+	WHERE rec = ` + ridOf + ` AND cid = ? AND cid != '' LIMIT 1`
+
+// HasBlob reports whether an indexed event of recording carries the blob
+// cid. An empty cid, or an unknown recording, is false.
+func (db *DB) HasBlob(ctx context.Context, recording, cid string) (bool, error) {
+	if recording == "" || cid == "" {
+		return false, nil // no event carries the empty CID
+	}
+	var one int
+	switch err := db.r.QueryRowContext(ctx, hasBlobSQL, recording, cid).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("sqlite index: blob of %s: %w", recording, err)
+	}
+	return true, nil
+}

@@ -11,7 +11,7 @@ import (
 
 // schemaVersion is stored in PRAGMA user_version. Bump it and append a step
 // to migrations when the schema changes; never edit a released step.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // migrations[i] takes the schema from version i to i+1.
 var migrations = [][]string{
@@ -92,6 +92,13 @@ var migrations = [][]string{
 			error_code  TEXT    NOT NULL DEFAULT '',
 			PRIMARY KEY (rec, step)
 		) WITHOUT ROWID`,
+	},
+	{
+		// HasBlob: does an event of the recording carry this blob? Partial,
+		// since most events carry none: the index holds only the rows
+		// with a blob, and finds one by (rec, cid) without walking the
+		// recording's events.
+		`CREATE INDEX events_cid ON events (rec, cid) WHERE cid != ''`,
 	},
 }
 

@@ -246,6 +246,98 @@ func TestStepQueriesUseIndex(t *testing.T) {
 	}
 }
 
+// TestHasBlobUsesIndex checks with EXPLAIN QUERY PLAN that HasBlob finds
+// a recording's blob through the partial index events_cid, never by
+// walking the recording's events, and that it answers right on a
+// recording of many events of which few carry blobs.
+func TestHasBlobUsesIndex(t *testing.T) {
+	db := openTemp(t)
+	defer db.Close()
+	ctx := t.Context()
+	// BenchRows: one event in five is a frame, all with the same CID.
+	big := indextest.BenchRows("big", 1, 5000)
+	other := indextest.BenchRows("other", 1, 500)
+	const mine = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+	big[4000].CID = mine
+	for i := 0; i < len(big); i += 1000 {
+		if err := db.IndexEvents(ctx, "big", big[i:i+1000], big[i+999].Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.IndexEvents(ctx, "other", other, 500); err != nil {
+		t.Fatal(err)
+	}
+	shared := other[2].CID // seq 3, a frame
+	if shared == "" || big[2].CID != shared {
+		t.Fatalf("fixture: BenchRows' frames do not share a CID")
+	}
+	for _, c := range []struct {
+		rec, cid string
+		want     bool
+	}{
+		{"big", mine, true},
+		{"big", shared, true},
+		{"other", shared, true},
+		{"other", mine, false},
+		{"big", "", false},
+		{"nope", mine, false},
+	} {
+		if got, err := db.HasBlob(ctx, c.rec, c.cid); err != nil || got != c.want {
+			t.Errorf("HasBlob(%s, %q) = %v, %v; want %v", c.rec, c.cid, got, err, c.want)
+		}
+	}
+	plan := explain(t, db, hasBlobSQL, []any{"big", mine})
+	assertNoScan(t, plan)
+	if !strings.Contains(plan, "INDEX events_cid") {
+		t.Errorf("HasBlob does not use events_cid:\n%s", plan)
+	}
+}
+
+// TestMigrateAddsBlobIndex opens a database of schema version 1 (version
+// 2's tables without events_cid) holding events: Open must migrate it to
+// the current version, building the index over the rows already there.
+func TestMigrateAddsBlobIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.sqlite")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := indextest.BenchRows("old", 1, 100)
+	const cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+	rows[41].CID = cid
+	if err := db.IndexEvents(t.Context(), "old", rows, 100); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP INDEX events_cid`, `PRAGMA user_version = 1`} {
+		if _, err := db.w.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(path)
+	if err != nil {
+		t.Fatalf("open a version 1 database: %v", err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, schemaVersion)
+	}
+	var n int
+	if err := db.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'events_cid'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("events_cid after migration: %d, %v", n, err)
+	}
+	if ok, err := db.HasBlob(t.Context(), "old", cid); err != nil || !ok {
+		t.Errorf("HasBlob of a row indexed before the migration = %v, %v; want true", ok, err)
+	}
+	if c, err := db.Cursor(t.Context(), "old"); err != nil || c != 100 {
+		t.Errorf("cursor after migration = %d, %v; want 100", c, err)
+	}
+}
+
 func explain(t *testing.T, db *DB, q string, args []any) string {
 	t.Helper()
 	rows, err := db.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)

@@ -1,0 +1,73 @@
+# flightrec's default access policy. The server asks data.flightrec.access.decision
+# for every request to a protected route, with input:
+#
+#   method      "GET", "POST", …
+#   route       the route pattern, e.g. "/v1/recordings/{id}/steps"
+#   project     the project of the recording the request is about ("" when
+#               it names none: a list without ?project=, an admin route)
+#   token       {id, project ("*" for every project), scopes: [ingest, read, pin, admin]}
+#
+# and gets {allow, need, reason}: need is the scope the route needs, so a
+# refusal can name it. A policy directory may replace this package (every
+# module in package flightrec.access there replaces this file).
+package flightrec.access
+
+# The scope each route needs. A route missing here is refused.
+route_scopes := {
+	"POST /v1/recordings": "ingest",
+	"POST /v1/recordings/{id}/events": "ingest",
+	"POST /v1/recordings/{id}/finish": "ingest",
+	"GET /v1/recordings": "read",
+	"GET /v1/recordings/{id}": "read",
+	"GET /v1/recordings/{id}/steps": "read",
+	"GET /v1/recordings/{id}/steps/{n}": "read",
+	"GET /v1/recordings/{id}/events": "read",
+	"GET /v1/recordings/{id}/redaction": "read",
+	"GET /v1/recordings/{id}/blobs/{cid}": "read",
+	"GET /v1/recordings/{id}/search": "read",
+	"GET /v1/recordings/{id}/export": "read",
+	"GET /v1/recordings/{id}/dom": "read",
+	"GET /v1/recordings/{id}/video": "read",
+	"GET /v1/diff": "read",
+	"POST /v1/recordings/{id}/pins": "pin",
+	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
+	"GET /v1/blobs/{cid}": "admin",
+	"GET /metrics": "admin",
+	"GET /v1/tokens": "admin",
+	"POST /v1/tokens": "admin",
+	"DELETE /v1/tokens/{id}": "admin",
+	"POST /v1/retention/sweep": "admin",
+	"GET /v1/retention": "admin",
+	"POST /v1/reindex": "admin",
+}
+
+need := route_scopes[concat(" ", [input.method, input.route])]
+
+has_scope if need in input.token.scopes
+
+# A token for every project reaches every recording; a project's token
+# reaches that project's recordings. Routes about no project (admin
+# routes, a list of every project) need a token for every project.
+in_project if input.token.project == "*"
+
+in_project if {
+	input.project != ""
+	input.token.project == input.project
+}
+
+default decision := {"allow": false, "need": "", "reason": "no such route"}
+
+decision := {"allow": true, "need": need, "reason": "granted"} if {
+	has_scope
+	in_project
+}
+
+decision := {"allow": false, "need": need, "reason": "missing scope"} if {
+	need
+	not has_scope
+}
+
+decision := {"allow": false, "need": need, "reason": "other project"} if {
+	has_scope
+	not in_project
+}
