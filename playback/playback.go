@@ -53,6 +53,8 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
 	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
+	r.Get("/v1/diff", s.handleDiff)
+	r.Get("/v1/diff/group", s.handleDiffGroup)
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {

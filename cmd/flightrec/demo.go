@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/flightrec/flightrec/ingest"
@@ -68,6 +69,18 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 
 	c := ingest.NewClient(base)
 	c.RetryFor = 30 * time.Second
+	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	if c.Token == "" && !a.Tokens.Empty() {
+		// The store has tokens, so ingest needs one: the demo issues itself
+		// a short-lived one for its project and revokes it when done.
+		tok, g, err := a.Tokens.Create(rc.Project, []string{"ingest"}, 15*time.Minute, "flightrec demo")
+		if err != nil {
+			printErr(errOut, false, err)
+			return exitFailure
+		}
+		defer a.Tokens.Revoke(g.ID)
+		c.Token = tok
+	}
 	rc.Log = out
 	rc.Labels = map[string]string{"demo": "true"}
 	failed := false

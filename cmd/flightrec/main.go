@@ -48,6 +48,7 @@ var commands = []command{
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
+	{"diff", "align two recordings step by step and name the first divergence, or --group: reproduced k of n", runDiff},
 	{"token", "issue, revoke and list bearer tokens (project, scopes) of a data directory", runToken},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }

@@ -35,6 +35,8 @@ var routeScope = map[string]string{
 	"GET /v1/recordings/{id}/events":      "read",
 	"GET /v1/recordings/{id}/redaction":   "read",
 	"GET /v1/recordings/{id}/blobs/{cid}": "read",
+	"GET /v1/diff":                        "read",
+	"GET /v1/diff/group":                  "read",
 	"GET /v1/blobs/{cid}":                 "admin",
 	"GET /metrics":                        "admin",
 	"GET /v1/tokens":                      "admin",
@@ -148,8 +150,10 @@ type cell struct {
 	route  string
 	url    string
 	body   []byte
-	// target is the project the request is about ("" for none).
-	target string
+	// target is the project the request is about ("" for none, "?" for
+	// an unknown recording); targets, of a request about several.
+	target  string
+	targets []string
 }
 
 // requests builds the requests of one route, about each project's
@@ -203,6 +207,24 @@ func (f *fixture) requests(method, route string) []cell {
 		add("create token", "", "/v1/tokens", []byte(`{"project":"alpha","scopes":["read"]}`))
 	case "DELETE /v1/tokens/{id}":
 		add("revoke unknown token", "", "/v1/tokens/000000000000", nil)
+	case "GET /v1/diff", "GET /v1/diff/group":
+		q := func(x, y string) string { return "?a=" + x + "&b=" + y }
+		if route == "/v1/diff/group" {
+			q = func(x, y string) string { return "?id=" + x + "&id=" + y }
+		}
+		a, b := f.rec["alpha"], f.rec["beta"]
+		for _, p := range []struct {
+			name, x, y string
+			targets    []string
+		}{
+			{"alpha with alpha", a, a, []string{"alpha", "alpha"}},
+			{"alpha with beta", a, b, []string{"alpha", "beta"}},
+			{"beta with beta", b, b, []string{"beta", "beta"}},
+			{"alpha with unknown", a, f.unknownRec, []string{"alpha", "?"}},
+		} {
+			out = append(out, cell{name: p.name, method: method, route: route, url: f.base + route + q(p.x, p.y), targets: p.targets,
+				target: map[bool]string{true: "?"}[p.targets[1] == "?"]})
+		}
 	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json":
 		add("public", "", route, nil)
 	}
@@ -243,6 +265,13 @@ func expect(tk *token, c cell) string {
 	}
 	all := tk.project == "*"
 	switch {
+	case len(c.targets) > 0:
+		for _, p := range c.targets {
+			if p == "?" || !(all || tk.project == p) {
+				return "hidden"
+			}
+		}
+		return "pass"
 	case strings.Contains(c.route, "{id}") && strings.HasPrefix(c.route, "/v1/recordings/"):
 		if c.target == "?" {
 			return "hidden" // unknown: the handler's own 404, or the guard's identical one
@@ -292,7 +321,7 @@ func TestAccessMatrix(t *testing.T) {
 		}
 	}
 	var toks []*token
-	for _, p := range []string{"alpha", "*"} {
+	for _, p := range []string{"alpha", "beta", "*"} {
 		for _, sc := range scopeSets() {
 			sec, _, err := f.app.Tokens.Create(p, sc, 0, "matrix")
 			if err != nil {

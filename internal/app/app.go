@@ -251,6 +251,11 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 // strings may carry anything.
 func (a *App) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Off (the default level), it costs nothing per request.
+		if !a.log.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)

@@ -59,15 +59,6 @@ type cachedDecision struct {
 // emptied (a burst of distinct keys costs evaluations, not memory).
 const maxCache = 1 << 14
 
-type ctxKey struct{}
-
-// GrantFrom returns the grant a request was let through with (ok false for
-// an anonymous request).
-func GrantFrom(ctx context.Context) (Grant, bool) {
-	g, ok := ctx.Value(ctxKey{}).(Grant)
-	return g, ok
-}
-
 // Middleware is the guard as chi middleware.
 func (gd *Guard) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,23 +81,27 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 			gd.deny(w, r, route, "", "unauthenticated", err)
 			return
 		}
-		project, hidden, err := gd.project(r, route, rctx, grant)
+		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
 		if err != nil {
 			apierr.Write(w, err)
 			return
 		}
-		d, err := gd.decide(r.Context(), grant, r.Method, route, project)
-		if err != nil {
-			gd.log().Error("access policy failed; request refused", "route", route, "err", err)
-			apierr.Write(w, apierr.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
-				"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
-			return
+		// A request about several recordings (a diff) needs the route on
+		// every one of their projects.
+		for _, project := range projects {
+			d, err := gd.decide(r.Context(), grant, r.Method, route, project)
+			if err != nil {
+				gd.log().Error("access policy failed; request refused", "route", route, "err", err)
+				apierr.Write(w, apierr.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
+					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
+				return
+			}
+			if !d.Allow {
+				gd.refuse(w, r, route, grant, d, hidden)
+				return
+			}
 		}
-		if !d.Allow {
-			gd.refuse(w, r, route, grant, d, hidden)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, grant)))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -135,20 +130,32 @@ var (
 	errNotBearer = errors.New("send the token as Authorization: Bearer TOKEN")
 )
 
-// project finds the project a request is about: a recording's (from the
-// {id} in its path), the body's for an open, the ?project= of a list (set
-// to the token's own project when a project's token lists without one).
-// hidden says the request names a recording, whose refusal must look like
-// "no such recording".
-func (gd *Guard) project(r *http.Request, route string, rctx *chi.Context, g Grant) (project string, hidden bool, err error) {
+// projectsOf finds the projects a request is about: a recording's (from
+// the {id} in its path), the recordings' of a diff (?a=&b=, or every ?id=
+// of a group), the body's for an open, the ?project= of a list (set to the
+// token's own project when a project's token lists without one), or none
+// ("": admin routes). hidden says the request names recordings, whose
+// refusal must look like "no such recording".
+func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g Grant) (projects []string, hidden bool, err error) {
 	switch {
 	case strings.HasPrefix(route, "/v1/recordings/{id}"):
-		id := rctx.URLParam("id")
-		p, _ := gd.recordingProject(r.Context(), id)
-		return p, true, nil
+		p, _ := gd.recordingProject(r.Context(), rctx.URLParam("id"))
+		return []string{p}, true, nil
+	case strings.HasPrefix(route, "/v1/diff"):
+		q := r.URL.Query()
+		ids := append(q["id"], q["a"]...)
+		ids = append(ids, q["b"]...)
+		if len(ids) == 0 {
+			return []string{""}, true, nil
+		}
+		for _, id := range ids {
+			p, _ := gd.recordingProject(r.Context(), id)
+			projects = append(projects, p)
+		}
+		return projects, true, nil
 	case route == "/v1/recordings" && r.Method == http.MethodPost:
 		p, err := peekProject(r)
-		return p, false, err
+		return []string{p}, false, err
 	case route == "/v1/recordings" && r.Method == http.MethodGet:
 		q := r.URL.Query()
 		p := q.Get("project")
@@ -157,9 +164,9 @@ func (gd *Guard) project(r *http.Request, route string, rctx *chi.Context, g Gra
 			r.URL.RawQuery = q.Encode()
 			p = g.Project
 		}
-		return p, false, nil
+		return []string{p}, false, nil
 	}
-	return "", false, nil
+	return []string{""}, false, nil
 }
 
 // recordingProject asks ProjectOf once per recording.

@@ -29,6 +29,7 @@ route_scopes := {
 	"GET /v1/recordings/{id}/dom": "read",
 	"GET /v1/recordings/{id}/video": "read",
 	"GET /v1/diff": "read",
+	"GET /v1/diff/group": "read",
 	"POST /v1/recordings/{id}/pins": "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
 	"GET /v1/blobs/{cid}": "admin",

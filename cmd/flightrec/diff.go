@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/flightrec/flightrec/diffrun"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+)
+
+// runDiff compares two recordings (or, with --group, finds the failure
+// signature several share) through the read API. Its exit codes are the
+// diff's own: 0 no material divergence (every run of a group shares the
+// signature), 1 the runs diverge (a group has odd ones out), 2 an error.
+func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := newFlags("diff", "diff A B | diff --group REC… [--server URL | --data DIR] [--json]", errOut)
+	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
+	group := fs.Bool("group", false, "report which failure signature the recordings share: reproduced k of n")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	ids := fs.Args()
+	if (!*group && len(ids) != 2) || (*group && len(ids) < 2) {
+		fs.Usage()
+		return exitUsage
+	}
+	local, ok := oneTarget(fs, errOut, *asJSON, "diff")
+	if !ok {
+		return exitUsage
+	}
+	base, stop, err := sendTarget(local, *server, sc, "", errOut)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	defer stop()
+	q := url.Values{}
+	path := "/v1/diff"
+	if *group {
+		path += "/group"
+		q["id"] = ids
+	} else {
+		q.Set("a", ids[0])
+		q.Set("b", ids[1])
+	}
+	body, err := getAPI(ctx, base+path+"?"+q.Encode())
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	if *group {
+		var g diffrun.GroupReport
+		if err := json.Unmarshal(body, &g); err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitUsage
+		}
+		if *asJSON {
+			printJSON(out, g)
+		} else {
+			printGroup(out, g)
+		}
+		if g.Reproduced == g.Of && g.Of > 0 {
+			return exitOK
+		}
+		return exitFound
+	}
+	var rep diffrun.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	if *asJSON {
+		printJSON(out, rep)
+	} else {
+		fmt.Fprint(out, rep.Table())
+	}
+	if rep.FirstDivergence != nil {
+		return exitFound
+	}
+	return exitOK
+}
+
+func printGroup(out io.Writer, g diffrun.GroupReport) {
+	if g.Signature == "" {
+		fmt.Fprintf(out, "no failure signature: %d of %d runs have none\n", g.Reproduced, g.Of)
+	} else {
+		fmt.Fprintf(out, "reproduced %d of %d: %s\n", g.Reproduced, g.Of, g.Signature)
+	}
+	for _, id := range g.Members {
+		fmt.Fprintf(out, "  %s\n", id)
+	}
+	for _, o := range g.Odd {
+		sig := o.Signature
+		if sig == "" {
+			sig = "(no failure)"
+		}
+		fmt.Fprintf(out, "odd one out: %s  %s\n", o.ID, sig)
+	}
+}
+
+// getAPI GETs a read-API URL with $FLIGHTREC_TOKEN and returns the body,
+// or the server's error envelope as an error.
+func getAPI(ctx context.Context, u string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tok := os.Getenv("FLIGHTREC_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		base := u
+		if i := strings.Index(u, "/v1/"); i > 0 {
+			base = u[:i]
+		}
+		return nil, apierr.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var env apierr.Envelope
+		if json.Unmarshal(body, &env) == nil && env.Error != nil {
+			return nil, env.Error
+		}
+		return nil, errors.New(resp.Status)
+	}
+	return body, nil
+}
