@@ -173,15 +173,9 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 			added = append(added, desc)
 		}
 	}
-	if len(statusChanged) > 0 {
-		diffs = append(diffs, Difference{ChannelNetwork, "status", listed("", statusChanged), false})
-	}
-	if len(added) > 0 {
-		diffs = append(diffs, Difference{ChannelNetwork, "new_requests", listed("new: ", added), false})
-	}
-	if len(missing) > 0 {
-		diffs = append(diffs, Difference{ChannelNetwork, "missing_requests", listed("missing: ", missing), false})
-	}
+	diffs = appendListed(diffs, ChannelNetwork, "status", "", statusChanged, false)
+	diffs = appendListed(diffs, ChannelNetwork, "new_requests", "new: ", added, false)
+	diffs = appendListed(diffs, ChannelNetwork, "missing_requests", "missing: ", missing, false)
 	return diffs
 }
 
@@ -264,15 +258,9 @@ func (d *differ) console(diffs []Difference, x, y *Step, na, nb int) []Differenc
 			vanished = append(vanished, consoleText(ka[k]))
 		}
 	}
-	if len(moved) > 0 {
-		diffs = append(diffs, Difference{ChannelConsole, "moved_error", listed("logged a step earlier or later in a: ", moved), false})
-	}
-	if len(warns) > 0 {
-		diffs = append(diffs, Difference{ChannelConsole, "new_warning", listed("new warning: ", warns), false})
-	}
-	if len(vanished) > 0 {
-		diffs = append(diffs, Difference{ChannelConsole, "vanished_error", listed("gone: ", vanished), false})
-	}
+	diffs = appendListed(diffs, ChannelConsole, "moved_error", "logged a step earlier or later in a: ", moved, false)
+	diffs = appendListed(diffs, ChannelConsole, "new_warning", "new warning: ", warns, false)
+	diffs = appendListed(diffs, ChannelConsole, "vanished_error", "gone: ", vanished, false)
 	return diffs
 }
 
@@ -447,24 +435,12 @@ func (d *differ) snapshot(diffs []Difference, x, y *Step) []Difference {
 			added = append(added, k)
 		}
 	}
-	if len(missing) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "missing_element", listed("missing ", missing), true})
-	}
-	if len(disabled) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "disabled_element", listed("now disabled: ", disabled), true})
-	}
-	if len(changed) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "changed_element", listed("changed: ", changed), false})
-	}
-	if len(count) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "element_count", listed("", count), false})
-	}
-	if len(added) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "new_element", listed("new: ", added), false})
-	}
-	if len(gone) > 0 {
-		diffs = append(diffs, Difference{ChannelSnapshot, "context_gone", listed("gone: ", gone), false})
-	}
+	diffs = appendListed(diffs, ChannelSnapshot, "missing_element", "missing ", missing, true)
+	diffs = appendListed(diffs, ChannelSnapshot, "disabled_element", "now disabled: ", disabled, true)
+	diffs = appendListed(diffs, ChannelSnapshot, "changed_element", "changed: ", changed, false)
+	diffs = appendListed(diffs, ChannelSnapshot, "element_count", "", count, false)
+	diffs = appendListed(diffs, ChannelSnapshot, "new_element", "new: ", added, false)
+	diffs = appendListed(diffs, ChannelSnapshot, "context_gone", "gone: ", gone, false)
 	return diffs
 }
 
@@ -497,4 +473,12 @@ func sameMultiset(a, b []string) bool {
 		m[s]--
 	}
 	return true
+}
+
+// appendListed adds one difference listing items, when there are any.
+func appendListed(diffs []Difference, channel, kind, prefix string, items []string, material bool) []Difference {
+	if len(items) == 0 {
+		return diffs
+	}
+	return append(diffs, Difference{channel, kind, listed(prefix, items), material})
 }

@@ -334,12 +334,15 @@ func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 func isHex(c byte) bool    { return isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'f' }
 func isAlnum(c byte) bool  { return isDigit(c) || isLetter(c) }
 
-func allDigits(s string) bool {
+func allDigits(s string) bool { return allOf(s, isDigit) }
+
+// allOf says whether s is not empty and every byte of it is ok.
+func allOf(s string, ok func(byte) bool) bool {
 	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
+		if !ok(s[i]) {
 			return false
 		}
 	}
@@ -554,17 +557,7 @@ func plainText(s string) bool {
 	return true
 }
 
-func isHexRun(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isHex(s[i]) {
-			return false
-		}
-	}
-	return true
-}
+func isHexRun(s string) bool { return allOf(s, isHex) }
 
 // urlLen is the length of the absolute URL s starts with, or 0.
 func urlLen(s string) int {

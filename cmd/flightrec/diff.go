@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,12 +111,15 @@ func printGroup(out io.Writer, g diffrun.GroupReport) {
 	}
 }
 
-// getAPI GETs a read-API URL with $FLIGHTREC_TOKEN and returns the body,
-// or the server's error envelope as an error.
-func getAPI(ctx context.Context, u string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+// getAPI GETs an API URL with $FLIGHTREC_TOKEN and returns the body, or
+// the server's error envelope as an error.
+func getAPI(ctx context.Context, u string) ([]byte, error) { return callAPI(ctx, "GET", u, nil) }
+
+// callAPI makes one API request with $FLIGHTREC_TOKEN.
+func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,7 @@ func getAPI(ctx context.Context, u string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		var env apierr.Envelope
 		if json.Unmarshal(body, &env) == nil && env.Error != nil {
 			return nil, env.Error

@@ -15,7 +15,6 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/flow"
-	"github.com/flightrec/flightrec/internal/recorder"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
@@ -26,14 +25,7 @@ import (
 // after step index at, when given) and waits until it is indexed.
 func recordDemo(t *testing.T, base, shop, name string, at int, extra ...string) string {
 	t.Helper()
-	file, data, err := demoapp.FlowFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := flow.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fl := testenv.DemoFlow(t, name)
 	if len(extra) > 0 {
 		src := "name: x\nstart_url: \"http://127.0.0.1/\"\nsteps:\n"
 		for _, e := range extra {
@@ -47,12 +39,7 @@ func recordDemo(t *testing.T, base, shop, name string, at int, extra ...string) 
 		steps = append(steps, ex.Steps...)
 		fl.Steps = append(steps, fl.Steps[at:]...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := recorder.Record(ctx, recorder.Config{Chromium: testenv.RequireChromium(t)}, fl.Expand(shop), ingest.NewClient(base))
-	if err != nil {
-		t.Fatalf("recording %s: %v", name, err)
-	}
+	res := testenv.Record(t, base, shop, fl)
 	waitRow(t, base, res.ID, func(r store.RecordingRow) bool { return r.State == store.StateFinished && r.IndexedTo >= res.Total })
 	return res.ID
 }

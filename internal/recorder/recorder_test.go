@@ -1,7 +1,6 @@
 package recorder_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -15,9 +14,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
-	"github.com/flightrec/flightrec/internal/flow"
 	"github.com/flightrec/flightrec/internal/recorder"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
@@ -47,22 +44,7 @@ func getJSON(t testing.TB, url string, v any) []byte {
 // recordFlow records one shipped demo flow against the storefront.
 func recordFlow(t testing.TB, base, shopURL, name string) recorder.Result {
 	t.Helper()
-	file, data, err := demoapp.FlowFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := flow.Parse(file, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := testenv.RequireChromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	res, err := recorder.Record(ctx, recorder.Config{Chromium: path}, fl.Expand(shopURL), ingest.NewClient(base))
-	if err != nil {
-		t.Fatalf("recording %s: %v", name, err)
-	}
-	return res
+	return testenv.Record(t, base, shopURL, testenv.DemoFlow(t, name))
 }
 
 // indexed waits until the recording is finished and indexed through n.
