@@ -135,16 +135,16 @@ func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error)
 		return nil, apierr.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	got, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		var env apierr.Envelope
-		if json.Unmarshal(body, &env) == nil && env.Error != nil {
+		if json.Unmarshal(got, &env) == nil && env.Error != nil {
 			return nil, env.Error
 		}
 		return nil, errors.New(resp.Status)
 	}
-	return body, nil
+	return got, nil
 }
