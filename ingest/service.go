@@ -26,6 +26,10 @@ import (
 // their size. Appends to one recording are serialized; different recordings
 // proceed in parallel.
 type Service struct {
+	// OnOpen, when set, hears each recording opened (after it is durable);
+	// the server writes its plan digest to the audit log.
+	OnOpen func(store.RecordingMeta)
+
 	cfg    Config
 	st     *store.Store
 	proj   *store.Projector
@@ -277,6 +281,9 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	s.open[meta.ID] = &recording{meta: meta, red: red, log: lg, next: 1}
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+	if s.OnOpen != nil {
+		s.OnOpen(meta)
+	}
 	mask := plan.MaskRules()
 	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil
 }
@@ -371,6 +378,9 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 			"finish this recording and continue in a new one, or raise --max-recording-bytes",
 			"the recording would exceed %d stored bytes", max)
 	}
+	// From storing the blobs until the log record naming them is durable,
+	// a garbage collection must not begin: its mark would miss them.
+	defer s.st.Blobs.Hold()()
 	if len(blobs) > 0 {
 		cids, err := s.st.Blobs.PutMany(blobs)
 		if err != nil {

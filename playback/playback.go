@@ -30,6 +30,9 @@ type Service struct {
 	log *slog.Logger
 	// OnError counts error replies by code (shared with ingest's metric).
 	OnError func(code string)
+	// Decorate, when set, adds a "retention" member to a recording's
+	// metadata (its class, expiry and pins: retention is not playback's).
+	Decorate func(ctx context.Context, row store.RecordingRow) any
 }
 
 // New returns a playback service.
@@ -189,7 +192,14 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, row)
+	if s.Decorate == nil {
+		writeJSON(w, row)
+		return
+	}
+	writeJSON(w, struct {
+		store.RecordingRow
+		Retention any `json:"retention"`
+	}{row, s.Decorate(r.Context(), row)})
 }
 
 // Timeline answers GET /v1/recordings/{id}/steps.

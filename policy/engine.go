@@ -29,6 +29,9 @@ const RedactQuery = "data.flightrec.redact.plan"
 // AccessQuery is the rule an access policy must define.
 const AccessQuery = "data.flightrec.access.decision"
 
+// RetentionQuery is the rule a retention policy must define.
+const RetentionQuery = "data.flightrec.retention.class"
+
 // Input is what a recording's plan is computed from.
 type Input struct {
 	Recording RecordingInput `json:"recording"`
@@ -57,6 +60,7 @@ type Engine struct {
 	modules map[string]*ast.Module
 	redact  rego.PreparedEvalQuery
 	access  rego.PreparedEvalQuery
+	retain  rego.PreparedEvalQuery
 	evals   atomic.Int64
 	aevals  atomic.Int64
 	timeout time.Duration
@@ -117,7 +121,8 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 	if len(errs) > 0 {
 		return nil, &CompileError{Errs: errs}
 	}
-	replaceDefaultAccess(modules)
+	replaceDefault(modules, "flightrec.access")
+	replaceDefault(modules, "flightrec.retention")
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
 		opts := []func(*rego.Rego){rego.Query(query), rego.StrictBuiltinErrors(true)}
 		for _, m := range modules {
@@ -137,17 +142,23 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{modules: modules, redact: red, access: acc, timeout: time.Second}, nil
+	ret, err := prepare(RetentionQuery)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{modules: modules, redact: red, access: acc, retain: ret, timeout: time.Second}, nil
 }
 
-// replaceDefaultAccess drops the default access policy (and its tests)
-// when the user's modules define package flightrec.access: the access
-// policy is replaced whole, not extended, since a rule added to the
-// default could only ever grant more.
-func replaceDefaultAccess(modules map[string]*ast.Module) {
+// replaceDefault drops a default package (and its tests) when the user's
+// modules define it: the access and retention policies are replaced whole,
+// not extended, since their rules are complete (a rule added to the
+// default access policy could only ever grant more, one added to the
+// retention policy would conflict).
+func replaceDefault(modules map[string]*ast.Module, pkg string) {
+	path := "data." + pkg
 	user := false
 	for name, m := range modules {
-		if !strings.HasPrefix(name, "default/") && m.Package.Path.String() == "data.flightrec.access" {
+		if !strings.HasPrefix(name, "default/") && m.Package.Path.String() == path {
 			user = true
 		}
 	}
@@ -156,7 +167,7 @@ func replaceDefaultAccess(modules map[string]*ast.Module) {
 	}
 	for name, m := range modules {
 		p := m.Package.Path.String()
-		if strings.HasPrefix(name, "default/") && (p == "data.flightrec.access" || p == "data.flightrec.access_test") {
+		if strings.HasPrefix(name, "default/") && (p == path || p == path+"_test") {
 			delete(modules, name)
 		}
 	}

@@ -66,6 +66,14 @@ type FSBlobs struct {
 	shards  sync.Map           // shard name → struct{}: directories known durable
 	shardMu sync.Mutex         // serializes making shard directories
 	packs   *packs             // blobs that came in batches (see packs.go)
+
+	// Garbage collection (gc.go). gcMu guards sweep and gen; it is never
+	// held while taking another lock except by Collect, which takes it
+	// inside packs.mu (lock order: packs.mu, then gcMu).
+	gcMu     sync.Mutex
+	sweep    *Sweep        // the sweep in progress, nil when none
+	gen      *holdGen      // the current generation of puts and holds
+	sweepSem chan struct{} // one sweep at a time
 }
 
 var _ Blobs = (*FSBlobs)(nil)
@@ -88,7 +96,7 @@ func OpenFSBlobs(dir string) (*FSBlobs, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: blobs: %w", err)
 	}
-	b := &FSBlobs{dir: dir, flights: map[string]*flight{}}
+	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1)}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: blobs: %w", err)
@@ -187,11 +195,12 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 // Put stores data and returns its CID. It returns once the blob is durable;
 // created is false if it was already stored.
 func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
-	c := Sum(data)
-	if d, ok := digestOf(c); ok {
-		if _, packed := b.packs.has(d); packed {
-			return c, false, nil
-		}
+	d := sha256.Sum256(data)
+	c := cidOfDigest(d[:])
+	// Touch d for a sweep in progress before looking for it (gc.go).
+	defer b.enter([][32]byte{d})()
+	if _, packed := b.packs.has(d); packed {
+		return c, false, nil
 	}
 	created, err := b.putBatch([]pending{{c: c, data: data}})
 	if err != nil {
@@ -214,6 +223,9 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Touch every digest for a sweep in progress before looking for any
+	// of them (gc.go).
+	defer b.enter(ds)()
 	// Blobs up to packMaxBlob go to a pack with one write and one fsync;
 	// larger ones are stored loose.
 	var packD [][32]byte
@@ -410,8 +422,18 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 		return nil, err
 	}
 	if d, ok := digestOf(c); ok {
-		if loc, packed := b.packs.has(d); packed {
+		for try := 0; ; try++ {
+			loc, packed := b.packs.has(d)
+			if !packed {
+				break // loose, or not stored
+			}
 			r, err := b.packs.open(loc)
+			if errors.Is(err, ErrNotFound) && try < 3 {
+				// A repack moved the blob and removed the pack we
+				// looked it up in (gc.go): the index says where it
+				// went, or that it is gone.
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("blob %s: %w", key, err)
 			}
@@ -464,11 +486,26 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	}
 	if d, ok := digestOf(c); ok {
 		if _, packed := b.packs.has(d); packed {
-			// A packed blob's space comes back when retention repacks
-			// the pack without it; until then it stays readable.
+			// A packed blob's space comes back when a sweep repacks the
+			// pack without it (Sweep.Collect); until then it stays
+			// readable.
 			return fmt.Errorf("blob %s: %w", key, ErrPacked)
 		}
 	}
+	defer b.claim(key)()
+	err = os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: delete blob %s: %w", key, err)
+	}
+	return SyncDir(filepath.Join(b.dir, shard))
+}
+
+// claim waits until no other goroutine has key in flight, claims it, and
+// returns the function that releases it.
+func (b *FSBlobs) claim(key string) (release func()) {
 	for {
 		b.mu.Lock()
 		f := b.flights[key]
@@ -481,20 +518,12 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 		b.mu.Unlock()
 		<-f.done
 	}
-	defer func() {
+	return func() {
 		b.mu.Lock()
 		close(b.flights[key].done)
 		delete(b.flights, key)
 		b.mu.Unlock()
-	}()
-	err = os.Remove(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
 	}
-	if err != nil {
-		return fmt.Errorf("store: delete blob %s: %w", key, err)
-	}
-	return SyncDir(filepath.Join(b.dir, shard))
 }
 
 // ErrPacked is returned by Delete for a blob that lives in a pack.

@@ -40,7 +40,10 @@ import (
 // The in-memory index maps digest → (pack, offset, length); it is loaded
 // from the .idx files and by scanning the one pack that has none (the one
 // being filled), whose torn tail a crash may have left is cut: entries in
-// it were never acknowledged.
+// it were never acknowledged. A sweep (gc.go) rewrites full packs without
+// their dead blobs under new numbers, so a crash may leave a blob in two
+// packs: the higher-numbered one is indexed, the other copy is dropped by
+// the next sweep.
 type packs struct {
 	dir      string
 	maxBytes int64
@@ -55,6 +58,10 @@ type packs struct {
 	// copies it many times into newly faulted pages, which cost more than
 	// the write itself.
 	buf []byte
+
+	// gcHook, when set (by tests), is called at each step of a repack
+	// (see gc.go); an error stops the collection there, as a crash would.
+	gcHook func(step string) error
 }
 
 type packLoc struct {
@@ -86,14 +93,23 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, n := range nums {
+	// The pack being filled is the highest-numbered one without an index.
+	// It is usually the last, but a sweep writes its rewritten packs (with
+	// their indexes) under new numbers while one is being filled.
+	filling := 0
+	for _, n := range nums {
+		if !idxs[n] {
+			filling = n
+		}
+	}
+	for _, n := range nums {
 		if idxs[n] {
 			if err := p.loadIdx(n); err == nil {
 				continue
 			}
 			// A bad index is rebuilt from its pack below.
 		}
-		last := i == len(nums)-1
+		last := n == filling
 		entries, good, size, err := p.scan(n)
 		if err != nil && !errors.Is(err, errPackCorrupt) {
 			return nil, fmt.Errorf("store: pack %d: %w", n, err)
@@ -153,8 +169,11 @@ func (p *packs) list() ([]int, map[int]bool, error) {
 	idxs := map[int]bool{}
 	for _, e := range ents {
 		name := e.Name()
-		if strings.HasPrefix(name, tmpPrefix) {
-			_ = os.Remove(filepath.Join(p.dir, name)) // an index a crash left half written
+		if strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, ".") && strings.Contains(name, tmpPrefix) {
+			// A pack a repack left half written (".tmp-*"), or an index
+			// a crash left half written (WriteFileAtomic's
+			// ".NNNNNNNN.idx.tmp-*").
+			_ = os.Remove(filepath.Join(p.dir, name))
 			continue
 		}
 		base, ext, ok := strings.Cut(name, ".")
@@ -170,6 +189,21 @@ func (p *packs) list() ([]int, map[int]bool, error) {
 		}
 	}
 	sort.Ints(nums)
+	// An index without its pack (a collection removes the index first, so
+	// only outside damage leaves one) must not outlive it: a later pack
+	// with the same number would load it.
+	have := make(map[int]bool, len(nums))
+	for _, n := range nums {
+		have[n] = true
+	}
+	for n := range idxs {
+		if !have[n] {
+			if err := os.Remove(p.idxPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("store: packs: %w", err)
+			}
+			delete(idxs, n)
+		}
+	}
 	return nums, idxs, nil
 }
 
@@ -244,29 +278,47 @@ func allZeroBytes(b []byte) bool {
 }
 
 func (p *packs) loadIdx(n int) error {
-	b, err := os.ReadFile(p.idxPath(n))
+	ents, err := p.readIdx(n)
 	if err != nil {
 		return err
 	}
+	for _, e := range ents {
+		p.add(e.d, e.loc)
+	}
+	return nil
+}
+
+// idxEntry is one row of a pack's index.
+type idxEntry struct {
+	d   [32]byte
+	loc packLoc
+}
+
+// readIdx reads and checks pack n's index file.
+func (p *packs) readIdx(n int) ([]idxEntry, error) {
+	b, err := os.ReadFile(p.idxPath(n))
+	if err != nil {
+		return nil, err
+	}
 	if len(b) < len(packIdxMagic)+8 || string(b[:len(packIdxMagic)]) != packIdxMagic {
-		return errPackCorrupt
+		return nil, errPackCorrupt
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
-		return errPackCorrupt
+		return nil, errPackCorrupt
 	}
 	cnt := int(binary.LittleEndian.Uint32(body[len(packIdxMagic):]))
 	rows := body[len(packIdxMagic)+4:]
 	if len(rows) != cnt*44 {
-		return errPackCorrupt
+		return nil, errPackCorrupt
 	}
-	for i := 0; i < cnt; i++ {
+	out := make([]idxEntry, cnt)
+	for i := range out {
 		r := rows[i*44:]
-		var d [32]byte
-		copy(d[:], r[:32])
-		p.add(d, packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40])), n: int64(binary.LittleEndian.Uint32(r[40:44]))})
+		copy(out[i].d[:], r[:32])
+		out[i].loc = packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40])), n: int64(binary.LittleEndian.Uint32(r[40:44]))}
 	}
-	return nil
+	return out, nil
 }
 
 func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
@@ -430,24 +482,44 @@ type packAdd struct {
 	n   int64
 }
 
-// roll finishes the current pack — everything written to it made durable,
-// its index written — and starts the next. Called with p.mu held.
+// finishCurrent finishes the pack being filled, if any (see finish); the
+// next put starts a new one.
+func (p *packs) finishCurrent() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.finish()
+}
+
+// finish finishes the current pack — everything written to it made
+// durable, trimmed, its index written — so it is full from now on. Called
+// with p.mu held.
+func (p *packs) finish() error {
+	pf := p.cur
+	if pf == nil {
+		return nil
+	}
+	if err := pf.syncThrough(pf.size.Load()); err != nil {
+		p.abandon(pf)
+		return err
+	}
+	if err := trimPack(p.path(pf.n), pf.size.Load()); err != nil {
+		return err
+	}
+	if err := p.writeIdx(pf.n, pf.entries); err != nil {
+		return err
+	}
+	if err := pf.f.Close(); err != nil {
+		return err
+	}
+	p.cur = nil
+	return nil
+}
+
+// roll finishes the current pack and starts the next. Called with p.mu
+// held.
 func (p *packs) roll() error {
-	if pf := p.cur; pf != nil {
-		if err := pf.syncThrough(pf.size.Load()); err != nil {
-			p.abandon(pf)
-			return err
-		}
-		if err := trimPack(p.path(pf.n), pf.size.Load()); err != nil {
-			return err
-		}
-		if err := p.writeIdx(pf.n, pf.entries); err != nil {
-			return err
-		}
-		if err := pf.f.Close(); err != nil {
-			return err
-		}
-		p.cur = nil
+	if err := p.finish(); err != nil {
+		return err
 	}
 	n := p.lastN + 1
 	f, err := os.OpenFile(p.path(n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -24,6 +24,7 @@ import (
 //	DIR/recordings/<id>/meta.json        metadata at open (atomic write)
 //	DIR/recordings/<id>/log/NNNNNNNN.seg the append-only log while open
 //	DIR/recordings/<id>/ROOT             the manifest CID once finished
+//	DIR/recordings/.removing-<id>/       a recording being removed (remove.go)
 //
 // Finishing a recording turns its segments into blobs, writes the manifest
 // as a blob, writes ROOT, and then removes the log directory. Each step is
@@ -47,7 +48,12 @@ func OpenStore(dir string, lo LogOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, Blobs: b, LogOptions: lo}, nil
+	s := &Store{dir: dir, Blobs: b, LogOptions: lo}
+	if err := s.removeLeftovers(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close releases the blob store's open pack.
@@ -256,6 +262,10 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 		}
 		return root, err
 	}
+	// From the first segment Put until ROOT names the manifest, the blobs
+	// stored here are referenced by nothing a sweep's mark phase reads: a
+	// sweep beginning meanwhile waits for this (FSBlobs.Hold).
+	defer s.Blobs.Hold()()
 	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
 	report := NewReportBuilder(id, meta.PlanDigest)
 	blobs := map[string]int64{}

@@ -49,6 +49,8 @@ var commands = []command{
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"diff", "align two recordings step by step and name the first divergence, or --group: reproduced k of n", runDiff},
+	{"retention", "sweep expired recordings and unreferenced blobs now (--dry-run [--now T]: what would go)", runRetention},
+	{"audit", "verify the hash-chained audit log; print a recording's redaction report", runAudit},
 	{"token", "issue, revoke and list bearer tokens (project, scopes) of a data directory", runToken},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }

@@ -25,26 +25,31 @@ import (
 // routeScope is what each route needs, written out here independently of
 // the Rego policy, so the matrix checks the policy rather than repeating it.
 var routeScope = map[string]string{
-	"POST /v1/recordings":                 "ingest",
-	"POST /v1/recordings/{id}/events":     "ingest",
-	"POST /v1/recordings/{id}/finish":     "ingest",
-	"GET /v1/recordings":                  "read",
-	"GET /v1/recordings/{id}":             "read",
-	"GET /v1/recordings/{id}/steps":       "read",
-	"GET /v1/recordings/{id}/steps/{n}":   "read",
-	"GET /v1/recordings/{id}/events":      "read",
-	"GET /v1/recordings/{id}/redaction":   "read",
-	"GET /v1/recordings/{id}/blobs/{cid}": "read",
-	"GET /v1/diff":                        "read",
-	"GET /v1/diff/group":                  "read",
-	"GET /v1/blobs/{cid}":                 "admin",
-	"GET /metrics":                        "admin",
-	"GET /v1/tokens":                      "admin",
-	"POST /v1/tokens":                     "admin",
-	"DELETE /v1/tokens/{id}":              "admin",
-	"GET /healthz":                        "",
-	"GET /readyz":                         "",
-	"GET /v1/openapi.json":                "",
+	"POST /v1/recordings":                   "ingest",
+	"POST /v1/recordings/{id}/events":       "ingest",
+	"POST /v1/recordings/{id}/finish":       "ingest",
+	"GET /v1/recordings":                    "read",
+	"GET /v1/recordings/{id}":               "read",
+	"GET /v1/recordings/{id}/steps":         "read",
+	"GET /v1/recordings/{id}/steps/{n}":     "read",
+	"GET /v1/recordings/{id}/events":        "read",
+	"GET /v1/recordings/{id}/redaction":     "read",
+	"GET /v1/recordings/{id}/blobs/{cid}":   "read",
+	"GET /v1/diff":                          "read",
+	"GET /v1/recordings/{id}/retention":     "read",
+	"POST /v1/recordings/{id}/pins":         "pin",
+	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
+	"POST /v1/retention/sweep":              "admin",
+	"GET /v1/audit":                         "admin",
+	"GET /v1/diff/group":                    "read",
+	"GET /v1/blobs/{cid}":                   "admin",
+	"GET /metrics":                          "admin",
+	"GET /v1/tokens":                        "admin",
+	"POST /v1/tokens":                       "admin",
+	"DELETE /v1/tokens/{id}":                "admin",
+	"GET /healthz":                          "",
+	"GET /readyz":                           "",
+	"GET /v1/openapi.json":                  "",
 }
 
 // fixture is two projects' recordings sharing a frame's bytes.
@@ -225,6 +230,16 @@ func (f *fixture) requests(method, route string) []cell {
 			out = append(out, cell{name: p.name, method: method, route: route, url: f.base + route + q(p.x, p.y), targets: p.targets,
 				target: map[bool]string{true: "?"}[p.targets[1] == "?"]})
 		}
+	case "GET /v1/recordings/{id}/retention":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/retention" }, nil)
+	case "POST /v1/recordings/{id}/pins":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/pins" }, []byte(`{"reason":"evidence","ref":"acme/shop#1"}`))
+	case "DELETE /v1/recordings/{id}/pins/{pin}":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/pins/pin_000000000000" }, nil)
+	case "POST /v1/retention/sweep":
+		add("dry sweep", "", "/v1/retention/sweep?dry_run=true", nil)
+	case "GET /v1/audit":
+		add("audit log", "", "/v1/audit", nil)
 	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json":
 		add("public", "", route, nil)
 	}

@@ -24,9 +24,11 @@ import (
 
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/sqlite"
@@ -63,6 +65,9 @@ type Config struct {
 	// directory without tokens is served anonymously, and one with tokens
 	// needs them.
 	RequireTokens bool
+	// RetentionInterval is how often the retention sweeper runs; 0 never
+	// (flightrec retention sweep runs it on demand).
+	RetentionInterval time.Duration
 }
 
 // RegisterFlags adds serve's flags.
@@ -76,6 +81,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.InsecureAnonymous, "insecure-anonymous", false,
 		"serve without authentication on a non-loopback address")
 	c.Ingest.RegisterFlags(fs)
+	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Hour,
+		"how often expired recordings and unreferenced blobs are swept (0: only on demand)")
 }
 
 func envOr(name, def string) string {
@@ -127,6 +134,8 @@ type App struct {
 	Policy   *policy.Engine
 	Tokens   *auth.Tokens
 	Guard    *auth.Guard
+	Audit    *audit.Log
+	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
 	log      *slog.Logger
 	router   *chi.Mux
@@ -171,12 +180,22 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	pb := playback.New(st, idx, log)
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
 	tokens, err := auth.OpenTokens(st.Dir())
+	var auditLog *audit.Log
+	if err == nil {
+		auditLog, err = audit.Open(st.Dir())
+	}
 	if err != nil {
 		cancel()
 		ing.Close()
 		idx.Close()
 		st.Close()
 		return nil, err
+	}
+	// Every recording's redaction plan is on the audit record.
+	ing.OnOpen = func(m store.RecordingMeta) {
+		if _, err := auditLog.Append(audit.Plan(m.ID, m.PlanDigest)); err != nil {
+			log.Error("writing the audit log failed", "kind", "plan", "recording", m.ID, "err", err)
+		}
 	}
 	denied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightrec_access_denied_total",
 		Help: "Requests refused by access control, by reason."}, []string{"reason"})
@@ -185,7 +204,14 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
 	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens,
-		Registry: reg, log: log, cancel: cancel}
+		Audit: auditLog, Registry: reg, log: log, cancel: cancel}
+	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
+	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
+		return a.Sweeper.Status(ctx, row, time.Now())
+	}
+	if cfg.RetentionInterval > 0 {
+		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
+	}
 	a.Guard = &auth.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
 		Public: map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true},
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
@@ -223,6 +249,8 @@ func (a *App) routes() *chi.Mux {
 	a.Ingest.Routes(r)
 	a.Playback.Routes(r)
 	auth.Routes(r, a.Tokens)
+	a.Sweeper.Routes(r)
+	audit.Routes(r, a.Audit)
 	return r
 }
 
@@ -276,7 +304,7 @@ func (a *App) Close() error {
 		a.cancel()
 		a.Proj.Close()
 		a.Playback.Close()
-		a.closeErr = errors.Join(flushErr, a.Index.Close(), a.Store.Close())
+		a.closeErr = errors.Join(flushErr, a.Index.Close(), a.Store.Close(), a.Audit.Close())
 	})
 	return a.closeErr
 }

@@ -37,8 +37,9 @@ route_scopes := {
 	"GET /v1/tokens": "admin",
 	"POST /v1/tokens": "admin",
 	"DELETE /v1/tokens/{id}": "admin",
+	"GET /v1/recordings/{id}/retention": "read",
 	"POST /v1/retention/sweep": "admin",
-	"GET /v1/retention": "admin",
+	"GET /v1/audit": "admin",
 	"POST /v1/reindex": "admin",
 }
 

@@ -66,9 +66,10 @@ func Open(path string) (*DB, error) {
 	// background; and _txlock=immediate, which takes the write lock at
 	// BEGIN, because a deferred transaction that reads first and then
 	// writes fails with SQLITE_BUSY, without waiting, when another process
-	// wrote in between.
+	// wrote in between. secure_delete overwrites what a delete frees with
+	// zeros: a recording retention removed leaves no trace in free pages.
 	w, err := sql.Open("sqlite", path+"?"+common+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=secure_delete(1)"+
 		"&_pragma=cache_size(-32000)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite index: open %s: %w", path, err)

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/audit"
+	"github.com/flightrec/flightrec/retention"
+)
+
+// runRetention runs a retention sweep on a server (or, with --data, on a
+// store through an in-process server).
+func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] != "sweep" {
+		fmt.Fprintln(errOut, "Usage: flightrec retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR]")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return exitOK
+		}
+		return exitUsage
+	}
+	fs := newFlags("retention sweep", "retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR]", errOut)
+	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
+	dry := fs.Bool("dry-run", false, "only report what would be removed")
+	now := fs.String("now", "", "with --dry-run: answer what would go at this time (RFC 3339)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	if *now != "" && !*dry {
+		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "add --dry-run", "--now is only for a dry run"))
+		return exitUsage
+	}
+	local, ok := oneTarget(fs, errOut, *asJSON, "sweep")
+	if !ok {
+		return exitUsage
+	}
+	base, stop, err := sendTarget(local, *server, sc, "", errOut)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer stop()
+	q := url.Values{}
+	if *dry {
+		q.Set("dry_run", "true")
+	}
+	if *now != "" {
+		q.Set("now", *now)
+	}
+	body, err := callAPI(ctx, "POST", base+"/v1/retention/sweep?"+q.Encode(), nil)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	var rep retention.Report
+	if err := json.Unmarshal(body, &rep); err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	if *asJSON {
+		printJSON(out, rep)
+		return exitOK
+	}
+	verb := "removed"
+	if rep.DryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(out, "as of %s: %d recordings considered, %d kept (%d held by pins), %s %d\n",
+		time.Unix(0, rep.Now).UTC().Format(time.RFC3339), rep.Considered, rep.Kept, rep.Pinned, verb, len(rep.Deleted))
+	for _, d := range rep.Deleted {
+		fmt.Fprintf(out, "  %s  %-10s %-10s expired %s (%s)\n", d.ID, d.Project, d.Class,
+			time.Unix(0, d.ExpiresAt).UTC().Format(time.RFC3339), d.Why)
+	}
+	if !rep.DryRun {
+		fmt.Fprintf(out, "freed %d bytes: %d of recordings, %d in %d blobs\n", rep.Freed(), rep.RecordingBytes, rep.BlobBytes, rep.BlobsRemoved)
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(errOut, "error: %s\n", e)
+	}
+	if len(rep.Errors) > 0 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// runAudit verifies the audit log, or prints a recording's redaction
+// report.
+func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
+	usage := "Usage: flightrec audit verify [--data DIR | FILE]\n       flightrec audit redaction REC [--server URL | --data DIR]"
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(errOut, usage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			return exitOK
+		}
+		return exitUsage
+	}
+	switch args[0] {
+	case "verify":
+		fs := newFlags("audit verify", "audit verify [--data DIR | FILE]", errOut)
+		data := fs.String("data", envOr("FLIGHTREC_DATA", "./flightrec-data"), "data directory (env FLIGHTREC_DATA)")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if code := parse(fs, args[1:]); code >= 0 {
+			return code
+		}
+		path := filepath.Join(*data, audit.FileName)
+		if fs.NArg() == 1 {
+			path = fs.Arg(0)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the path", "%v", err))
+			return exitFailure
+		}
+		defer f.Close()
+		rep, err := audit.Verify(f)
+		if *asJSON {
+			printJSON(out, rep)
+		}
+		if err != nil {
+			printErr(errOut, *asJSON, apierr.New(0, "AUDIT_BROKEN", "the audit log was edited, truncated or reordered: keep this copy as evidence", "%v", err))
+			return exitFound
+		}
+		if !*asJSON {
+			fmt.Fprintf(out, "audit log %s: %d entries, chain intact, head %s\n", path, rep.Entries, rep.Head.Hash)
+		}
+		return exitOK
+	case "redaction":
+		fs := newFlags("audit redaction", "audit redaction REC [--server URL | --data DIR]", errOut)
+		server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+		var sc app.StoreConfig
+		sc.RegisterFlags(fs)
+		if code := parse(fs, args[1:]); code >= 0 {
+			return code
+		}
+		if fs.NArg() != 1 {
+			fs.Usage()
+			return exitUsage
+		}
+		local, ok := oneTarget(fs, errOut, false, "read")
+		if !ok {
+			return exitUsage
+		}
+		base, stop, err := sendTarget(local, *server, sc, "", errOut)
+		if err != nil {
+			printErr(errOut, false, err)
+			return exitFailure
+		}
+		defer stop()
+		body, err := getAPI(ctx, base+"/v1/recordings/"+url.PathEscape(fs.Arg(0))+"/redaction")
+		if err != nil {
+			printErr(errOut, false, err)
+			return exitFailure
+		}
+		var v any
+		_ = json.Unmarshal(body, &v)
+		printJSON(out, v)
+		return exitOK
+	}
+	printErr(errOut, false, apierr.New(0, "USAGE", "flightrec audit verify|redaction", "unknown audit command %q", args[0]))
+	return exitUsage
+}

@@ -1,0 +1,14 @@
+# flightrec's default retention policy. The sweeper asks
+# data.flightrec.retention.class for every finished recording, with input
+# {"recording": {project, flow, labels, executor, verdict}}, and gets
+# {"name": …, "days": N}: the recording expires N days after it finished.
+# A policy directory may replace this package (every module in package
+# flightrec.retention there replaces this file).
+package flightrec.retention
+
+# Failures are evidence: kept longer than passing runs.
+failing := {"fail", "flaky", "blocked"}
+
+default class := {"name": "passing", "days": 14}
+
+class := {"name": "failing", "days": 90} if input.recording.verdict in failing

@@ -1,0 +1,255 @@
+// Package retention keeps recordings exactly as long as their class or
+// their evidence requires, then removes every byte of them: classes from
+// the retention policy (Rego, package flightrec.retention), pins that hold
+// a recording beyond its class, and the sweeper that deletes expired
+// recordings, their index rows and every blob no kept recording
+// references (mark and sweep), writing each step to the audit log.
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/internal/audit"
+	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/store"
+)
+
+// Day is a retention day.
+const Day = 24 * time.Hour
+
+// Status is a recording's retention as of a moment.
+type Status struct {
+	ID          string `json:"id"`
+	Project     string `json:"project"`
+	Class       string `json:"class"`
+	Days        int    `json:"days"`
+	ExpiresAt   int64  `json:"expires_at"`             // unix ns: finish (or creation) plus the class's days
+	HeldUntil   int64  `json:"held_until,omitempty"`   // unix ns an active pin keeps it; -1 without end
+	Pins        []Pin  `json:"pins,omitempty"`         // every pin, ended ones included
+	Expired     bool   `json:"expired"`                // the class's time is up and no pin holds it
+	Why         string `json:"why,omitempty"`          // why it goes: "class expiry" or "pin ended"
+	Open        bool   `json:"open,omitempty"`         // still being recorded: never swept
+	PolicyError string `json:"policy_error,omitempty"` // the policy failed: kept
+}
+
+// Sweeper decides and carries out retention.
+type Sweeper struct {
+	Store  *store.Store
+	Index  store.Index
+	Policy *policy.Engine
+	Pins   *Pins
+	Audit  *audit.Log
+	Now    func() time.Time // the clock; tests move it
+	Log    *slog.Logger
+
+	mu sync.Mutex // one sweep at a time
+}
+
+func (s *Sweeper) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Status computes one recording's retention at now.
+func (s *Sweeper) Status(ctx context.Context, row store.RecordingRow, now time.Time) Status {
+	st := Status{ID: row.ID, Project: row.Project, Open: row.State != store.StateFinished}
+	c, err := s.Policy.Retention(ctx, policy.RetentionInput{Project: row.Project, Flow: row.Flow,
+		Labels: row.Labels, Executor: row.Executor, Verdict: row.Verdict})
+	if err != nil {
+		st.PolicyError = err.Error()
+		return st
+	}
+	st.Class, st.Days = c.Name, c.Days
+	base := row.FinishedAt
+	if base == 0 {
+		base = row.CreatedAt
+	}
+	st.ExpiresAt = base + int64(c.Days)*int64(Day)
+	if s.Pins != nil {
+		st.Pins, _ = s.Pins.List(row.ID)
+	}
+	st.HeldUntil = heldUntil(st.Pins, now)
+	if st.Open || now.UnixNano() < st.ExpiresAt || st.HeldUntil != 0 {
+		return st
+	}
+	st.Expired, st.Why = true, "class expiry"
+	for _, p := range st.Pins {
+		if p.Until > st.ExpiresAt {
+			st.Why = "pin ended" // a pin kept it past its class, and has ended
+		}
+	}
+	return st
+}
+
+// Report is what a sweep did (or, dry, would do).
+type Report struct {
+	Now        int64    `json:"now"`
+	DryRun     bool     `json:"dry_run"`
+	Considered int      `json:"considered"`
+	Kept       int      `json:"kept"`
+	Pinned     int      `json:"pinned"` // kept only because a pin holds them
+	Deleted    []Status `json:"deleted"`
+	// RecordingBytes are the recordings' own files removed (metadata,
+	// logs, pins); BlobsRemoved and BlobBytes what garbage collection
+	// removed after (BlobBytes: the bytes of blob files and packs the
+	// store no longer occupies, pack headers and indexes included).
+	RecordingBytes int64    `json:"recording_bytes"`
+	BlobsRemoved   int      `json:"blobs_removed"`
+	BlobBytes      int64    `json:"blob_bytes"`
+	Errors         []string `json:"errors,omitempty"`
+}
+
+// Freed is every byte the sweep removed.
+func (r Report) Freed() int64 { return r.RecordingBytes + r.BlobBytes }
+
+// page is how many recordings a sweep reads from the index at a time.
+const page = 1000
+
+// Sweep removes the recordings whose class has expired and no pin holds,
+// then collects the blobs nothing kept references. With dryRun it only
+// reports what would go at the sweeper's now. progress, when set, hears
+// about long phases.
+func (s *Sweeper) Sweep(ctx context.Context, dryRun bool, progress func(phase string, done, total int)) (Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	rep := Report{Now: now.UnixNano(), DryRun: dryRun, Deleted: []Status{}}
+	var doomed []Status
+	f := store.RecordingFilter{Limit: page}
+	for {
+		rows, err := s.Index.Recordings(ctx, f)
+		if err != nil {
+			return rep, fmt.Errorf("retention: listing recordings: %w", err)
+		}
+		for _, row := range rows {
+			rep.Considered++
+			st := s.Status(ctx, row, now)
+			switch {
+			case st.Expired:
+				doomed = append(doomed, st)
+			case !st.Open && st.PolicyError == "" && now.UnixNano() >= st.ExpiresAt:
+				rep.Pinned++
+				rep.Kept++
+			default:
+				rep.Kept++
+			}
+		}
+		if len(rows) < page {
+			break
+		}
+		f.After = rows[len(rows)-1].ID
+		if progress != nil {
+			progress("deciding", rep.Considered, 0)
+		}
+	}
+	sort.Slice(doomed, func(i, j int) bool { return doomed[i].ExpiresAt < doomed[j].ExpiresAt })
+	if dryRun {
+		rep.Deleted = append(rep.Deleted, doomed...)
+		return rep, nil
+	}
+
+	// From here every blob an ingest touches is spared, so a recording
+	// written during the sweep never loses one.
+	sw := s.Store.Blobs.BeginSweep()
+	defer sw.End()
+	for i, st := range doomed {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		// The store first: it is the truth. A crash after it leaves an
+		// index row, which the next sweep (or reindex) removes.
+		freed, err := s.Store.RemoveRecording(st.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", st.ID, err))
+			continue
+		}
+		if err := s.Index.DeleteRecording(ctx, st.ID); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: index: %v", st.ID, err))
+		}
+		rep.RecordingBytes += freed
+		rep.Deleted = append(rep.Deleted, st)
+		s.audit(audit.Entry{Kind: "delete", Recording: st.ID, Project: st.Project, Why: st.Why, BytesFreed: freed,
+			Details: map[string]any{"class": st.Class, "expired_at": st.ExpiresAt}})
+		if progress != nil {
+			progress("deleting", i+1, len(doomed))
+		}
+	}
+
+	// Mark: every blob a kept recording references, open ones included.
+	live := map[string]struct{}{}
+	ids, err := s.Store.IDs()
+	if err != nil {
+		return rep, err
+	}
+	for i, id := range ids {
+		refs, err := s.Store.References(id)
+		if err != nil {
+			// A recording that cannot be read keeps everything: collect
+			// nothing rather than something it might need.
+			return rep, fmt.Errorf("retention: references of %s: %w (no blob was collected)", id, err)
+		}
+		for _, c := range refs {
+			live[c] = struct{}{}
+		}
+		if progress != nil && i%1000 == 999 {
+			progress("marking", i+1, len(ids))
+		}
+	}
+	cr, err := sw.Collect(func(c cid.Cid) bool { _, ok := live[c.String()]; return ok },
+		func(done, total int) {
+			if progress != nil {
+				progress("collecting", done, total)
+			}
+		})
+	if err != nil {
+		return rep, fmt.Errorf("retention: collecting blobs: %w", err)
+	}
+	rep.BlobsRemoved, rep.BlobBytes = cr.Removed, cr.DiskFreed
+	s.audit(audit.Entry{Kind: "sweep", BytesFreed: cr.Freed, Details: map[string]any{
+		"removed": len(rep.Deleted), "blobs_removed": cr.Removed, "recording_bytes": rep.RecordingBytes, "errors": len(rep.Errors)}})
+	return rep, nil
+}
+
+// audit appends to the audit log; a failure is logged, never fatal to a
+// deletion already done.
+func (s *Sweeper) audit(e audit.Entry) {
+	if s.Audit == nil {
+		return
+	}
+	if _, err := s.Audit.Append(e); err != nil && s.Log != nil {
+		s.Log.Error("writing the audit log failed", "kind", e.Kind, "recording", e.Recording, "err", err)
+	}
+}
+
+// Run sweeps every interval until ctx ends.
+func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rep, err := s.Sweep(ctx, false, nil)
+		if s.Log == nil {
+			continue
+		}
+		if err != nil {
+			s.Log.Error("retention sweep failed", "err", err)
+			continue
+		}
+		s.Log.Info("retention sweep", "deleted", len(rep.Deleted), "blobs_removed", rep.BlobsRemoved,
+			"bytes_freed", rep.Freed(), "errors", len(rep.Errors))
+	}
+}
