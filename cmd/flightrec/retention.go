@@ -97,7 +97,7 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 // runAudit verifies the audit log, or prints a recording's redaction
 // report.
 func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
-	usage := "Usage: flightrec audit verify [--data DIR | FILE]\n       flightrec audit redaction REC [--server URL | --data DIR]"
+	usage := "Usage: flightrec audit verify [--data DIR | FILE]\n       flightrec audit redaction REC [--server URL | --data DIR]\n       flightrec audit scan [--data DIR] [--project P] [--policy DIR]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(errOut, usage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -106,6 +106,8 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "scan":
+		return runAuditScan(ctx, args[1:], out, errOut)
 	case "verify":
 		fs := newFlags("audit verify", "audit verify [--data DIR | FILE]", errOut)
 		data := fs.String("data", envOr("FLIGHTREC_DATA", "./flightrec-data"), "data directory (env FLIGHTREC_DATA)")
@@ -124,11 +126,15 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		defer f.Close()
 		rep, err := audit.Verify(f)
+		if err != nil {
+			printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%v", err))
+			return exitFailure
+		}
 		if *asJSON {
 			printJSON(out, rep)
 		}
-		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "AUDIT_BROKEN", "the audit log was edited, truncated or reordered: keep this copy as evidence", "%v", err))
+		if !rep.OK {
+			printErr(errOut, *asJSON, apierr.New(0, "AUDIT_BROKEN", "the audit log was edited, truncated or reordered: keep this copy as evidence", "%v", rep.Problem))
 			return exitFound
 		}
 		if !*asJSON {
@@ -167,6 +173,6 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printJSON(out, v)
 		return exitOK
 	}
-	printErr(errOut, false, apierr.New(0, "USAGE", "flightrec audit verify|redaction", "unknown audit command %q", args[0]))
+	printErr(errOut, false, apierr.New(0, "USAGE", "flightrec audit verify|redaction|scan", "unknown audit command %q", args[0]))
 	return exitUsage
 }
