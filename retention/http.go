@@ -138,7 +138,7 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 			Now: func() time.Time { return t }}
 		sw = c
 	}
-	rep, err := sw.Sweep(r.Context(), dry, nil)
+	rep, err := sw.Sweep(r.Context(), dry, s.LogProgress())
 	if err != nil {
 		apierr.Write(w, apierr.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
 		return

@@ -241,7 +241,7 @@ func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		rep, err := s.Sweep(ctx, false, nil)
+		rep, err := s.Sweep(ctx, false, s.LogProgress())
 		if s.Log == nil {
 			continue
 		}
@@ -251,5 +251,21 @@ func (s *Sweeper) Run(ctx context.Context, interval time.Duration) {
 		}
 		s.Log.Info("retention sweep", "deleted", len(rep.Deleted), "blobs_removed", rep.BlobsRemoved,
 			"bytes_freed", rep.Freed(), "errors", len(rep.Errors))
+	}
+}
+
+// LogProgress returns a progress function that logs a long sweep's phase
+// and count at most once a second (nil without a logger).
+func (s *Sweeper) LogProgress() func(phase string, done, total int) {
+	if s.Log == nil {
+		return nil
+	}
+	var last time.Time
+	return func(phase string, done, total int) {
+		if time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		s.Log.Info("retention sweep in progress", "phase", phase, "done", done, "total", total)
 	}
 }
