@@ -21,10 +21,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flightrec/flightrec/store"
 )
 
 // FileName is the log's name in the data directory.
@@ -159,7 +160,7 @@ func OpenWith(dir string, o Options) (*Log, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("audit: open: %w", err)
 		}
-		if err := syncDir(filepath.Dir(dir)); err != nil {
+		if err := store.SyncDir(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
@@ -181,7 +182,7 @@ func OpenWith(dir string, o Options) (*Log, error) {
 
 func (l *Log) recover(created bool) error {
 	if created {
-		if err := syncDir(filepath.Dir(l.path)); err != nil {
+		if err := store.SyncDir(filepath.Dir(l.path)); err != nil {
 			return err
 		}
 	}
@@ -431,24 +432,4 @@ func (l *Log) Verify() (VerifyReport, error) {
 		return VerifyReport{}, err
 	}
 	return VerifyAgainst(io.NewSectionReader(s.f, 0, s.size), s.head)
-}
-
-// syncDir fsyncs a directory (as store.SyncDir does; kept here so the audit
-// log does not depend on the store package).
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("audit: sync dir: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("audit: sync dir %s: %w", dir, err)
-	}
-	return nil
 }
