@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
@@ -84,6 +85,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	rc.Log = out
 	rc.Labels = map[string]string{"demo": "true"}
 	failed := false
+	var ids []string
 	for _, name := range demoapp.FlowNames() {
 		file, data, err := demoapp.FlowFile(name)
 		if err != nil {
@@ -104,11 +106,23 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		printRecordResult(out, res, base+"/v1/recordings/"+res.ID+"/steps")
 		fmt.Fprintln(out)
+		ids = append(ids, res.ID)
 	}
 	if failed {
 		return exitFailure
 	}
 	fmt.Fprintf(out, "recordings: %s/v1/recordings\n", base)
+	// The two runs compared: where the failing one first diverges.
+	if len(ids) == 2 && a.Proj.Flush(ctx) == nil {
+		ra, errA := diffrun.Load(ctx, a.Store, a.Index, ids[0])
+		rb, errB := diffrun.Load(ctx, a.Store, a.Index, ids[1])
+		if errA == nil && errB == nil {
+			fmt.Fprintf(out, "compare: %s/v1/diff?a=%s&b=%s\n", base, ids[0], ids[1])
+			if fd := diffrun.Diff(ra, rb, diffrun.Options{}).FirstDivergence; fd != nil {
+				fmt.Fprintf(out, "  %s\n", fd.Explanation)
+			}
+		}
+	}
 	if *exit {
 		return exitOK
 	}
