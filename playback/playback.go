@@ -54,6 +54,8 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
 	r.Get("/v1/recordings/{id}/events", s.handleEvents)
 	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
+	r.Get("/v1/recordings/{id}/har", s.handleHAR)
+	r.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)
 	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
 	r.Get("/v1/diff", s.handleDiff)

@@ -37,6 +37,8 @@ var routeScope = map[string]string{
 	"GET /v1/recordings/{id}/blobs/{cid}":   "read",
 	"GET /v1/diff":                          "read",
 	"GET /v1/recordings/{id}/retention":     "read",
+	"GET /v1/recordings/{id}/har":           "read",
+	"GET /v1/recordings/{id}/rrweb":         "read",
 	"POST /v1/recordings/{id}/pins":         "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
 	"POST /v1/retention/sweep":              "admin",
@@ -230,6 +232,10 @@ func (f *fixture) requests(method, route string) []cell {
 			out = append(out, cell{name: p.name, method: method, route: route, url: f.base + route + q(p.x, p.y), targets: p.targets,
 				target: map[bool]string{true: "?"}[p.targets[1] == "?"]})
 		}
+	case "GET /v1/recordings/{id}/har":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/har" }, nil)
+	case "GET /v1/recordings/{id}/rrweb":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/rrweb" }, nil)
 	case "GET /v1/recordings/{id}/retention":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/retention" }, nil)
 	case "POST /v1/recordings/{id}/pins":

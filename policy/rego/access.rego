@@ -26,6 +26,8 @@ route_scopes := {
 	"GET /v1/recordings/{id}/blobs/{cid}": "read",
 	"GET /v1/recordings/{id}/search": "read",
 	"GET /v1/recordings/{id}/export": "read",
+	"GET /v1/recordings/{id}/har": "read",
+	"GET /v1/recordings/{id}/rrweb": "read",
 	"GET /v1/recordings/{id}/dom": "read",
 	"GET /v1/recordings/{id}/video": "read",
 	"GET /v1/diff": "read",

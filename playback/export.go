@@ -1,0 +1,126 @@
+package playback
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store"
+)
+
+// exportPage is how many events an export reads at a time.
+const exportPage = 5000
+
+// eachEvent calls fn with every stored event of kind k of a recording, in
+// seq order, payloads resolved from the log.
+func (s *Service) eachEvent(ctx context.Context, id string, k event.Kind, fn func(event.Envelope) error) error {
+	q := store.EventQuery{Recording: id, Kind: k, Limit: exportPage}
+	for {
+		rows, evs, err := s.events(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(rows) < q.Limit {
+			return nil
+		}
+		q.AfterSeq = rows[len(rows)-1].Seq
+	}
+}
+
+// harPage is a HAR 1.2 page: here, one step.
+type harPage struct {
+	StartedDateTime string          `json:"startedDateTime"`
+	ID              string          `json:"id"`
+	Title           string          `json:"title"`
+	PageTimings     json.RawMessage `json:"pageTimings"`
+}
+
+// handleHAR serves GET /v1/recordings/{id}/har: the recording's network
+// as one HAR 1.2 document, a page per step that made requests (pageref
+// step_N), entries as stored (redacted).
+func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var entries []map[string]any
+	var pages []harPage
+	seen := map[int]bool{}
+	err = s.eachEvent(r.Context(), row.ID, event.KindHAR, func(e event.Envelope) error {
+		var m map[string]any
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return fmt.Errorf("har event %d: %w", e.Seq, err)
+		}
+		ref := fmt.Sprintf("step_%d", e.Step)
+		m["pageref"] = ref
+		if !seen[e.Step] {
+			seen[e.Step] = true
+			started, _ := m["startedDateTime"].(string)
+			if started == "" {
+				started = time.Unix(0, e.TS).UTC().Format(time.RFC3339Nano)
+			}
+			pages = append(pages, harPage{StartedDateTime: started, ID: ref, Title: fmt.Sprintf("step %d", e.Step),
+				PageTimings: json.RawMessage(`{"onContentLoad":-1,"onLoad":-1}`)})
+		}
+		entries = append(entries, m)
+		return nil
+	})
+	if err != nil {
+		s.log.Error("exporting HAR failed", "recording", row.ID, "err", err)
+		s.fail(w, storeReadFailed("the recording's network could not be read"))
+		return
+	}
+	if entries == nil {
+		entries = []map[string]any{}
+	}
+	if pages == nil {
+		pages = []harPage{}
+	}
+	log := map[string]any{
+		"version": "1.2",
+		"creator": map[string]any{"name": "flightrec", "version": "1", "comment": "recording " + row.ID},
+		"pages":   pages,
+		"entries": entries,
+	}
+	if engine := row.Versions["engine"]; engine != "" {
+		name, version, _ := strings.Cut(engine, "/")
+		log["browser"] = map[string]any{"name": name, "version": version}
+	}
+	doc := map[string]any{"log": log}
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.har"`, row.ID))
+	writeJSON(w, doc)
+}
+
+// handleRRWeb serves GET /v1/recordings/{id}/rrweb: the recording's DOM
+// events as the array rrweb's replayer takes, unchanged in shape.
+func (s *Service) handleRRWeb(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := []json.RawMessage{}
+	err = s.eachEvent(r.Context(), row.ID, event.KindDOM, func(e event.Envelope) error {
+		out = append(out, e.Data)
+		return nil
+	})
+	if err != nil {
+		s.log.Error("exporting rrweb events failed", "recording", row.ID, "err", err)
+		s.fail(w, storeReadFailed("the recording's DOM events could not be read"))
+		return
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.rrweb.json"`, row.ID))
+	writeJSON(w, out)
+}
