@@ -368,6 +368,30 @@ func (d *differ) parsed(cache map[string]*snapshot, text string) *snapshot {
 	return s
 }
 
+// lineGroup is the lines of one element (role and name) of a snapshot.
+type lineGroup struct {
+	rests      []string
+	actionable bool
+}
+
+// groupLines groups a snapshot's lines by element, keys in first-seen
+// order.
+func groupLines(lines []snapLine) (map[string]*lineGroup, []string) {
+	groups := make(map[string]*lineGroup, len(lines))
+	var order []string
+	for _, l := range lines {
+		g := groups[l.Key]
+		if g == nil {
+			g = &lineGroup{}
+			groups[l.Key] = g
+			order = append(order, l.Key)
+		}
+		g.rests = append(g.rests, l.Rest)
+		g.actionable = g.actionable || l.Actionable
+	}
+	return groups, order
+}
+
 // snapshot compares the interactive views after two steps, element by
 // element (role and name). Material: an actionable element of a that b
 // does not have at all, or that b shows disabled where a did not. New
@@ -381,34 +405,8 @@ func (d *differ) snapshot(diffs []Difference, x, y *Step) []Difference {
 	if sa.canon == sb.canon {
 		return diffs
 	}
-	type group struct {
-		rests      []string
-		actionable bool
-	}
-	ga := make(map[string]*group, len(sa.lines))
-	var order []string
-	for _, l := range sa.lines {
-		g := ga[l.Key]
-		if g == nil {
-			g = &group{}
-			ga[l.Key] = g
-			order = append(order, l.Key)
-		}
-		g.rests = append(g.rests, l.Rest)
-		g.actionable = g.actionable || l.Actionable
-	}
-	gb := make(map[string]*group, len(sb.lines))
-	var orderB []string
-	for _, l := range sb.lines {
-		g := gb[l.Key]
-		if g == nil {
-			g = &group{}
-			gb[l.Key] = g
-			orderB = append(orderB, l.Key)
-		}
-		g.rests = append(g.rests, l.Rest)
-		g.actionable = g.actionable || l.Actionable
-	}
+	ga, order := groupLines(sa.lines)
+	gb, orderB := groupLines(sb.lines)
 	var missing, gone, added, count, changed, disabled []string
 	for _, k := range order {
 		g, h := ga[k], gb[k]

@@ -123,7 +123,10 @@ func (s *Sweeper) handleUnpin(w http.ResponseWriter, r *http.Request) {
 func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	dry := q.Get("dry_run") == "true" || q.Get("dry_run") == "1"
-	sw := s
+	var (
+		rep Report
+		err error
+	)
 	if at := q.Get("now"); at != "" {
 		if !dry {
 			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "add dry_run=true", "now is only for a dry run"))
@@ -134,11 +137,10 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send now as RFC 3339", "now is not a time"))
 			return
 		}
-		c := &Sweeper{Store: s.Store, Index: s.Index, Policy: s.Policy, Pins: s.Pins, Log: s.Log,
-			Now: func() time.Time { return t }}
-		sw = c
+		rep, err = s.DryRunAt(r.Context(), t)
+	} else {
+		rep, err = s.Sweep(r.Context(), dry, s.LogProgress())
 	}
-	rep, err := sw.Sweep(r.Context(), dry, s.LogProgress())
 	if err != nil {
 		apierr.Write(w, apierr.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
 		return

@@ -36,9 +36,8 @@ func (p Pin) Active(now time.Time) bool { return p.Until == 0 || now.UnixNano() 
 
 // Errors of pin requests.
 var (
-	ErrBadPin          = errors.New("retention: bad pin")
-	ErrNoSuchPin       = errors.New("retention: no such pin")
-	ErrNoSuchRecording = store.ErrNotFound
+	ErrBadPin    = errors.New("retention: bad pin")
+	ErrNoSuchPin = errors.New("retention: no such pin")
 )
 
 // pinsFile is a recording's pins, beside its metadata: removing the

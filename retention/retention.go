@@ -120,9 +120,17 @@ const page = 1000
 // reports what would go at the sweeper's now. progress, when set, hears
 // about long phases.
 func (s *Sweeper) Sweep(ctx context.Context, dryRun bool, progress func(phase string, done, total int)) (Report, error) {
+	return s.sweep(ctx, s.now(), dryRun, progress)
+}
+
+// DryRunAt reports what a sweep at now would remove, and removes nothing.
+func (s *Sweeper) DryRunAt(ctx context.Context, now time.Time) (Report, error) {
+	return s.sweep(ctx, now, true, s.LogProgress())
+}
+
+func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progress func(phase string, done, total int)) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
 	rep := Report{Now: now.UnixNano(), DryRun: dryRun, Deleted: []Status{}}
 	var doomed []Status
 	f := store.RecordingFilter{Limit: page}

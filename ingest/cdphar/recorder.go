@@ -416,25 +416,35 @@ func (rq *request) hasExtra(i int) tri {
 func (r *Recorder) Entries() []json.RawMessage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for r.fetching > 0 {
+	out := make([]json.RawMessage, 0, len(r.hops))
+	r.build(true, func(h *hop) bool { return h.ended }, func(_ *hop, _ *Entry, b json.RawMessage) {
+		out = append(out, b)
+	})
+	return out
+}
+
+// build calls fn with the HAR entry (built and as JSON) of every hop pick
+// selects, in the order the requests started; with wait, body fetches in
+// flight are waited for first. Called with r.mu held.
+func (r *Recorder) build(wait bool, pick func(*hop) bool, fn func(h *hop, e *Entry, b json.RawMessage)) {
+	for wait && r.fetching > 0 {
 		r.cond.Wait()
 	}
 	extras := map[*hop]extraInfo{}
 	for _, rq := range r.reqs {
 		rq.assignExtra(extras)
 	}
-	out := make([]json.RawMessage, 0, len(r.hops))
 	for _, h := range r.hops {
-		if !h.ended {
+		if !pick(h) {
 			continue
 		}
-		b, err := json.Marshal(build(h, extras[h]))
+		e := build(h, extras[h])
+		b, err := json.Marshal(e)
 		if err != nil {
 			continue // cannot happen: only strings, numbers and bools
 		}
-		out = append(out, b)
+		fn(h, e, b)
 	}
-	return out
 }
 
 type extraInfo struct {
@@ -485,25 +495,11 @@ type Taken struct {
 func (r *Recorder) Take(all bool) []Taken {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if all {
-		for r.fetching > 0 {
-			r.cond.Wait()
-		}
-	}
-	extras := map[*hop]extraInfo{}
-	for _, rq := range r.reqs {
-		rq.assignExtra(extras)
-	}
 	var out []Taken
-	for _, h := range r.hops {
-		if h.taken || !h.ended || !h.bodyDone || (!all && h.req.awaitingExtra()) {
-			continue
-		}
-		e := build(h, extras[h])
-		b, err := json.Marshal(e)
-		if err != nil {
-			continue // cannot happen: only strings, numbers and bools
-		}
+	complete := func(h *hop) bool {
+		return !h.taken && h.ended && h.bodyDone && (all || !h.req.awaitingExtra())
+	}
+	r.build(all, complete, func(h *hop, e *Entry, b json.RawMessage) {
 		h.taken = true
 		t := Taken{Step: h.step, Entry: b, Method: e.Request.Method, URL: e.Request.URL,
 			Status: e.Response.Status, Type: string(h.resType),
@@ -515,7 +511,7 @@ func (r *Recorder) Take(all bool) []Taken {
 			}
 		}
 		out = append(out, t)
-	}
+	})
 	return out
 }
 

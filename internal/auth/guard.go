@@ -78,7 +78,7 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		grant, err := gd.authenticate(r)
 		if err != nil {
-			gd.deny(w, r, route, "", "unauthenticated", err)
+			gd.deny(w, r, route, err)
 			return
 		}
 		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
@@ -267,9 +267,9 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 
 // deny answers a request without a valid token: 401 with the envelope and
 // a WWW-Authenticate challenge.
-func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route, _, reason string, err error) {
-	gd.count(reason)
-	gd.log().Info("request denied", "method", r.Method, "route", route, "reason", reason, "why", err.Error())
+func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err error) {
+	gd.count("unauthenticated")
+	gd.log().Info("request denied", "method", r.Method, "route", route, "reason", "unauthenticated", "why", err.Error())
 	challenge := `Bearer realm="flightrec"`
 	if !errors.Is(err, errNoToken) {
 		challenge += `, error="invalid_token"`

@@ -30,7 +30,7 @@ type frames struct {
 func startFrames(s *session) *frames {
 	f := &frames{s: s, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
 	q := int64(s.cfg.JPEGQuality)
-	vp := s.viewport()
+	vp := s.vp
 	_, err := chromedp.Call(s.ctx, page.StartScreencast, page.StartScreencastParams{
 		Format: page.StartScreencastFormatJpeg, Quality: &q, MaxWidth: int64(vp.Width), MaxHeight: int64(vp.Height), EveryNthFrame: 1})
 	if err != nil {
@@ -80,7 +80,7 @@ func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 	if !ok {
 		return false
 	}
-	vp := s.viewport()
+	vp := s.vp
 	fr := event.Frame{Mime: "image/jpeg", Image: img, Width: vp.Width, Height: vp.Height, Masks: masks}
 	if len(img) > 8 && img[0] == 0x89 && img[1] == 'P' {
 		fr.Mime = "image/png"
@@ -178,10 +178,4 @@ func (s *session) maskRects() ([]event.Rect, bool) {
 		return nil, false
 	}
 	return nil, true
-}
-
-func (s *session) viewport() event.Viewport {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.vp
 }

@@ -189,7 +189,7 @@ type session struct {
 	dialogs       map[int][]event.Dialog
 	exceptions    map[int]string // the first uncaught exception of each step
 	cursor        *event.Point
-	vp            event.Viewport
+	vp            event.Viewport // set before any goroutine reads it
 
 	frames *frames
 	cwork  chan func() // console work, in arrival order, off the reader goroutine

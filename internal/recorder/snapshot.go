@@ -103,7 +103,7 @@ var actionableRoles = map[string]bool{
 var contextRoles = map[string]bool{
 	"main": true, "navigation": true, "banner": true, "contentinfo": true, "complementary": true,
 	"form": true, "dialog": true, "alertdialog": true, "heading": true, "alert": true, "status": true,
-	"region": true, "search": true, "list": false,
+	"region": true, "search": true,
 }
 
 // valued roles show their value.

@@ -31,7 +31,6 @@ type stream struct {
 	done    chan struct{}
 	acked   uint64
 	closed  bool
-	flushed *sync.Cond // signalled after each send
 }
 
 // batch bounds: a batch is sent when it is this full or flushEvery passed.
@@ -44,7 +43,6 @@ const (
 func newStream(c *ingest.Client, id string) *stream {
 	s := &stream{client: c, id: id, limits: event.DefaultLimits, counts: map[event.Kind]int{},
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
-	s.flushed = sync.NewCond(&s.mu)
 	go s.sender()
 	return s
 }
@@ -151,7 +149,6 @@ func (s *stream) sender() {
 			if s.err != nil {
 				s.pending = nil
 			}
-			s.flushed.Broadcast()
 			s.mu.Unlock()
 		}
 		if closed {
