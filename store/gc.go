@@ -71,8 +71,9 @@ import (
 // it removed looks it up again (FSBlobs.Open), and one that has the old
 // pack open keeps reading it.
 //
-// Only full packs (with an index on disk) are rewritten, never the one
-// being filled or one abandoned after a failed fsync. packs.mu is held to
+// Only full packs (with an index on disk) are rewritten, never one
+// abandoned after a failed fsync; the one being filled is first finished
+// when it holds a dead blob. packs.mu is held to
 // list packs, to pick the entries the index still places in a pack, to
 // reserve a pack number and to swap the index, never while copying.
 
@@ -207,8 +208,9 @@ type CollectReport struct {
 	PackBytesBefore int64 `json:"pack_bytes_before"`
 	PackBytesAfter  int64 `json:"pack_bytes_after"`
 	// Kept is the number of blobs Collect examined and kept (live, or
-	// touched since BeginSweep): loose blobs and the blobs of full packs.
-	// Blobs in the pack being filled are not examined.
+	// touched since BeginSweep): loose blobs and the blobs of full packs
+	// (the pack being filled counts only when it was finished for dead
+	// blobs).
 	Kept int `json:"kept"`
 }
 
@@ -216,8 +218,8 @@ type CollectReport struct {
 // and that no Put or PutMany has touched since BeginSweep: loose blobs are
 // unlinked; each full pack holding such blobs (or copies of blobs the index
 // places in another pack) is rewritten without them into a new pack, and a
-// pack left with nothing is removed. The pack being filled is never
-// rewritten, so dead blobs in it wait for a later sweep.
+// pack left with nothing is removed. The pack being filled is finished
+// and collected the same way when it holds a dead blob, else left to fill.
 //
 // live is called without locks held, at most once or twice per blob, for
 // blobs not touched; it must be the mark set of every recording kept,
