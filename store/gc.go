@@ -48,7 +48,7 @@ import (
 //     every Put and PutMany already running, and for every Hold taken
 //     before it, to finish. Hold brackets a Put-then-reference sequence:
 //     Seal holds from its first segment Put until ROOT is written, and an
-//     ingest batch should hold from its PutMany until its log append. So
+//     ingest batch holds from its PutMany until its log append. So
 //     when BeginSweep returns, every blob stored before it is either
 //     referenced by something the mark phase reads (a log record, a
 //     manifest) or by nothing; and every blob a later batch uses is
