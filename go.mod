@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/ClickHouse/clickhouse-go/v2 v2.51.0
+	github.com/at-wat/ebml-go v0.19.4
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/ipfs/go-cid v0.6.2
 	github.com/klauspost/compress v1.20.4

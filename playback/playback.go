@@ -19,32 +19,43 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/playback/attest"
+	"github.com/flightrec/flightrec/playback/dom"
 	"github.com/flightrec/flightrec/store"
 )
 
 // Service answers reads from the index, resolving events from the store.
 type Service struct {
-	st  *store.Store
-	idx store.Index
-	rd  *store.Reader
-	log *slog.Logger
+	st     *store.Store
+	idx    store.Index
+	rd     *store.Reader
+	log    *slog.Logger
+	dom    *dom.Cache // DOM checkpoint sets by recording
+	videos videoBuilds
 	// OnError counts error replies by code (shared with ingest's metric).
 	OnError func(code string)
 	// Decorate, when set, adds a "retention" member to a recording's
 	// metadata (its class, expiry and pins: retention is not playback's).
 	Decorate func(ctx context.Context, row store.RecordingRow) any
+	// Signer signs attestations (the server's key, kept in the data
+	// directory); without one the attestation routes answer 501.
+	Signer *attest.Signer
 }
 
 // New returns a playback service.
 func New(st *store.Store, idx store.Index, log *slog.Logger) *Service {
-	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {}}
+	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {},
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery)}
 }
 
 // Close releases cached segment handles.
 func (s *Service) Close() error { return s.rd.Close() }
 
 // Forget drops cached handles of a recording (after it is sealed).
-func (s *Service) Forget(id string) { s.rd.Forget(id) }
+func (s *Service) Forget(id string) {
+	s.rd.Forget(id)
+	s.dom.Remove(id)
+}
 
 // Routes mounts the read API on r.
 func (s *Service) Routes(r chi.Router) {
@@ -52,10 +63,18 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}", s.handleRecording)
 	r.Get("/v1/recordings/{id}/steps", s.handleTimeline)
 	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
+	r.Get("/v1/recordings/{id}/steps/{n}/dom", s.handleDOM)
 	r.Get("/v1/recordings/{id}/events", s.handleEvents)
 	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
 	r.Get("/v1/recordings/{id}/har", s.handleHAR)
 	r.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)
+	r.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
+	r.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
+	r.Get("/v1/recordings/{id}/at", s.handleAt)
+	r.Get("/v1/search", s.handleSearch)
+	r.Get("/v1/recordings/{id}/bundle", s.handleBundle)
+	r.Get("/v1/recordings/{id}/attestation", s.handleAttestation)
+	r.Get("/v1/attestation/key", s.handleAttestationKey)
 	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
 	r.Get("/v1/diff", s.handleDiff)

@@ -34,6 +34,7 @@ type Store struct {
 	dir   string
 	Blobs *FSBlobs
 	LogOptions
+	derivedMu sync.Mutex // serializes derived.json updates
 }
 
 // ErrFinished is returned when a recording is already sealed.

@@ -118,14 +118,18 @@ func (s *Store) removeLeftovers() error {
 // distinct: for a finished recording its root (the manifest), the
 // manifest's segments and the manifest's blobs; for an open one the CIDs
 // its log records carry (the records a concurrent append has not finished
-// writing are not read). A recording sealed while it is read is read
-// again as a finished one. A missing or invalid recording is ErrNotFound.
+// writing are not read); either way, its derived blobs (derived.go). A
+// recording sealed while it is read is read again as a finished one. A missing or invalid recording is ErrNotFound.
 //
 // A sweep's mark phase calls it for every recording it keeps, after
 // BeginSweep returned (see gc.go).
 func (s *Store) References(id string) ([]string, error) {
 	if !ValidRecordingID(id) {
 		return nil, fmt.Errorf("recording %q: %w", id, ErrNotFound)
+	}
+	derived, err := s.derivedRefs(id)
+	if err != nil {
+		return nil, err
 	}
 	for try := 0; ; try++ {
 		root, err := s.Root(id)
@@ -143,9 +147,10 @@ func (s *Store) References(id string) ([]string, error) {
 				refs = append(refs, seg.CID)
 			}
 			refs = append(refs, m.Blobs...)
+			refs = append(refs, derived...)
 			return sortedDistinct(refs), nil
 		}
-		var refs []string
+		refs := append([]string(nil), derived...)
 		err = ScanLog(s.logDir(id), func(r Record, _ Locator) error {
 			if r.CID != "" {
 				refs = append(refs, r.CID)
@@ -163,7 +168,7 @@ func (s *Store) References(id string) ([]string, error) {
 		}
 		if errors.Is(err, ErrNotFound) {
 			if _, merr := os.Stat(s.metaPath(id)); merr == nil {
-				return []string{}, nil
+				return sortedDistinct(append([]string{}, derived...)), nil
 			}
 			return nil, fmt.Errorf("recording %s: %w", id, ErrNotFound)
 		}

@@ -41,7 +41,7 @@ var importFormats = []struct {
 }
 
 func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
-	synopsis := "import har|cdp|playwright [flags] FILE"
+	synopsis := "import har|cdp|playwright|bundle [flags] FILE"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fs := newFlags("import", synopsis, errOut)
 		fs.Usage = func() { importUsage(errOut, synopsis) }
@@ -52,6 +52,9 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	format := args[0]
+	if format == "bundle" {
+		return runImportBundle(ctx, args[1:], out, errOut)
+	}
 	var read importRead
 	for _, f := range importFormats {
 		if f.name == format {
@@ -60,7 +63,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	if read == nil {
 		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec import --help",
-			"unknown import format %q (want har, cdp or playwright)", format))
+			"unknown import format %q (want har, cdp, playwright or bundle)", format))
 		return exitUsage
 	}
 	fs := newFlags("import "+format, "import "+format+" [--server URL | --data DIR] [flags] FILE", errOut)
@@ -172,6 +175,7 @@ func importUsage(w io.Writer, synopsis string) {
 	for _, f := range importFormats {
 		fmt.Fprintf(w, "  %-10s %s\n", f.name, f.what)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n", "bundle", "a bundle flightrec export bundle wrote: the recording is installed as it was (same id and root) into --data DIR and indexed")
 	fmt.Fprintf(w, "\nScreencast frames (cdp, playwright) are left out unless --unmasked-frames: they carry\n"+
 		"no mask rectangles, so redaction could mask nothing in them.\n")
 	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")

@@ -10,11 +10,18 @@ import (
 )
 
 func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("verify", "verify [--data DIR] [--json]", errOut)
+	fs := newFlags("verify", "verify [--data DIR] [--json]\n"+
+		"       flightrec verify [--json] BUNDLE\n"+
+		"       flightrec verify --attestation FILE --key PUB (BUNDLE | --data DIR --recording ID)", errOut)
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if code := parse(fs, args); code >= 0 {
+	extra := registerVerifyFlags(fs)
+	files, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if code, done := extra.run(files, sc, *asJSON, out, errOut); done {
 		return code
 	}
 	st, idx, err := sc.Open()

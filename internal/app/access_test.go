@@ -39,6 +39,13 @@ var routeScope = map[string]string{
 	"GET /v1/recordings/{id}/retention":     "read",
 	"GET /v1/recordings/{id}/har":           "read",
 	"GET /v1/recordings/{id}/rrweb":         "read",
+	"GET /v1/recordings/{id}/bundle":        "read",
+	"GET /v1/recordings/{id}/attestation":   "read",
+	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
+	"GET /v1/recordings/{id}/video.webm":    "read",
+	"GET /v1/recordings/{id}/at":            "read",
+	"GET /v1/recordings/{id}/search":        "read",
+	"GET /v1/search":                        "read",
 	"POST /v1/recordings/{id}/pins":         "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
 	"POST /v1/retention/sweep":              "admin",
@@ -52,6 +59,7 @@ var routeScope = map[string]string{
 	"GET /healthz":                          "",
 	"GET /readyz":                           "",
 	"GET /v1/openapi.json":                  "",
+	"GET /v1/attestation/key":               "",
 }
 
 // fixture is two projects' recordings sharing a frame's bytes.
@@ -62,6 +70,7 @@ type fixture struct {
 	shared     string            // the CID of the frame both recordings hold
 	alphaOnly  string            // a CID only alpha's recording holds
 	unknownRec string
+	t0         map[string]int64 // project → its recording's first event time
 }
 
 // jpegOf is a small solid JPEG of colour c.
@@ -83,7 +92,7 @@ func jpegOf(t *testing.T, c color.RGBA) []byte {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	a, base := server(t, ingest.DefaultLimits)
-	f := &fixture{base: base, app: a, rec: map[string]string{}, unknownRec: store.NewRecordingID(time.Now())}
+	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now())}
 	shared := jpegOf(t, color.RGBA{200, 30, 30, 255})
 	only := jpegOf(t, color.RGBA{30, 30, 200, 255})
 	for _, project := range []string{"alpha", "beta"} {
@@ -105,6 +114,16 @@ func newFixture(t *testing.T) *fixture {
 		if project == "alpha" {
 			evs = append(evs, event.Envelope{Seq: 3, TS: now + 2, Step: 1, Kind: event.KindFrame, Data: frame(only)})
 		}
+		// A page (for the DOM route) and a console line every search
+		// for "needle" finds in both projects.
+		next := uint64(len(evs))
+		evs = append(evs,
+			event.Envelope{Seq: next + 1, TS: now + 3, Step: 1, Kind: event.KindDOM,
+				Data: json.RawMessage(`{"type":4,"data":{"href":"http://shop.test/","width":32,"height":24},"timestamp":1764483600000}`)},
+			event.Envelope{Seq: next + 2, TS: now + 4, Step: 1, Kind: event.KindDOM,
+				Data: json.RawMessage(`{"type":2,"data":{"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"html","attributes":{},"childNodes":[{"type":2,"id":3,"tagName":"body","attributes":{},"childNodes":[{"type":3,"id":4,"textContent":"` + project + `"}]}]}]},"initialOffset":{"left":0,"top":0}},"timestamp":1764483600001}`)},
+			event.Envelope{Seq: next + 3, TS: now + 5, Step: 1, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log","text":"matrix needle"}`)})
+		f.t0[project] = now
 		if a := acked(t, appendBatch(t, base, open.ID, evs)); a.AckedThrough != uint64(len(evs)) {
 			t.Fatalf("append: %+v", a)
 		}
@@ -236,6 +255,22 @@ func (f *fixture) requests(method, route string) []cell {
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/har" }, nil)
 	case "GET /v1/recordings/{id}/rrweb":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/rrweb" }, nil)
+	case "GET /v1/recordings/{id}/bundle":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/bundle" }, nil)
+	case "GET /v1/recordings/{id}/attestation":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/attestation" }, nil)
+	case "GET /v1/recordings/{id}/steps/{n}/dom":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/steps/1/dom?at=after" }, nil)
+	case "GET /v1/recordings/{id}/video.webm":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/video.webm" }, nil)
+	case "GET /v1/recordings/{id}/at":
+		forRecs(func(p, id string) string { return fmt.Sprintf("/v1/recordings/%s/at?t=%d", id, f.t0[p]+1) }, nil)
+	case "GET /v1/recordings/{id}/search":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/search?q=needle" }, nil)
+	case "GET /v1/search":
+		add("search alpha", "alpha", "/v1/search?q=needle&project=alpha", nil)
+		add("search beta", "beta", "/v1/search?q=needle&project=beta", nil)
+		add("search all", "", "/v1/search?q=needle", nil)
 	case "GET /v1/recordings/{id}/retention":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/retention" }, nil)
 	case "POST /v1/recordings/{id}/pins":
@@ -246,7 +281,7 @@ func (f *fixture) requests(method, route string) []cell {
 		add("dry sweep", "", "/v1/retention/sweep?dry_run=true", nil)
 	case "GET /v1/audit":
 		add("audit log", "", "/v1/audit", nil)
-	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json":
+	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json", "GET /v1/attestation/key":
 		add("public", "", route, nil)
 	}
 	return out
@@ -385,6 +420,20 @@ func TestAccessMatrix(t *testing.T) {
 					}
 					if wrong <= 30 {
 						t.Errorf("%s, %s %s (%s): %s", who, method, route, c.name, msg)
+					}
+				}
+				if c.method == "GET" && route == "/v1/search" && got.status == 200 {
+					var res struct{ Hits []struct{ Recording string } }
+					got.decode(t, &res)
+					for _, h := range res.Hits {
+						if tk != nil && tk.project != "*" && h.Recording != f.rec[tk.project] {
+							wrong++
+							t.Errorf("token for %s found recording %s (%s)", tk.project, h.Recording, c.name)
+						}
+					}
+					if len(res.Hits) == 0 {
+						wrong++
+						t.Errorf("%s found nothing", c.name)
 					}
 				}
 				if c.method == "GET" && route == "/v1/recordings" && got.status == 200 && tk != nil && tk.project != "*" {

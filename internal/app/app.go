@@ -27,6 +27,7 @@ import (
 	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
@@ -178,6 +179,13 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	ctx, cancel := context.WithCancel(context.Background())
 	go proj.Run(ctx)
 	pb := playback.New(st, idx, log)
+	if pb.Signer, err = attest.LoadOrCreateKey(st.Dir()); err != nil {
+		cancel()
+		ing.Close()
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
 	tokens, err := auth.OpenTokens(st.Dir())
 	var auditLog *audit.Log
@@ -213,7 +221,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
 	}
 	a.Guard = &auth.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
-		Public: map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true},
+		Public: map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true},
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
 			return m.Project, err == nil

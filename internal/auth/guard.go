@@ -132,8 +132,9 @@ var (
 
 // projectsOf finds the projects a request is about: a recording's (from
 // the {id} in its path), the recordings' of a diff (?a=&b=, or every ?id=
-// of a group), the body's for an open, the ?project= of a list (set to the
-// token's own project when a project's token lists without one), or none
+// of a group), the body's for an open, the ?project= of a list or a search
+// (set to the token's own project when a project's token asks without
+// one), or none
 // ("": admin routes). hidden says the request names recordings, whose
 // refusal must look like "no such recording".
 func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g Grant) (projects []string, hidden bool, err error) {
@@ -156,7 +157,7 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 	case route == "/v1/recordings" && r.Method == http.MethodPost:
 		p, err := peekProject(r)
 		return []string{p}, false, err
-	case route == "/v1/recordings" && r.Method == http.MethodGet:
+	case (route == "/v1/recordings" || route == "/v1/search") && r.Method == http.MethodGet:
 		q := r.URL.Query()
 		p := q.Get("project")
 		if p == "" && g.Project != policy.AllProjects {

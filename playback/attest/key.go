@@ -1,0 +1,186 @@
+package attest
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/flightrec/flightrec/store"
+)
+
+// Key files in a data directory.
+const (
+	KeyDir      = "keys"
+	KeyFile     = "attestation.key" // PKCS#8 PEM, mode 0600
+	PubFile     = "attestation.pub" // PKIX PEM
+	pemPrivate  = "PRIVATE KEY"
+	pemPublic   = "PUBLIC KEY"
+	keyFileMode = 0o600
+)
+
+// Signer signs attestations with one ed25519 key.
+type Signer struct {
+	key     ed25519.PrivateKey
+	pub     ed25519.PublicKey
+	keyID   string
+	pubPath string
+}
+
+// NewSigner returns a signer of key (not kept on disk).
+func NewSigner(key ed25519.PrivateKey) *Signer {
+	pub := key.Public().(ed25519.PublicKey)
+	return &Signer{key: key, pub: pub, keyID: KeyID(pub)}
+}
+
+// KeyID is the signer's key id (see KeyID).
+func (s *Signer) KeyID() string { return s.keyID }
+
+// PublicKey is the signer's public key.
+func (s *Signer) PublicKey() ed25519.PublicKey { return s.pub }
+
+// PublicKeyPEM is the public key as PKIX PEM, what verifiers are given.
+func (s *Signer) PublicKeyPEM() []byte { return publicPEM(s.pub) }
+
+// PublicKeyPath is DATA/keys/attestation.pub for a signer LoadOrCreateKey
+// returned, "" otherwise.
+func (s *Signer) PublicKeyPath() string { return s.pubPath }
+
+// KeyID returns the id of a public key: the hex sha2-256 of its PKIX DER
+// encoding, first 16 bytes (32 hex digits).
+func KeyID(pub ed25519.PublicKey) string {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:16])
+}
+
+func publicPEM(pub ed25519.PublicKey) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		panic(err) // an ed25519 key always marshals
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemPublic, Bytes: der})
+}
+
+// ParsePublicKey parses an ed25519 public key from PKIX PEM ("PUBLIC KEY").
+func ParsePublicKey(pemBytes []byte) (ed25519.PublicKey, error) {
+	blk, _ := pem.Decode(pemBytes)
+	if blk == nil || blk.Type != pemPublic {
+		return nil, errors.New("attest: not a PEM public key (want -----BEGIN PUBLIC KEY-----)")
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("attest: public key: %w", err)
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("attest: public key is a %T, want ed25519", k)
+	}
+	return pub, nil
+}
+
+func parsePrivateKey(pemBytes []byte) (ed25519.PrivateKey, error) {
+	blk, _ := pem.Decode(pemBytes)
+	if blk == nil || blk.Type != pemPrivate {
+		return nil, errors.New("not a PKCS#8 PEM private key")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T, want ed25519", k)
+	}
+	return key, nil
+}
+
+// LoadOrCreateKey returns the data directory's attestation signer: the
+// ed25519 key in DATA/keys/attestation.key (PKCS#8 PEM, mode 0600, in a
+// directory of mode 0700), made on first use. The key file is written
+// whole under a temporary name and linked into place only if none exists,
+// so concurrent first uses agree on one key. DATA/keys/attestation.pub
+// (PKIX PEM) is (re)written from the key whenever it is missing or
+// differs.
+func LoadOrCreateKey(dataDir string) (*Signer, error) {
+	dir := filepath.Join(dataDir, KeyDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	path := filepath.Join(dir, KeyFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		b, err = createKey(dir, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	key, err := parsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	s := NewSigner(key)
+	s.pubPath = filepath.Join(dir, PubFile)
+	want := s.PublicKeyPEM()
+	if have, err := os.ReadFile(s.pubPath); err != nil || !bytes.Equal(have, want) {
+		if err := store.WriteFileAtomic(s.pubPath, want, 0o644); err != nil {
+			return nil, fmt.Errorf("attest: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// createKey makes a key file at path unless one appears first, and
+// returns the file's contents either way.
+func createKey(dir, path string) ([]byte, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: pemPrivate, Bytes: der})
+	f, err := os.CreateTemp(dir, "."+KeyFile+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(keyFileMode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return os.ReadFile(path) // another process made it first
+		}
+		return nil, err
+	}
+	os.Remove(tmp) // before the sync, so no copy of the key outlives a crash
+	if err := store.SyncDir(dir); err != nil {
+		return nil, err
+	}
+	return data, nil
+}

@@ -1,0 +1,83 @@
+package dom
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchEvents is a long SPA recording: 60,000 dom events over 100 steps,
+// a page of some 3,700 nodes that keeps its size while list items come
+// and go, texts and attributes change and fields are typed into, with
+// pointer and scroll events among them and two navigations.
+var benchEvents = sync.OnceValue(func() []Event {
+	return genEvents(genOpts{seed: 42, events: 60000, items: 400, steps: 100, snapshots: 2})
+})
+
+func buildBench(b *testing.B) (*Checkpoints, time.Duration) {
+	evs := benchEvents()
+	start := time.Now()
+	cp := NewCheckpoints(0)
+	for _, e := range evs {
+		if err := cp.Add(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return cp, time.Since(start)
+}
+
+// BenchmarkRenderStep renders the state after step 1 and after the last
+// step from one checkpoint set: a seek to the end must cost what a seek to
+// the start does. worst is a seq whose checkpoint is followed by the most
+// replay (Every events).
+func BenchmarkRenderStep(b *testing.B) {
+	cp, took := buildBench(b)
+	st := cp.Stats()
+	b.Logf("%d events (%d kept), %d nodes, %d checkpoints, %d bytes, built in %v",
+		st.Events, st.Kept, st.Nodes, st.Checkpoints, st.Bytes, took)
+	lastStep := benchEvents()[len(benchEvents())-1].Step
+	worst := uint64(0)
+	for i := 1; i < len(cp.cps); i++ {
+		if cp.cps[i].seq-cp.cps[i-1].seq > worst {
+			worst = cp.cps[i].seq - 1
+		}
+	}
+	cases := []struct {
+		name string
+		at   func() (*Doc, error)
+	}{
+		{"first", func() (*Doc, error) { return cp.AfterStep(1) }},
+		{"last", func() (*Doc, error) { return cp.AfterStep(lastStep) }},
+		{"worst", func() (*Doc, error) { return cp.At(worst) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				d, err := c.at()
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf.Reset()
+				if err := d.RenderInert(&buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(buf.Len()), "html-bytes")
+		})
+	}
+}
+
+// BenchmarkCheckpointsBuild builds the set for the whole recording.
+func BenchmarkCheckpointsBuild(b *testing.B) {
+	benchEvents()
+	var cp *Checkpoints
+	for b.Loop() {
+		cp, _ = buildBench(b)
+	}
+	st := cp.Stats()
+	b.ReportMetric(float64(st.Bytes), "cp-bytes")
+	b.ReportMetric(float64(st.Checkpoints), "checkpoints")
+	b.ReportMetric(float64(st.Events), "events")
+}

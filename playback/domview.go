@@ -1,0 +1,134 @@
+package playback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/playback/dom"
+	"github.com/flightrec/flightrec/store"
+)
+
+// domCacheBytes bounds the DOM checkpoint sets kept in memory, across
+// recordings (the 60,000-event benchmark recording's set is ~7 MB).
+const domCacheBytes = 128 << 20
+
+// handleDOM serves GET /v1/recordings/{id}/steps/{n}/dom?at=before|after:
+// the page as it stood before step n's first DOM event or after its last,
+// materialized from the rrweb events (playback/dom) and rendered inert —
+// no script, no handler, no external fetch — under a CSP without any
+// script source, for a sandboxed iframe. The recording's checkpoint set
+// is built once (cached, extended as an open recording grows), so any
+// step renders in bounded time however long the recording is.
+func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	n, err := strconv.Atoi(chi.URLParam(r, "n"))
+	if err != nil || n < 0 {
+		s.fail(w, badParam("n", "a step number ≥ 0 from …/steps"))
+		return
+	}
+	at := r.URL.Query().Get("at")
+	switch at {
+	case "":
+		at = "after"
+	case "before", "after":
+	default:
+		s.fail(w, badParam("at", "before or after"))
+		return
+	}
+	steps, err := s.idx.Timeline(r.Context(), row.ID)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	if !hasStep(steps, n) {
+		s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+			"the recording has no step %d (yet)", n))
+		return
+	}
+	upTo := row.IndexedTo
+	cp, err := s.dom.Get(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo))
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			s.fail(w, err)
+			return
+		}
+		s.log.Error("materializing the DOM failed", "recording", row.ID, "err", err)
+		s.fail(w, storeReadFailed("the recording's DOM events could not be read"))
+		return
+	}
+	var doc *dom.Doc
+	if at == "before" {
+		doc, err = cp.BeforeStep(n)
+	} else {
+		doc, err = cp.AfterStep(n)
+	}
+	if err != nil {
+		s.log.Error("materializing the DOM failed", "recording", row.ID, "step", n, "err", err)
+		s.fail(w, storeReadFailed("the recording's DOM could not be materialized"))
+		return
+	}
+	if doc.Nodes() == 0 {
+		s.fail(w, apierr.New(http.StatusNotFound, "NO_DOM", "ask for a later step, or see the frames: GET …/events?kind=frame",
+			"no DOM was recorded %s step %d", at, n))
+		return
+	}
+	dom.SetHeaders(w.Header())
+	w.Header().Set("Cache-Control", "private")
+	if row.State == store.StateFinished {
+		// The same state of a finished recording renders the same bytes.
+		w.Header().Set("ETag", fmt.Sprintf(`"%s.%d"`, row.Root, doc.Seq()))
+		if r.Header.Get("If-None-Match") == w.Header().Get("ETag") {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	if err := doc.RenderInert(w); err != nil {
+		s.log.Error("rendering the DOM failed", "recording", row.ID, "step", n, "err", err)
+	}
+}
+
+// fillDOM adds recording id's DOM events after from, through upTo (the
+// index's cursor when the request began: events indexed since are left
+// for the next fill, which starts from upTo), to a checkpoint set.
+func (s *Service) fillDOM(ctx context.Context, id string, upTo uint64) dom.Fill {
+	return func(cp *dom.Checkpoints, from uint64) (uint64, error) {
+		q := store.EventQuery{Recording: id, Kind: event.KindDOM, AfterSeq: from, Limit: exportPage}
+		for {
+			rows, evs, err := s.events(ctx, q)
+			if err != nil {
+				return q.AfterSeq, err
+			}
+			for _, e := range evs {
+				if e.Seq > upTo {
+					return upTo, nil
+				}
+				err := cp.Add(dom.Event{Seq: e.Seq, Step: e.Step, Data: e.Data})
+				if errors.Is(err, dom.ErrMalformed) {
+					// One bad event does not hide the page: it is
+					// counted by the set and skipped.
+					s.log.Warn("skipping a malformed rrweb event", "recording", id, "seq", e.Seq, "err", err)
+					continue
+				}
+				if err != nil {
+					return e.Seq - 1, err
+				}
+			}
+			if len(rows) < q.Limit {
+				return upTo, nil
+			}
+			q.AfterSeq = rows[len(rows)-1].Seq
+		}
+	}
+}

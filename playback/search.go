@@ -1,0 +1,326 @@
+package playback
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/store"
+)
+
+// A search query is words and field terms:
+//
+//	status:500   the response status (a bare 3-digit word 100-599 means the same)
+//	code:APP_ERROR  a receipt's error code, exactly
+//	url:/api/checkout  a substring of a request URL
+//	kind:console  only events of that kind
+//	anything else  a case-insensitive substring of a URL, an event's text
+//	               (console message, receipt target), an error code, or
+//	               the recording's failure signature
+//
+// Every term must hold (AND). Words are joined with single spaces into one
+// phrase, so "cannot read" finds that phrase.
+type searchTerms struct {
+	q    store.SearchQuery
+	kind event.Kind
+}
+
+// maxQuery bounds q: a search term longer than any URL the index keeps is
+// a mistake, and the phrase is echoed in no log.
+const maxQuery = 1024
+
+func parseSearch(q string) (searchTerms, error) {
+	var t searchTerms
+	if strings.TrimSpace(q) == "" {
+		return t, badParam("q", "a non-empty search (words, status:500, code:APP_ERROR, url:/path, kind:console)")
+	}
+	if len(q) > maxQuery {
+		return t, badParam("q", "at most 1024 bytes")
+	}
+	var words []string
+	for _, w := range strings.Fields(q) {
+		key, val, ok := strings.Cut(w, ":")
+		switch {
+		case ok && key == "status":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 100 || n > 599 {
+				return t, badParam("q", "status:N with N an HTTP status 100-599")
+			}
+			t.q.Status = n
+		case ok && key == "code":
+			if val == "" {
+				return t, badParam("q", "code:CODE with a receipt error code such as APP_ERROR")
+			}
+			t.q.ErrorCode = val
+		case ok && key == "url":
+			if val == "" {
+				return t, badParam("q", "url:TEXT with part of a URL")
+			}
+			t.q.URL = val
+		case ok && key == "kind":
+			if !event.Kind(val).Valid() {
+				return t, badParam("q", "kind:K with K one of the event kinds (receipt, har, console…)")
+			}
+			t.kind = event.Kind(val)
+		default:
+			if n, err := strconv.Atoi(w); err == nil && len(w) == 3 && n >= 100 && n <= 599 && t.q.Status == 0 {
+				t.q.Status = n
+				continue
+			}
+			words = append(words, w)
+		}
+	}
+	t.q.Text = strings.Join(words, " ")
+	return t, nil
+}
+
+// SearchHit is one event a search found, or, with Field
+// "failure_signature" and no seq, a recording whose failure signature
+// matched.
+type SearchHit struct {
+	Recording string     `json:"recording"`
+	Seq       uint64     `json:"seq,omitempty"`
+	Step      int        `json:"step"`
+	TS        int64      `json:"ts,omitempty"`
+	Kind      event.Kind `json:"kind,omitempty"`
+	// Field names what matched the phrase: url, text, error_code or
+	// failure_signature ("" when only field terms were given).
+	Field string `json:"field,omitempty"`
+	event.Summary
+}
+
+// SearchResult answers both search routes.
+type SearchResult struct {
+	Query string      `json:"query"`
+	Hits  []SearchHit `json:"hits"`
+	// Steps are the distinct steps of the hits (one recording's search).
+	Steps []int `json:"steps,omitempty"`
+	// Truncated says the limit cut the hits: narrow the query.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// handleSearch serves GET /v1/search?q=&project=&limit=: events across
+// the recordings the caller may read. The access guard pins ?project= to a
+// project token's own project, so the index never returns another
+// project's rows.
+func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
+	terms, limit, err := searchParams(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	terms.q.Project = r.URL.Query().Get("project")
+	s.search(w, r, terms, limit, false)
+}
+
+// handleRecordingSearch serves GET /v1/recordings/{id}/search?q=: the
+// matching events of one recording, and their steps.
+func (s *Service) handleRecordingSearch(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	terms, limit, err := searchParams(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	terms.q.Recordings = []string{row.ID}
+	s.search(w, r, terms, limit, true)
+}
+
+func searchParams(r *http.Request) (searchTerms, int, error) {
+	q := r.URL.Query()
+	terms, err := parseSearch(q.Get("q"))
+	if err != nil {
+		return terms, 0, err
+	}
+	limit, err := intParam(q.Get("limit"), store.DefaultSearchPage, 1, store.MaxSearchPage)
+	if err != nil {
+		return terms, 0, badParam("limit", "an integer 1-1000")
+	}
+	return terms, limit, nil
+}
+
+func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, limit int, withSteps bool) {
+	// The index has no kind filter for search; ask for more and filter
+	// here, so kind:K still fills a page in the common case.
+	t.q.Limit = limit
+	if t.kind != "" {
+		t.q.Limit = store.MaxSearchPage
+	}
+	rows, err := s.idx.Search(r.Context(), t.q)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	res := SearchResult{Query: r.URL.Query().Get("q"), Hits: []SearchHit{}}
+	signatureHit := map[string]bool{}
+	steps := map[int]bool{}
+	for _, row := range rows {
+		if t.kind != "" && row.Kind != t.kind {
+			continue
+		}
+		field := matchedField(t.q.Text, row)
+		if t.q.Text != "" && field == "" {
+			// The row matched through its recording's failure
+			// signature only: one hit for the recording, not one per
+			// event.
+			if !signatureHit[row.Recording] {
+				signatureHit[row.Recording] = true
+				res.Hits = append(res.Hits, SearchHit{Recording: row.Recording, Field: "failure_signature"})
+			}
+			continue
+		}
+		if len(res.Hits) >= limit {
+			res.Truncated = true
+			break
+		}
+		res.Hits = append(res.Hits, SearchHit{Recording: row.Recording, Seq: row.Seq, Step: row.Step, TS: row.TS,
+			Kind: row.Kind, Field: field, Summary: row.Summary})
+		steps[row.Step] = true
+	}
+	if len(rows) == t.q.Limit {
+		res.Truncated = true
+	}
+	if withSteps {
+		res.Steps = make([]int, 0, len(steps))
+		for n := range steps {
+			res.Steps = append(res.Steps, n)
+		}
+		sort.Ints(res.Steps)
+	}
+	writeJSON(w, res)
+}
+
+// matchedField names the first of an event's own fields the phrase is a
+// case-insensitive substring of, as the index matched it.
+func matchedField(phrase string, row store.EventRow) string {
+	if phrase == "" {
+		return ""
+	}
+	p := strings.ToLower(phrase)
+	switch {
+	case strings.Contains(strings.ToLower(row.URL), p):
+		return "url"
+	case strings.Contains(strings.ToLower(row.Text), p):
+		return "text"
+	case strings.Contains(strings.ToLower(row.ErrorCode), p):
+		return "error_code"
+	}
+	return ""
+}
+
+// AtResult answers GET /v1/recordings/{id}/at?t=: the step and the frame
+// on screen at an instant.
+type AtResult struct {
+	Recording string `json:"recording"`
+	T         int64  `json:"t"`
+	// Offset is t from the recording's first event: the position in the
+	// recording's video (video.webm starts at the first event).
+	OffsetNS int64         `json:"offset_ns"`
+	Step     store.StepRow `json:"step"`
+	// Frame is the newest frame at or before t, absent when none was
+	// captured yet.
+	Frame *AtFrame `json:"frame,omitempty"`
+}
+
+// AtFrame is the frame on screen at an instant.
+type AtFrame struct {
+	Seq  uint64 `json:"seq"`
+	Step int    `json:"step"`
+	TS   int64  `json:"ts"`
+	CID  string `json:"cid"`
+	URL  string `json:"url"` // the image, through the recording's blob route
+}
+
+// handleAt serves GET /v1/recordings/{id}/at?t=<unix ns | RFC 3339>.
+// The step containing t is the one whose [start, end] holds it; between
+// two steps it is the one that started last before t.
+func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	raw := r.URL.Query().Get("t")
+	t, err := timeParam(raw)
+	if err != nil || raw == "" {
+		s.fail(w, badParam("t", "an instant: unix nanoseconds or RFC 3339"))
+		return
+	}
+	steps, err := s.idx.Timeline(r.Context(), row.ID)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	if len(steps) == 0 || t < steps[0].StartTS || t > steps[len(steps)-1].EndTS {
+		e := apierr.New(http.StatusNotFound, "OUT_OF_RANGE", "ask for an instant between first_ts and last_ts of GET /v1/recordings/{id}",
+			"the recording has no event at that instant")
+		if len(steps) > 0 {
+			e = e.With("first_ts", steps[0].StartTS).With("last_ts", steps[len(steps)-1].EndTS)
+		}
+		s.fail(w, e)
+		return
+	}
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].StartTS > t }) - 1
+	// Timeline rows are ordered by step number; a step may start before
+	// its predecessor ends (events land late), so prefer one that holds t.
+	for j := range steps {
+		if steps[j].StartTS <= t && t <= steps[j].EndTS && (i < 0 || steps[i].EndTS < t) {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
+		i = 0
+	}
+	res := AtResult{Recording: row.ID, T: t, OffsetNS: t - steps[0].StartTS, Step: steps[i]}
+	frame, err := s.frameAt(r, row.ID, steps, i, t)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	res.Frame = frame
+	writeJSON(w, res)
+}
+
+// frameAt finds the newest frame at or before t, looking in step i and
+// then in the steps before it.
+func (s *Service) frameAt(r *http.Request, id string, steps []store.StepRow, i int, t int64) (*AtFrame, error) {
+	for ; i >= 0; i-- {
+		if steps[i].Counts[event.KindFrame] == 0 {
+			continue
+		}
+		n := steps[i].Step
+		q := store.EventQuery{Recording: id, Kind: event.KindFrame, Step: &n, Limit: store.MaxEventsPage}
+		var best *store.EventRow
+		for {
+			rows, err := s.idx.Events(r.Context(), q)
+			if err != nil {
+				return nil, indexError(err)
+			}
+			for k := range rows {
+				// A frame without a blob is one redaction dropped.
+				if rows[k].CID != "" && rows[k].TS <= t && (best == nil || rows[k].TS >= best.TS) {
+					best = &rows[k]
+				}
+			}
+			if len(rows) < q.Limit {
+				break
+			}
+			q.AfterSeq = rows[len(rows)-1].Seq
+		}
+		if best != nil {
+			return &AtFrame{Seq: best.Seq, Step: best.Step, TS: best.TS, CID: best.CID,
+				URL: "/v1/recordings/" + id + "/blobs/" + best.CID}, nil
+		}
+	}
+	return nil, nil
+}

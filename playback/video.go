@@ -1,0 +1,254 @@
+package playback
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"iter"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/playback/webm"
+	"github.com/flightrec/flightrec/store"
+)
+
+// videoFrame is one output frame's length at webm's default 5 frames a
+// second: the shortest video, and the unit a span is rounded up to.
+const videoFrame = 200 * time.Millisecond
+
+// videoBuilds makes concurrent requests for one video wait for one build
+// instead of each running ffmpeg.
+type videoBuilds struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (b *videoBuilds) lock(key string) func() {
+	b.mu.Lock()
+	if b.locks == nil {
+		b.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := b.locks[key]
+	if !ok {
+		l = &sync.Mutex{}
+		b.locks[key] = l
+	}
+	b.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// handleVideo serves GET /v1/recordings/{id}/video.webm[?from_step=&to_step=]:
+// the recording's frames as VP8 WebM (playback/webm: ffmpeg encodes, the
+// container is written here with a chapter per step and cues), video time
+// 0 being the recording's first event. A clip covers the steps from
+// from_step to to_step, its time 0 the first one's start. A finished
+// recording's video is built once and kept as a derived blob; an open
+// one's is built for each request. Range and conditional requests work
+// (http.ServeContent).
+func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if _, err := webm.FFmpegPath(); err != nil {
+		s.fail(w, apierr.New(http.StatusNotImplemented, "FFMPEG_MISSING",
+			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
+			"this server cannot encode video: ffmpeg is not installed"))
+		return
+	}
+	steps, err := s.idx.Timeline(r.Context(), row.ID)
+	if err != nil {
+		s.fail(w, indexError(err))
+		return
+	}
+	from, to, name, err := clipParams(r, steps)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var chosen []store.StepRow
+	for _, st := range steps {
+		if st.Step >= from && st.Step <= to {
+			chosen = append(chosen, st)
+		}
+	}
+	if len(chosen) == 0 {
+		s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+			"the recording has no step from %d to %d", from, to))
+		return
+	}
+	finished := row.State == store.StateFinished && row.IndexedTo > 0
+	if finished {
+		defer s.videos.lock(row.ID + "/" + name)()
+		if c, ok, err := s.st.Derived(row.ID, name); err == nil && ok {
+			s.serveVideo(w, r, row.ID, c.String(), name)
+			return
+		}
+	}
+	var buf bytes.Buffer
+	if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if finished {
+		c, err := s.st.PutDerived(row.ID, name, buf.Bytes())
+		if err == nil {
+			s.serveVideo(w, r, row.ID, c.String(), name)
+			return
+		}
+		s.log.Error("keeping a built video failed", "recording", row.ID, "video", name, "err", err)
+	}
+	w.Header().Set("Content-Type", "video/webm")
+	w.Header().Set("Cache-Control", "private, no-store")
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(buf.Bytes()))
+}
+
+// clipParams reads from_step and to_step (each defaulting to the
+// recording's first and last step) and names the video they make.
+func clipParams(r *http.Request, steps []store.StepRow) (from, to int, name string, err error) {
+	if len(steps) == 0 {
+		return 0, 0, "", apierr.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video",
+			"the recording has no steps yet")
+	}
+	from, to = steps[0].Step, steps[len(steps)-1].Step
+	q := r.URL.Query()
+	clip := false
+	for _, p := range []struct {
+		name string
+		v    *int
+	}{{"from_step", &from}, {"to_step", &to}} {
+		if raw := q.Get(p.name); raw != "" {
+			n, perr := strconv.Atoi(raw)
+			if perr != nil || n < 0 {
+				return 0, 0, "", badParam(p.name, "a step number ≥ 0")
+			}
+			*p.v, clip = n, true
+		}
+	}
+	if from > to {
+		return 0, 0, "", badParam("from_step", "a step no later than to_step")
+	}
+	if !clip {
+		return from, to, "video.webm", nil
+	}
+	return from, to, fmt.Sprintf("video-steps-%d-%d.webm", from, to), nil
+}
+
+// buildVideo encodes chosen's span of the recording: all of it (from its
+// first event to its last) unless clip, else from the first chosen step's
+// start to the last one's end.
+func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, chosen []store.StepRow, clip bool, w io.Writer) error {
+	opt := webm.Options{Start: row.FirstTS, End: row.LastTS, TempDir: s.st.Dir()}
+	if clip || opt.Start == 0 {
+		opt.Start, opt.End = chosen[0].StartTS, chosen[len(chosen)-1].EndTS
+	}
+	if opt.End < opt.Start+int64(videoFrame) {
+		opt.End = opt.Start + int64(videoFrame)
+	}
+	chapters := make([]webm.Chapter, len(chosen))
+	for i, st := range chosen {
+		chapters[i] = webm.Chapter{Step: st.Step, Title: chapterTitle(st), Start: st.StartTS, End: st.EndTS}
+	}
+	var readErr error
+	err := webm.Encode(ctx, opt, s.frames(ctx, row.ID, &readErr), chapters, w)
+	switch {
+	case readErr != nil:
+		s.log.Error("reading frames for a video failed", "recording", row.ID, "err", readErr)
+		return storeReadFailed("the recording's frames could not be read")
+	case errors.Is(err, webm.ErrNoFrames):
+		return apierr.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video; see the DOM at each step instead",
+			"the recording has no frames in that span")
+	case err != nil:
+		s.log.Error("encoding a video failed", "recording", row.ID, "err", err)
+		return apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
+			"the video could not be encoded")
+	}
+	return nil
+}
+
+// chapterTitle names a step as a reviewer scans a chapter list.
+func chapterTitle(st store.StepRow) string {
+	t := fmt.Sprintf("Step %d", st.Step)
+	if st.Action != "" {
+		t += ": " + st.Action
+		if st.Target != "" {
+			t += " " + st.Target
+		}
+	}
+	if st.Outcome == "failed" {
+		t += " (failed"
+		if st.ErrorCode != "" {
+			t += " " + st.ErrorCode
+		}
+		t += ")"
+	}
+	return t
+}
+
+// frames iterates a recording's frames in seq order, each image read from
+// its blob only if the encoder shows it. A read error stops the iteration
+// and is left in *errp.
+func (s *Service) frames(ctx context.Context, id string, errp *error) iter.Seq[webm.Frame] {
+	return func(yield func(webm.Frame) bool) {
+		*errp = s.eachEvent(ctx, id, event.KindFrame, func(e event.Envelope) error {
+			var f event.Frame
+			if err := json.Unmarshal(e.Data, &f); err != nil {
+				return fmt.Errorf("frame %d: %w", e.Seq, err)
+			}
+			if f.ImageCID == "" {
+				// Redaction dropped this frame's picture (it could not
+				// be masked): the previous picture stays on screen.
+				return nil
+			}
+			if _, err := store.ParseCID(f.ImageCID); err != nil {
+				return fmt.Errorf("frame %d: image_cid %q: %w", e.Seq, f.ImageCID, err)
+			}
+			fr := webm.Frame{Time: e.TS, Load: func() ([]byte, error) { return s.blobBytes(f.ImageCID) }}
+			if f.Cursor != nil {
+				fr.Cursor = &image.Point{X: f.Cursor.X, Y: f.Cursor.Y}
+			}
+			if !yield(fr) {
+				return errStopFrames
+			}
+			return nil
+		})
+		if errors.Is(*errp, errStopFrames) {
+			*errp = nil
+		}
+	}
+}
+
+// errStopFrames ends eachEvent early when the encoder has what it needs.
+var errStopFrames = errors.New("enough frames")
+
+// serveVideo serves a kept video blob: its CID is its ETag.
+func (s *Service) serveVideo(w http.ResponseWriter, r *http.Request, id, c, name string) {
+	cc, err := store.ParseCID(c)
+	if err != nil {
+		s.fail(w, storeReadFailed("the kept video could not be read"))
+		return
+	}
+	f, err := s.st.Blobs.Open(cc)
+	if err != nil {
+		s.log.Error("opening a kept video failed", "recording", id, "err", err)
+		s.fail(w, storeReadFailed("the kept video could not be read"))
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "video/webm")
+	w.Header().Set("Cache-Control", "private")
+	w.Header().Set("ETag", `"`+c+`"`)
+	http.ServeContent(w, r, name, time.Time{}, f)
+}

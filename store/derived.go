@@ -1,0 +1,124 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ipfs/go-cid"
+)
+
+// Derived blobs are what playback builds from a finished recording and
+// keeps so it need not build it again: the WebM video, a clip. They are
+// blobs like any other (content-addressed, deduplicated), named per
+// recording in DATA/recordings/<id>/derived.json ({"name": "cid"}). A
+// recording references its derived blobs (References lists them), so a
+// sweep keeps them while the recording is kept and collects them with it.
+// They are caches: losing derived.json loses nothing that cannot be built
+// again from the recording.
+
+func (s *Store) derivedPath(id string) string { return filepath.Join(s.recDir(id), "derived.json") }
+
+// validDerivedName keeps names to a small alphabet: they are JSON keys and
+// appear in logs.
+func validDerivedName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) readDerived(id string) (map[string]string, error) {
+	b, err := os.ReadFile(s.derivedPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
+	}
+	m := map[string]string{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// Derived returns the blob recorded under name for recording id, ok false
+// when there is none (or it is recorded but no longer stored).
+func (s *Store) Derived(id, name string) (c cid.Cid, ok bool, err error) {
+	if !ValidRecordingID(id) || !validDerivedName(name) {
+		return cid.Undef, false, fmt.Errorf("store: derived blob %q of %q: invalid name", name, id)
+	}
+	m, err := s.readDerived(id)
+	if err != nil {
+		return cid.Undef, false, err
+	}
+	cs, found := m[name]
+	if !found {
+		return cid.Undef, false, nil
+	}
+	c, err = ParseCID(cs)
+	if err != nil {
+		return cid.Undef, false, nil // a damaged entry is a cache miss
+	}
+	if _, err := s.Blobs.Stat(c); err != nil {
+		return cid.Undef, false, nil
+	}
+	return c, true, nil
+}
+
+// PutDerived stores data as a blob and records it under name for
+// recording id (replacing what was there). The Put and the record are
+// one hold, so a sweep starting in between cannot collect the blob.
+func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
+	if !ValidRecordingID(id) || !validDerivedName(name) {
+		return cid.Undef, fmt.Errorf("store: derived blob %q of %q: invalid name", name, id)
+	}
+	defer s.Blobs.Hold()()
+	c, _, err := s.Blobs.Put(data)
+	if err != nil {
+		return cid.Undef, err
+	}
+	s.derivedMu.Lock()
+	defer s.derivedMu.Unlock()
+	if _, err := os.Stat(s.metaPath(id)); err != nil {
+		return cid.Undef, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+	}
+	m, err := s.readDerived(id)
+	if err != nil {
+		m = map[string]string{} // rebuilt: the old entries are caches
+	}
+	m[name] = c.String()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return cid.Undef, err
+	}
+	if err := WriteFileAtomic(s.derivedPath(id), b, 0o644); err != nil {
+		return cid.Undef, err
+	}
+	return c, nil
+}
+
+// derivedRefs lists the CIDs of a recording's derived blobs; an unreadable
+// derived.json is an error (a sweep must not guess what is referenced).
+func (s *Store) derivedRefs(id string) ([]string, error) {
+	m, err := s.readDerived(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out, nil
+}
