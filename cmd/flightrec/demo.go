@@ -104,7 +104,12 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 			failed = true
 			continue
 		}
-		printRecordResult(out, res, base+"/v1/recordings/"+res.ID+"/steps")
+		rec := base + "/v1/recordings/" + res.ID
+		printRecordResult(out, res, rec+"/steps")
+		fmt.Fprintf(out, "video: %s/video.webm\nevidence: %s/bundle, %s/attestation\n", rec, rec, rec)
+		for _, f := range res.Failed {
+			fmt.Fprintf(out, "page before the failed step: %s/steps/%d/dom?at=before\n", rec, f.Step)
+		}
 		fmt.Fprintln(out)
 		ids = append(ids, res.ID)
 	}
