@@ -60,6 +60,10 @@ var routeScope = map[string]string{
 	"GET /readyz":                           "",
 	"GET /v1/openapi.json":                  "",
 	"GET /v1/attestation/key":               "",
+	"GET /":                                 "",
+	"GET /r/{id}":                           "",
+	"GET /compare":                          "",
+	"GET /ui/*":                             "",
 }
 
 // fixture is two projects' recordings sharing a frame's bytes.
@@ -281,8 +285,13 @@ func (f *fixture) requests(method, route string) []cell {
 		add("dry sweep", "", "/v1/retention/sweep?dry_run=true", nil)
 	case "GET /v1/audit":
 		add("audit log", "", "/v1/audit", nil)
-	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json", "GET /v1/attestation/key":
+	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json", "GET /v1/attestation/key", "GET /", "GET /compare":
 		add("public", "", route, nil)
+	case "GET /r/{id}":
+		// The player's page is the same for any id: it carries no data.
+		add("player page", "", "/r/"+f.rec["alpha"], nil)
+	case "GET /ui/*":
+		add("player script", "", "/ui/common.js", nil)
 	}
 	return out
 }

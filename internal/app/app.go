@@ -31,6 +31,7 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/ui"
 	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/sqlite"
 )
@@ -221,7 +222,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
 	}
 	a.Guard = &auth.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
-		Public: map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true},
+		Public: publicRoutes(),
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
 			return m.Project, err == nil
@@ -229,6 +230,17 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	a.router = a.routes()
 	a.Guard.Router = a.router
 	return a, nil
+}
+
+// publicRoutes need no token: health, readiness, the API document, the
+// attestation key, and the player's pages (they carry no data; the API
+// calls they make are guarded).
+func publicRoutes() map[string]bool {
+	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true}
+	for _, r := range ui.Public {
+		m[r] = true
+	}
+	return m
 }
 
 // Handler is the HTTP handler of every route.
@@ -259,6 +271,7 @@ func (a *App) routes() *chi.Mux {
 	auth.Routes(r, a.Tokens)
 	a.Sweeper.Routes(r)
 	audit.Routes(r, a.Audit)
+	ui.Routes(r)
 	return r
 }
 
