@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -32,9 +31,9 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	n, err := strconv.Atoi(chi.URLParam(r, "n"))
-	if err != nil || n < 0 {
-		s.fail(w, badParam("n", "a step number ≥ 0 from …/steps"))
+	n, err := stepParam(r)
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
 	at := r.URL.Query().Get("at")

@@ -27,6 +27,21 @@ func recordingOpen() error {
 		"the recording is still open: it has no root yet")
 }
 
+// finishedRecording finds the {id} of a request for evidence, answering
+// for it (not found, still open) when it cannot be had.
+func (s *Service) finishedRecording(w http.ResponseWriter, r *http.Request) (store.RecordingRow, bool) {
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, err)
+		return row, false
+	}
+	if row.State != store.StateFinished {
+		s.fail(w, recordingOpen())
+		return row, false
+	}
+	return row, true
+}
+
 // evidenceError maps the store's answers about a recording's manifest.
 func (s *Service) evidenceError(id, what string, err error) error {
 	switch {
@@ -46,13 +61,8 @@ func (s *Service) evidenceError(id, what string, err error) error {
 // cuts the body short, which the client sees as a truncated bundle that
 // flightrec verify refuses.
 func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	if row.State != store.StateFinished {
-		s.fail(w, recordingOpen())
+	row, ok := s.finishedRecording(w, r)
+	if !ok {
 		return
 	}
 	if _, _, _, err := s.st.ManifestBytes(row.ID); err != nil {
@@ -74,13 +84,8 @@ func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
 // signatures are deterministic, so the same recording always gets the
 // same bytes.
 func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	if row.State != store.StateFinished {
-		s.fail(w, recordingOpen())
+	row, ok := s.finishedRecording(w, r)
+	if !ok {
 		return
 	}
 	if s.Signer == nil {

@@ -264,10 +264,9 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	n, err := strconv.Atoi(chi.URLParam(r, "n"))
-	if err != nil || n < 0 {
-		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "ask for a step number ≥ 0 from …/steps",
-			"step is not a number ≥ 0"))
+	n, err := stepParam(r)
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
 	view := StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
@@ -293,6 +292,16 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, view)
+}
+
+// stepParam reads the {n} of a step route.
+func stepParam(r *http.Request) (int, error) {
+	n, err := strconv.Atoi(chi.URLParam(r, "n"))
+	if err != nil || n < 0 {
+		return 0, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "ask for a step number ≥ 0 from …/steps",
+			"step is not a number ≥ 0")
+	}
+	return n, nil
 }
 
 func hasStep(steps []store.StepRow, n int) bool {

@@ -704,11 +704,7 @@ func parseDecls(s string) []decl {
 		case c == '\\':
 			i++
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if k := strings.Index(s[i+2:], "*/"); k >= 0 {
-				i += k + 3
-			} else {
-				i = len(s)
-			}
+			i = cssCommentEnd(s, i) - 1 // the loop steps past the last byte
 		case c == '(':
 			depth++
 		case c == ')':

@@ -106,11 +106,7 @@ func sanitizeCSS(s string) string {
 		c := s[i]
 		switch {
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if k := strings.Index(s[i+2:], "*/"); k >= 0 {
-				i += k + 4
-			} else {
-				i = len(s)
-			}
+			i = cssCommentEnd(s, i)
 			b.WriteByte(' ')
 		case c == '"' || c == '\'':
 			j := cssStringEnd(s, i)
@@ -389,16 +385,21 @@ func cssSkipParens(s string, open int) int {
 		case c == '"' || c == '\'':
 			i = cssStringEnd(s, i)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if k := strings.Index(s[i+2:], "*/"); k >= 0 {
-				i += k + 4
-			} else {
-				i = len(s)
-			}
+			i = cssCommentEnd(s, i)
 		case c == '\\':
 			i += 2
 		default:
 			i++
 		}
+	}
+	return len(s)
+}
+
+// cssCommentEnd returns the end of the comment that starts at s[i] ("/*"),
+// or len(s) for one never closed.
+func cssCommentEnd(s string, i int) int {
+	if k := strings.Index(s[i+2:], "*/"); k >= 0 {
+		return i + k + 4
 	}
 	return len(s)
 }
@@ -437,11 +438,7 @@ func cssSkipStatement(s string, i int) int {
 		case c == '"' || c == '\'':
 			i = cssStringEnd(s, i)
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if k := strings.Index(s[i+2:], "*/"); k >= 0 {
-				i += k + 4
-			} else {
-				i = len(s)
-			}
+			i = cssCommentEnd(s, i)
 		case c == '\\':
 			i += 2
 		default:
