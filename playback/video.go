@@ -62,12 +62,6 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if _, err := webm.FFmpegPath(); err != nil {
-		s.fail(w, apierr.New(http.StatusNotImplemented, "FFMPEG_MISSING",
-			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
-			"this server cannot encode video: ffmpeg is not installed"))
-		return
-	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
 		s.fail(w, indexError(err))
@@ -96,6 +90,13 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			s.serveVideo(w, r, row.ID, c.String(), name)
 			return
 		}
+	}
+	// A video already built is served without ffmpeg; only a build needs it.
+	if _, err := webm.FFmpegPath(); err != nil {
+		s.fail(w, apierr.New(http.StatusNotImplemented, "FFMPEG_MISSING",
+			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
+			"this server cannot encode video: ffmpeg is not installed"))
+		return
 	}
 	var buf bytes.Buffer
 	if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {

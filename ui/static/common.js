@@ -31,7 +31,9 @@ const FR = (() => {
   }
 
   async function fetchOK(path, opts) {
-    const resp = await fetch(path, Object.assign({ headers: headers() }, opts || {}));
+    const o = Object.assign({}, opts || {});
+    o.headers = Object.assign({}, headers(), o.headers || {});
+    const resp = await fetch(path, o);
     if (!resp.ok) {
       let env = null;
       try { env = await resp.json(); } catch (_) { /* not JSON */ }
@@ -103,5 +105,85 @@ const FR = (() => {
     box.hidden = false;
   }
 
-  return { token, setToken, api, text, fetchOK, mediaURL, esc, el, duration, when, showError, APIError };
+  // rec is the path of a recording's API, with more path appended.
+  function rec(id, more) {
+    return "/v1/recordings/" + encodeURIComponent(id) + (more || "");
+  }
+
+  // query builds "?a=1&b=2" from an object, leaving out empty values.
+  function query(params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) {
+      if (v != null && v !== "") q.set(k, String(v));
+    }
+    const s = q.toString();
+    return s ? "?" + s : "";
+  }
+
+  // verdictClass is the badge modifier for a verdict or an outcome.
+  function verdictClass(v) {
+    switch (v) {
+      case "pass": case "passed": case "done": case "ok": return "pass";
+      case "fail": case "failed": case "error": return "fail";
+      case "": case undefined: case null: return "none";
+      default: return "warn";
+    }
+  }
+
+  // badge is a coloured label that also says what it means in text.
+  function badge(text, kind) {
+    return el("span", { class: "badge badge-" + (kind || verdictClass(text)), text: text || "–" });
+  }
+
+  function bytes(n) {
+    if (n == null || n < 0) return "–";
+    if (n < 1024) return n + " B";
+    const u = ["KB", "MB", "GB", "TB"];
+    let i = -1;
+    do { n /= 1024; i++; } while (n >= 1024 && i < u.length - 1);
+    return n.toFixed(n < 10 ? 1 : 0) + " " + u[i];
+  }
+
+  // pool runs fn over items with at most n in flight.
+  async function pool(items, n, fn) {
+    let next = 0;
+    const worker = async () => {
+      while (next < items.length) {
+        const i = next++;
+        try { await fn(items[i], i); } catch (_) { /* fn reports its own errors */ }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  }
+
+  // retention renders the retention member of a recording: class,
+  // expiry, pins.
+  function retention(r) {
+    if (!r) return el("span", { class: "muted", text: "–" });
+    if (r.policy_error) return el("span", { class: "warn-text", text: "policy error: " + r.policy_error });
+    const parts = [el("span", { class: "ret-class", text: r.class || "–" })];
+    if (r.open) parts.push(" · open");
+    else if (r.expired) parts.push(" · expired (" + (r.why || "") + ")");
+    else if (r.expires_at) parts.push(" · until " + when(r.expires_at).slice(0, 10));
+    const active = (r.pins || []).filter((p) => !p.until || p.until > Date.now() * 1e6);
+    if (active.length) parts.push(" · pinned");
+    return el("span", { class: "retention" }, ...parts);
+  }
+
+  // download saves an API resource: a plain link while no token is
+  // needed, else fetched with the token into a blob: URL.
+  async function download(path, name) {
+    const a = el("a", { href: path, download: name || "" });
+    if (token()) {
+      const blob = await (await fetchOK(path)).blob();
+      a.href = URL.createObjectURL(blob);
+      setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    }
+    document.body.append(a);
+    a.click();
+    a.remove();
+  }
+
+  return { token, setToken, api, text, fetchOK, mediaURL, esc, el, duration, when, showError, APIError,
+    rec, query, verdictClass, badge, bytes, pool, retention, download };
 })();
