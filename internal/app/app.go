@@ -31,9 +31,9 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
-	"github.com/flightrec/flightrec/ui"
 	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/sqlite"
+	"github.com/flightrec/flightrec/ui"
 )
 
 // StoreConfig names the data directory and the index; every command that

@@ -53,4 +53,3 @@ func writeArtifact(t *testing.T, name string, data []byte) string {
 	t.Logf("artifact: %s (%d bytes)", path, len(data))
 	return path
 }
-
