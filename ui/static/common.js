@@ -82,6 +82,13 @@ const FR = (() => {
     return n;
   }
 
+  // put replaces node's children, leaving out null and false ones
+  // (replaceChildren would print them as text).
+  function put(node, ...children) {
+    node.replaceChildren(...children.filter((c) => c != null && c !== false));
+    return node;
+  }
+
   function duration(ns) {
     if (!ns || ns < 0) return "–";
     const s = ns / 1e9;
@@ -97,7 +104,7 @@ const FR = (() => {
 
   // showError puts an error (with the server's next step) into a box.
   function showError(box, err) {
-    box.replaceChildren(
+    put(box,
       FR.el("strong", { text: err.code ? err.code + ": " : "" }),
       err.message || String(err),
       err.next ? FR.el("div", { class: "next", text: "next: " + err.next }) : null,
@@ -185,5 +192,5 @@ const FR = (() => {
   }
 
   return { token, setToken, api, text, fetchOK, mediaURL, esc, el, duration, when, showError, APIError,
-    rec, query, verdictClass, badge, bytes, pool, retention, download };
+    put, rec, query, verdictClass, badge, bytes, pool, retention, download };
 })();

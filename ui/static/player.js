@@ -1,0 +1,767 @@
+// The player: a recording's steps, video (or its frames), the DOM at a
+// step in an inert sandboxed frame, network, console, receipt, snapshots,
+// checks and reports, all following one selected step. Everything is read
+// from the API; nothing recorded is ever put into this page as HTML.
+"use strict";
+
+(() => {
+  const $ = (s) => document.querySelector(s);
+  const PAGE = 200; // rows rendered at a time in long lists
+  const PREVIEW = 2000; // characters of a long text shown before "show all"
+  const CHUNK = 100000; // characters of it added to the page at a time after
+
+  const id = decodeURIComponent((location.pathname.match(/^\/r\/([^/]+)/) || [])[1] || "");
+  const state = {
+    rec: null,
+    steps: [],
+    byStep: new Map(),
+    cur: null,
+    at: "after",
+    videoOK: null, // null: unknown yet, true: playable, false: fall back to frames
+    videoNote: "",
+    frames: [],
+    frameIdx: 0,
+    domURL: "",
+    net: [],
+    netShown: 0,
+    logs: [],
+    logsShown: 0,
+  };
+  const cache = new Map(); // step → Promise of its StepView, a few kept
+
+  const errBox = $("#error");
+  const video = $("#video");
+  const frame = $("#dom-frame");
+
+  // ---- helpers -----------------------------------------------------------
+
+  // preview shows the start of a long text, and on demand all of it: in a
+  // scrolling pre, a chunk at a time (laying out megabytes of text at once
+  // would freeze the page), with the whole as a file to save.
+  function preview(text, limit) {
+    text = text == null ? "" : String(text);
+    limit = limit || PREVIEW;
+    if (text.length <= limit) return FR.el("span", { class: "text", text });
+    const wrap = FR.el("span", { class: "text long" });
+    const more = FR.el("button", { type: "button", class: "link show-all",
+      text: "show all (" + FR.bytes(text.length) + ")" });
+    more.addEventListener("click", () => {
+      const pre = FR.el("pre", { class: "full", tabindex: "0" });
+      const next = FR.el("button", { type: "button", class: "link show-more" });
+      let shown = 0;
+      const step = () => {
+        const end = Math.min(text.length, shown + CHUNK);
+        pre.append(text.slice(shown, end));
+        shown = end;
+        next.hidden = shown >= text.length;
+        next.textContent = "show " + FR.bytes(Math.min(CHUNK, text.length - shown)) + " more (" +
+          FR.bytes(text.length - shown) + " not shown)";
+      };
+      next.addEventListener("click", step);
+      let save = null;
+      if (text.length > CHUNK) {
+        save = FR.el("a", { class: "save", download: "flightrec-text.txt", text: "save the whole text",
+          href: URL.createObjectURL(new Blob([text], { type: "text/plain" })) });
+      }
+      FR.put(wrap, pre, next, save ? " · " : null, save);
+      step();
+      pre.focus();
+    });
+    wrap.append(FR.el("span", { text: text.slice(0, limit) + "…" }), " ", more);
+    return wrap;
+  }
+
+  function kv(rows) {
+    const dl = FR.el("dl", { class: "kv" });
+    for (const [k, v] of rows) {
+      if (v == null || v === "" || (Array.isArray(v) && !v.length)) continue;
+      dl.append(FR.el("dt", { text: k }), FR.el("dd", {}, v instanceof Node ? v : String(v)));
+    }
+    return dl;
+  }
+
+  function targetText(t) {
+    if (!t) return "";
+    const parts = [];
+    if (t.role) parts.push(t.role);
+    if (t.name) parts.push(JSON.stringify(t.name));
+    if (t.selector) parts.push(t.selector);
+    if (t.ref) parts.push(t.ref);
+    return parts.join(" ");
+  }
+
+  function ms(v) {
+    return v == null || v < 0 ? "–" : (v < 10 ? v.toFixed(1) : Math.round(v)) + " ms";
+  }
+
+  function errorBox(e) {
+    const box = FR.el("div", { class: "error", role: "alert" });
+    FR.showError(box, e);
+    return box;
+  }
+
+  function empty(text) {
+    return FR.el("p", { class: "muted empty", text });
+  }
+
+  function blobURL(cid) {
+    return FR.rec(id, "/blobs/" + encodeURIComponent(cid));
+  }
+
+  // ---- header and reports --------------------------------------------------
+
+  function renderTitle(r) {
+    const dur = r.first_ts && r.last_ts ? r.last_ts - r.first_ts : 0;
+    document.title = "flightrec · " + (r.flow || r.id);
+    FR.put($("#rec-title"),
+      FR.badge(r.verdict || r.state, r.verdict ? undefined : "warn"),
+      FR.el("span", { class: "rec-name" }, FR.el("strong", { text: r.project }), " / ", r.flow || "(no flow)"),
+      FR.el("span", { class: "muted small", text: FR.when(r.created_at) + " · " + FR.duration(dur) + " · " +
+        r.steps + " steps · " + r.state }),
+      r.failure_signature ? FR.el("span", { class: "sig small", title: "failure signature", text: r.failure_signature }) : null,
+      FR.el("span", { class: "muted small mono", text: r.id }));
+  }
+
+  function renderDownloads(r) {
+    const finished = r.state === "finished";
+    const items = [
+      ["HAR", "/har", r.id + ".har", true],
+      ["WebM video", "/video.webm", r.id + ".webm", true],
+      ["Bundle (CAR)", "/bundle", r.id + ".car", finished],
+      ["Attestation", "/attestation", r.id + ".intoto.json", finished],
+      ["rrweb events", "/rrweb", r.id + ".rrweb.json", true],
+    ];
+    const box = $("#downloads");
+    box.replaceChildren(FR.el("h3", { text: "Downloads" }));
+    const list = FR.el("ul", { class: "dl-list" });
+    for (const [label, path, name, ok] of items) {
+      const a = FR.el("a", { href: FR.rec(id, path), download: name, class: "dl", "data-kind": path.slice(1) }, label);
+      if (!ok) {
+        list.append(FR.el("li", {}, FR.el("span", { class: "muted", text: label + " (once finished)" })));
+        continue;
+      }
+      a.addEventListener("click", (ev) => {
+        if (!FR.token()) return; // the plain link works
+        ev.preventDefault();
+        FR.download(FR.rec(id, path), name).catch((e) => FR.showError(errBox, e));
+      });
+      list.append(FR.el("li", {}, a));
+    }
+    box.append(list);
+  }
+
+  function renderRetention(ret) {
+    const box = $("#retention");
+    box.replaceChildren(FR.el("h3", { text: "Retention" }));
+    if (!ret) { box.append(empty("not reported")); return; }
+    const pins = (ret.pins || []).map((p) => FR.el("li", {
+      text: (p.reason || "pin") + (p.ref ? " (" + p.ref + ")" : "") + " · " +
+        (p.until ? "until " + FR.when(p.until) : "no end"),
+    }));
+    box.append(kv([
+      ["class", ret.class ? ret.class + (ret.days ? " (" + ret.days + " days)" : "") : ""],
+      ["expires", ret.expires_at ? FR.when(ret.expires_at) : ""],
+      ["held until", ret.held_until === -1 ? "no end (pinned)" : ret.held_until ? FR.when(ret.held_until) : ""],
+      ["state", ret.open ? "open: never swept" : ret.expired ? "expired: " + (ret.why || "") : "kept"],
+      ["policy error", ret.policy_error],
+      ["pins", pins.length ? FR.el("ul", { class: "pins" }, ...pins) : "none"],
+    ]));
+  }
+
+  async function loadRedaction() {
+    const box = $("#redaction");
+    box.replaceChildren(FR.el("h3", { text: "Redaction" }));
+    try {
+      const rep = await FR.api(FR.rec(id, "/redaction"));
+      box.append(kv([
+        ["redactions", String(rep.total || 0)],
+        ["events", (rep.redacted_events || 0) + " of " + (rep.events || 0) + " redacted"],
+        ["plan", FR.el("span", { class: "mono small", text: rep.plan_digest || "–" })],
+      ]));
+      const rules = rep.rules || [];
+      if (rules.length) {
+        const tb = FR.el("tbody");
+        for (const r of rules) {
+          tb.append(FR.el("tr", { "data-rule": r.rule, "data-channel": r.channel },
+            FR.el("td", { text: r.rule }), FR.el("td", { text: r.channel }), FR.el("td", { class: "num", text: String(r.count) })));
+        }
+        box.append(FR.el("table", { class: "grid compact", id: "redaction-rules" },
+          FR.el("thead", {}, FR.el("tr", {}, FR.el("th", { text: "Rule" }), FR.el("th", { text: "Channel" }),
+            FR.el("th", { text: "Count" }))), tb));
+      }
+    } catch (e) {
+      box.append(errorBox(e));
+    }
+  }
+
+  // ---- steps ---------------------------------------------------------------
+
+  function renderSteps() {
+    const list = $("#steps");
+    list.replaceChildren();
+    for (const s of state.steps) {
+      const failed = s.outcome === "failed";
+      const what = s.action ? s.action + (s.target ? " " + s.target : "") : (s.step === 0 ? "setup" : "(no receipt)");
+      const c = s.counts || {};
+      const extras = [];
+      if (c.har) extras.push(c.har + " req");
+      if (c.console) extras.push(c.console + " log");
+      const btn = FR.el("button", {
+        type: "button",
+        class: "step" + (failed ? " failed" : ""),
+        "data-step": s.step,
+        "data-outcome": s.outcome || "",
+        title: what,
+      },
+      FR.el("span", { class: "n", text: String(s.step) }),
+      FR.el("span", { class: "what" },
+        FR.el("span", { class: "action", text: s.action || (s.step === 0 ? "setup" : "–") }),
+        s.target ? FR.el("span", { class: "target", text: " " + s.target }) : null),
+      FR.el("span", { class: "meta" },
+        s.outcome ? FR.badge(s.outcome) : null,
+        s.error_code ? FR.el("span", { class: "code", text: s.error_code }) : null,
+        extras.length ? FR.el("span", { class: "muted small", text: extras.join(" · ") }) : null));
+      btn.addEventListener("click", () => select(s.step));
+      list.append(FR.el("li", {}, btn));
+    }
+  }
+
+  function stepButton(n) {
+    return document.querySelector('#steps button[data-step="' + n + '"]');
+  }
+
+  function neighbour(delta) {
+    const i = state.steps.findIndex((s) => s.step === state.cur);
+    const j = Math.max(0, Math.min(state.steps.length - 1, i + delta));
+    return state.steps[j] ? state.steps[j].step : null;
+  }
+
+  function loadStep(n) {
+    if (cache.has(n)) {
+      const p = cache.get(n);
+      cache.delete(n);
+      cache.set(n, p); // most recent last
+      return p;
+    }
+    const p = FR.api(FR.rec(id, "/steps/" + n));
+    p.catch(() => cache.delete(n));
+    cache.set(n, p);
+    while (cache.size > 6) cache.delete(cache.keys().next().value);
+    return p;
+  }
+
+  // keepInView scrolls the step list (only it, not the page) to show btn.
+  function keepInView(btn) {
+    const pane = $("#steps-pane");
+    const pr = pane.getBoundingClientRect();
+    const br = btn.getBoundingClientRect();
+    if (br.top < pr.top) pane.scrollTop -= pr.top - br.top + 8;
+    else if (br.bottom > pr.bottom) pane.scrollTop += br.bottom - pr.bottom + 8;
+  }
+
+  // select makes step n current: list, URL, video, DOM and every panel.
+  async function select(n, opts) {
+    opts = opts || {};
+    if (!state.byStep.has(n)) return;
+    const focusWasInList = document.activeElement && document.activeElement.closest &&
+      document.activeElement.closest("#steps");
+    state.cur = n;
+    for (const b of document.querySelectorAll("#steps button.selected")) {
+      b.classList.remove("selected");
+      b.removeAttribute("aria-current");
+    }
+    const btn = stepButton(n);
+    if (btn) {
+      btn.classList.add("selected");
+      btn.setAttribute("aria-current", "step");
+      keepInView(btn);
+      if (focusWasInList || opts.focus) btn.focus({ preventScroll: true });
+    }
+    document.body.dataset.step = String(n);
+    history.replaceState(null, "", "/r/" + encodeURIComponent(id) + "?step=" + n);
+    $("#dom-step").textContent = String(n);
+    if (!opts.fromVideo) seekVideo();
+    setDOM();
+    let view;
+    try {
+      view = await loadStep(n);
+    } catch (e) {
+      if (state.cur !== n) return;
+      renderPanels(null, e);
+      return;
+    }
+    if (state.cur !== n) return; // a later selection won
+    renderPanels(view);
+  }
+
+  // ---- video, or its frames --------------------------------------------------
+
+  function stepTimes(n) {
+    const s = state.byStep.get(n);
+    const first = state.rec.first_ts || (state.steps[0] && state.steps[0].start_ts) || 0;
+    return [(s.start_ts - first) / 1e9, (s.end_ts - first) / 1e9];
+  }
+
+  function seekVideo() {
+    if (state.cur == null || state.videoOK === false || video.readyState < 1) return;
+    const [start, end] = stepTimes(state.cur);
+    // A hair inside the chapter, so the time is unambiguously this step's.
+    let t = start + Math.min(0.001, Math.max(0, (end - start) / 2));
+    if (isFinite(video.duration)) t = Math.min(t, video.duration);
+    video.currentTime = Math.max(0, t);
+  }
+
+  // followVideo selects the step that holds the video's time.
+  function followVideo() {
+    if (!state.rec || !state.steps.length) return;
+    const first = state.rec.first_ts || state.steps[0].start_ts;
+    const t = first + video.currentTime * 1e9;
+    const cur = state.byStep.get(state.cur);
+    if (cur && cur.start_ts <= t && t <= cur.end_ts) return;
+    let pick = null;
+    for (const s of state.steps) {
+      if (s.start_ts <= t && t <= s.end_ts) { pick = s; break; }
+      if (s.start_ts <= t) pick = s;
+    }
+    if (pick && pick.step !== state.cur) select(pick.step, { fromVideo: true });
+  }
+
+  async function videoFailed(err) {
+    if (state.videoOK === false) return;
+    state.videoOK = false;
+    let why = err;
+    if (!why) {
+      // The element says only that it failed: ask the server why.
+      try {
+        await FR.fetchOK(FR.rec(id, "/video.webm"), { headers: { Range: "bytes=0-0" } });
+        why = new Error("the browser could not play the video");
+      } catch (e) {
+        why = e;
+      }
+    }
+    const msg = (why.code ? why.code + ": " : "") + (why.message || "the video is unavailable") +
+      (why.next ? " (next: " + why.next + ")" : "");
+    state.videoNote = "No video: " + msg + ". Showing the step's recorded frames instead.";
+    video.removeAttribute("src");
+    video.hidden = true;
+    $("#frames").hidden = false;
+    $("#frames-note").textContent = state.videoNote;
+    document.body.dataset.video = "frames";
+    renderFrames();
+  }
+
+  function setupVideo() {
+    video.addEventListener("error", () => videoFailed(null));
+    video.addEventListener("loadedmetadata", () => {
+      state.videoOK = true;
+      document.body.dataset.video = "ok";
+      seekVideo();
+    });
+    video.addEventListener("timeupdate", () => {
+      if (!video.paused && !video.seeking) followVideo();
+    });
+    video.addEventListener("seeked", () => {
+      followVideo();
+      video.dataset.step = String(state.cur); // the step the picture is of (tests wait on it)
+    });
+    FR.mediaURL(FR.rec(id, "/video.webm")).then((u) => { video.src = u; }, (e) => videoFailed(e));
+  }
+
+  function renderFrames() {
+    if (state.videoOK !== false) return;
+    const img = $("#frame-img");
+    const fs = state.frames;
+    if (!fs.length) {
+      img.hidden = true;
+      $("#frame-pos").textContent = "no frame in this step";
+      return;
+    }
+    state.frameIdx = Math.max(0, Math.min(fs.length - 1, state.frameIdx));
+    const f = fs[state.frameIdx];
+    img.hidden = false;
+    FR.mediaURL(blobURL(f.data.image_cid)).then((u) => { img.src = u; }, () => { img.hidden = true; });
+    $("#frame-pos").textContent = "frame " + (state.frameIdx + 1) + " of " + fs.length;
+    $("#frame-prev").disabled = state.frameIdx === 0;
+    $("#frame-next").disabled = state.frameIdx >= fs.length - 1;
+  }
+
+  // ---- DOM at the step ---------------------------------------------------------
+
+  function hasDOM(n, at) {
+    const limit = at === "before" ? n - 1 : n;
+    return state.steps.some((s) => s.step <= limit && s.counts && s.counts.dom > 0);
+  }
+
+  function setDOM() {
+    const n = state.cur;
+    const at = state.at;
+    for (const b of document.querySelectorAll("#dom-at button")) {
+      b.setAttribute("aria-pressed", String(b.dataset.at === at));
+    }
+    const note = $("#dom-note");
+    frame.dataset.step = String(n);
+    frame.dataset.at = at;
+    if (!hasDOM(n, at)) {
+      note.textContent = "No page was recorded " + (at === "before" ? "before" : "by the end of") + " step " + n + ".";
+      note.hidden = false;
+      frame.hidden = true;
+      return;
+    }
+    note.hidden = true;
+    frame.hidden = false;
+    const path = FR.rec(id, "/steps/" + n + "/dom?at=" + at);
+    FR.mediaURL(path).then((u) => {
+      if (state.cur !== n || state.at !== at) {
+        if (u.startsWith("blob:")) URL.revokeObjectURL(u);
+        return;
+      }
+      if (state.domURL.startsWith("blob:")) URL.revokeObjectURL(state.domURL);
+      state.domURL = u;
+      frame.src = u;
+    }, (e) => {
+      note.replaceChildren(errorBox(e));
+      note.hidden = false;
+      frame.hidden = true;
+    });
+  }
+
+  // ---- panels ------------------------------------------------------------------
+
+  function renderPanels(view, err) {
+    const evs = (view && view.events) || [];
+    const by = { receipt: [], snapshot: [], har: [], console: [], check: [], frame: [], screenshot: [] };
+    for (const e of evs) if (by[e.kind]) by[e.kind].push(e);
+    if (err) $("#receipt").replaceChildren(errorBox(err));
+    else renderReceipt(by.receipt[by.receipt.length - 1], by.screenshot);
+    renderNetwork(by.har);
+    renderConsole(by.console);
+    renderSnapshots(by.snapshot);
+    renderChecks(by.check);
+    state.frames = by.frame;
+    state.frameIdx = 0;
+    renderFrames();
+  }
+
+  function renderReceipt(ev, shots) {
+    const box = $("#receipt");
+    const s = state.byStep.get(state.cur);
+    if (!ev) {
+      box.replaceChildren(empty(s && s.step === 0 ? "Setup: events before the first action (no receipt)." : "No receipt for this step."));
+      return;
+    }
+    const r = ev.data || {};
+    const a = r.action || {};
+    const eff = r.effects || {};
+    const err = r.error;
+    const effects = [];
+    if (eff.navigation) effects.push(FR.el("li", { text: "navigation " + (eff.navigation.from || "") + " → " + eff.navigation.to }));
+    for (const q of eff.requests || []) {
+      effects.push(FR.el("li", { class: q.status >= 400 || q.status === 0 ? "bad" : "" },
+        "request " + q.method + " " + q.url + " → " + (q.status || "failed")));
+    }
+    for (const d of eff.dialogs || []) effects.push(FR.el("li", { text: "dialog " + d.type + (d.message ? ": " + d.message : "") }));
+    for (const p of eff.popups || []) effects.push(FR.el("li", { text: "popup " + p }));
+    for (const d of eff.downloads || []) effects.push(FR.el("li", { text: "download " + d }));
+    if (eff.console_errors) effects.push(FR.el("li", { class: "bad", text: eff.console_errors + " console error(s)" }));
+    if (eff.snapshot_delta) effects.push(FR.el("li", {}, "snapshot change: ", FR.el("code", {}, preview(eff.snapshot_delta, 400))));
+    const timing = [];
+    if (r.started_at && r.ended_at) timing.push(FR.duration(r.ended_at - r.started_at) + " wall");
+    if (r.browser_seconds) timing.push(r.browser_seconds.toFixed(3) + " s in the browser");
+    if (r.started_at) timing.push("from " + FR.when(r.started_at));
+    const args = a.args && Object.keys(a.args).length ? JSON.stringify(a.args) : "";
+    const children = [kv([
+      ["action", (a.verb || "") + (a.target ? " " + targetText(a.target) : "")],
+      ["arguments", args ? preview(args, 400) : ""],
+      ["resolved", targetText(r.resolved)],
+      ["outcome", FR.badge(r.outcome)],
+      ["error", err ? FR.el("span", {}, FR.el("strong", { class: "code", text: err.code }), err.message ? " " + err.message : "") : ""],
+      ["next", err && err.next],
+      ["effects", effects.length ? FR.el("ul", { class: "effects" }, ...effects) : ""],
+      ["rule", r.rule],
+      ["timings", timing.join(" · ")],
+    ])];
+    for (const sh of shots || []) {
+      if (!sh.data || !sh.data.image_cid) continue;
+      const link = FR.el("a", { href: blobURL(sh.data.image_cid), target: "_blank", rel: "noopener", class: "shot-link" },
+        "screenshot" + (sh.data.reason ? " (" + sh.data.reason + ")" : ""));
+      children.push(FR.el("p", {}, link));
+    }
+    FR.put(box, ...children);
+    box.dataset.outcome = r.outcome || "";
+  }
+
+  // Network: at most PAGE rows at a time, whatever the step holds.
+  function renderNetwork(hars) {
+    state.net = hars;
+    state.netShown = 0;
+    const tb = $("#network tbody");
+    tb.replaceChildren();
+    $("#network-detail").hidden = true;
+    $("#network-count").textContent = hars.length ? "(" + hars.length + ")" : "";
+    if (!hars.length) {
+      tb.append(FR.el("tr", { class: "none" }, FR.el("td", { colspan: "4", class: "muted", text: "No requests in this step." })));
+    }
+    moreNetwork();
+  }
+
+  function moreNetwork() {
+    const tb = $("#network tbody");
+    const end = Math.min(state.net.length, state.netShown + PAGE);
+    const frag = document.createDocumentFragment();
+    for (let i = state.netShown; i < end; i++) {
+      const h = state.net[i].data || {};
+      const req = h.request || {};
+      const res = h.response || {};
+      const status = res.status || 0;
+      const bad = status >= 400 || status === 0;
+      const url = String(req.url || "");
+      frag.append(FR.el("tr", {
+        class: "net-row" + (bad ? " bad" : ""),
+        tabindex: "0",
+        "data-index": i,
+        "data-status": status,
+        "data-method": req.method || "",
+      },
+      FR.el("td", { class: "method", text: req.method || "" }),
+      FR.el("td", { class: "url", title: url.length > 2000 ? url.slice(0, 2000) + "…" : url,
+        text: url.length > 300 ? url.slice(0, 300) + "…" : url }),
+      FR.el("td", { class: "status num", text: status ? String(status) : "failed" }),
+      FR.el("td", { class: "num", text: ms(h.time) })));
+    }
+    tb.append(frag);
+    state.netShown = end;
+    const more = $("#network-more");
+    const left = state.net.length - end;
+    more.hidden = left <= 0;
+    more.textContent = "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)";
+  }
+
+  function headersTable(list) {
+    if (!list || !list.length) return empty("none");
+    const tb = FR.el("tbody");
+    for (const h of list.slice(0, 500)) {
+      tb.append(FR.el("tr", {}, FR.el("th", { scope: "row", text: h.name }), FR.el("td", {}, preview(h.value, 500))));
+    }
+    return FR.el("table", { class: "grid compact headers" }, tb);
+  }
+
+  function showNetwork(i) {
+    const ev = state.net[i];
+    if (!ev) return;
+    const h = ev.data || {};
+    const req = h.request || {};
+    const res = h.response || {};
+    const content = res.content || {};
+    for (const r of document.querySelectorAll("#network tr.open")) r.classList.remove("open");
+    const row = document.querySelector('#network tr[data-index="' + i + '"]');
+    if (row) row.classList.add("open");
+    const box = $("#network-detail");
+    const close = FR.el("button", { type: "button", class: "link close", text: "close" });
+    close.addEventListener("click", () => {
+      box.hidden = true;
+      if (row) { row.classList.remove("open"); row.focus(); }
+    });
+    FR.put(box,
+      FR.el("div", { class: "detail-head" },
+        FR.el("strong", { text: (req.method || "") + " " }), preview(req.url, 300), " ", close),
+      kv([
+        ["status", (res.status || "failed") + (res.statusText ? " " + res.statusText : "")],
+        ["started", h.startedDateTime],
+        ["time", ms(h.time)],
+        ["type", content.mimeType],
+        ["size", content.size != null ? FR.bytes(content.size) : ""],
+        ["note", h._truncated ? "the body was truncated when recorded" : ""],
+      ]),
+      FR.el("h4", { text: "Request headers" }), headersTable(req.headers),
+      req.postData ? FR.el("h4", { text: "Request body" }) : null,
+      req.postData ? FR.el("pre", { class: "body" }, preview(req.postData.text ||
+        (req.postData.params || []).map((p) => p.name + "=" + p.value).join("&"))) : null,
+      FR.el("h4", { text: "Response headers" }), headersTable(res.headers),
+      FR.el("h4", { text: "Response body" + (content.encoding ? " (" + content.encoding + ")" : "") }),
+      content.text ? FR.el("pre", { class: "body" }, preview(content.text)) : empty("not recorded"));
+    box.hidden = false;
+    box.dataset.index = String(i);
+  }
+
+  // Console: long messages truncated, at most PAGE entries at a time.
+  function renderConsole(logs) {
+    state.logs = logs;
+    state.logsShown = 0;
+    const box = $("#console");
+    box.replaceChildren();
+    const errors = logs.filter((l) => l.data && /^(error|assert|exception)$/.test(l.data.level)).length;
+    $("#console-count").textContent = logs.length ? "(" + logs.length + (errors ? ", " + errors + " errors" : "") + ")" : "";
+    if (!logs.length) box.append(empty("No console messages in this step."));
+    moreConsole();
+  }
+
+  function stackList(frames) {
+    return FR.el("ol", { class: "stack" }, ...frames.slice(0, 50).map((f) => FR.el("li", {
+      text: (f.function || "(anonymous)") + " " + (f.url || "") + (f.line ? ":" + f.line + (f.column ? ":" + f.column : "") : ""),
+    })));
+  }
+
+  function moreConsole() {
+    const box = $("#console");
+    const old = box.querySelector(":scope > .more");
+    if (old) old.remove();
+    const end = Math.min(state.logs.length, state.logsShown + PAGE);
+    const frag = document.createDocumentFragment();
+    for (let i = state.logsShown; i < end; i++) {
+      const c = state.logs[i].data || {};
+      const lvl = c.level || "log";
+      const bad = /^(error|assert|exception)$/.test(lvl);
+      const where = c.url ? c.url + (c.line ? ":" + c.line + (c.column ? ":" + c.column : "") : "") : "";
+      const entry = FR.el("div", { class: "entry level-" + lvl + (bad ? " bad" : ""), "data-level": lvl, "data-seq": state.logs[i].seq },
+        FR.el("div", { class: "entry-head" },
+          FR.badge(lvl, bad ? "fail" : lvl === "warn" || lvl === "warning" ? "warn" : "none"),
+          " ", FR.el("span", { class: "msg" }, preview(c.text))),
+        where ? FR.el("div", { class: "where muted small", text: where.length > 500 ? where.slice(0, 500) + "…" : where }) : null);
+      const mapped = c.mapped_stack && c.mapped_stack.length;
+      const stack = mapped ? c.mapped_stack : c.stack;
+      if (stack && stack.length) {
+        entry.append(FR.el("details", { class: "stack-box" },
+          FR.el("summary", { text: mapped ? "stack (source-mapped)" : "stack" }), stackList(stack)));
+        if (mapped) entry.querySelector("details").open = true;
+      }
+      frag.append(entry);
+    }
+    box.append(frag);
+    state.logsShown = end;
+    const left = state.logs.length - end;
+    if (left > 0) {
+      const more = FR.el("button", { type: "button", class: "more", text: "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)" });
+      more.addEventListener("click", moreConsole);
+      box.append(more);
+    }
+  }
+
+  function renderSnapshots(snaps) {
+    const box = $("#snapshots");
+    box.replaceChildren();
+    if (!snaps.length) { box.append(empty("No text snapshots in this step.")); return; }
+    const order = { before: 0, "": 1, after: 2 };
+    const sorted = snaps.slice(0, 100).sort((a, b) =>
+      ((a.data.view || "") < (b.data.view || "") ? -1 : (a.data.view || "") > (b.data.view || "") ? 1 : 0) ||
+      (order[a.data.when || ""] - order[b.data.when || ""]));
+    for (const ev of sorted) {
+      const s = ev.data || {};
+      const view = s.view || "interactive"; // the recorder's interactive view omits the field
+      const d = FR.el("details", { class: "snapshot", "data-view": view, "data-when": s.when || "" },
+        FR.el("summary", {}, FR.el("strong", { text: view }), " · " + (s.when || "at") +
+          (s.scope ? " · " + s.scope : "") + (s.truncated ? " · truncated" : "")));
+      d.addEventListener("toggle", () => {
+        if (d.open && !d.querySelector("pre")) d.append(FR.el("pre", { class: "snap" }, preview(s.text, 20000)));
+      }, { once: false });
+      box.append(d);
+    }
+  }
+
+  function renderChecks(checks) {
+    const box = $("#checks");
+    box.replaceChildren();
+    if (!checks.length) return;
+    const tb = FR.el("tbody");
+    for (const ev of checks.slice(0, 500)) {
+      const c = ev.data || {};
+      const j = (v) => v == null ? "" : preview(JSON.stringify(v), 300);
+      tb.append(FR.el("tr", { class: "check" + (c.passed ? "" : " bad"), "data-passed": String(!!c.passed) },
+        FR.el("td", {}, FR.badge(c.passed ? "passed" : "failed")),
+        FR.el("td", { text: c.type || "" }),
+        FR.el("td", {}, preview(c.target || "", 300)),
+        FR.el("td", {}, j(c.expect)),
+        FR.el("td", {}, j(c.actual))));
+    }
+    box.append(FR.el("table", { class: "grid compact checks" },
+      FR.el("thead", {}, FR.el("tr", {}, ...["Check", "Type", "Target", "Expected", "Actual"].map((t) => FR.el("th", { text: t })))),
+      tb));
+  }
+
+  // ---- events --------------------------------------------------------------------
+
+  function wire() {
+    document.addEventListener("keydown", (ev) => {
+      if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+      const t = ev.target;
+      if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+      let delta = 0;
+      if (ev.key === "j" || ev.key === "ArrowDown") delta = 1;
+      else if (ev.key === "k" || ev.key === "ArrowUp") delta = -1;
+      else return;
+      if (t && t.tagName === "VIDEO") return; // the player's own keys
+      if (state.cur == null) return;
+      ev.preventDefault();
+      const n = neighbour(delta);
+      if (n != null && n !== state.cur) select(n);
+    });
+    for (const b of document.querySelectorAll("#dom-at button")) {
+      b.addEventListener("click", () => {
+        if (state.at === b.dataset.at) return;
+        state.at = b.dataset.at;
+        setDOM();
+      });
+    }
+    const tb = $("#network tbody");
+    const open = (ev) => {
+      const row = ev.target.closest("tr.net-row");
+      if (row) showNetwork(Number(row.dataset.index));
+    };
+    tb.addEventListener("click", open);
+    tb.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(ev); }
+    });
+    $("#network-more").addEventListener("click", moreNetwork);
+    $("#frame-prev").addEventListener("click", () => { state.frameIdx--; renderFrames(); });
+    $("#frame-next").addEventListener("click", () => { state.frameIdx++; renderFrames(); });
+  }
+
+  function ready(ok) {
+    document.body.dataset.ready = ok ? "1" : "error";
+    performance.mark("flightrec-ready");
+  }
+
+  async function main() {
+    wire();
+    if (!id) {
+      FR.showError(errBox, new Error("no recording in the address: open /r/{id}"));
+      ready(false);
+      return;
+    }
+    let rec, tl;
+    try {
+      [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(FR.rec(id, "/steps"))]);
+    } catch (e) {
+      FR.showError(errBox, e);
+      ready(false);
+      return;
+    }
+    state.rec = rec;
+    state.steps = tl.steps || [];
+    for (const s of state.steps) state.byStep.set(s.step, s);
+    renderTitle(rec);
+    renderDownloads(rec);
+    renderRetention(rec.retention);
+    renderSteps();
+    loadRedaction();
+    if (!state.steps.length) {
+      $("#steps").append(FR.el("li", { class: "muted", text: "No steps indexed yet." }));
+      ready(true);
+      return;
+    }
+    setupVideo();
+    const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
+    let first;
+    if (state.byStep.has(want)) first = want;
+    else {
+      const failed = state.steps.find((s) => s.outcome === "failed");
+      first = (failed || state.steps[0]).step;
+    }
+    await select(first);
+    ready(true);
+  }
+
+  main().catch((e) => {
+    FR.showError(errBox, e);
+    ready(false);
+  });
+})();
