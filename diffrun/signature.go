@@ -1,8 +1,12 @@
 package diffrun
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/flightrec/flightrec/store"
 )
 
 // Signature is a run's failure signature ("" for a passing run): what its
@@ -157,4 +161,37 @@ func (g GroupReport) String() string {
 		return fmt.Sprintf("no failure signature in %d runs", g.Of)
 	}
 	return fmt.Sprintf("reproduced %d of %d: %s", g.Reproduced, g.Of, g.Signature)
+}
+
+// RecordSignature derives finished recording id's failure signature from
+// its indexed events and records it: in the store (so a reindex restores
+// it) and in the index's row (so search finds it). A passing run has none
+// and nothing is written. A recording that is gone is not an error.
+func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id string) error {
+	run, err := Load(ctx, st, idx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sig := Signature(run)
+	if sig == "" {
+		return nil
+	}
+	if err := st.SetFailureSignature(id, sig); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	row, err := idx.Recording(ctx, id)
+	if err != nil {
+		return err
+	}
+	if row.FailureSignature == sig {
+		return nil
+	}
+	row.FailureSignature = sig
+	return idx.PutRecording(ctx, row)
 }

@@ -15,7 +15,7 @@ import (
 
 // A search query is words and field terms:
 //
-//	status:500   the response status (a bare 3-digit word 100-599 means the same)
+//	status:500   the response status (a query of one 3-digit word 100-599 means the same)
 //	code:APP_ERROR  a receipt's error code, exactly
 //	url:/api/checkout  a substring of a request URL
 //	kind:console  only events of that kind
@@ -68,11 +68,15 @@ func parseSearch(q string) (searchTerms, error) {
 			}
 			t.kind = event.Kind(val)
 		default:
-			if n, err := strconv.Atoi(w); err == nil && len(w) == 3 && n >= 100 && n <= 599 && t.q.Status == 0 {
-				t.q.Status = n
-				continue
-			}
 			words = append(words, w)
+		}
+	}
+	// A query that is one three-digit word 100-599 is a status; among
+	// other words it is part of the phrase ("POST /api/checkout 500
+	// GIFT_CARD_STATE", a failure signature).
+	if len(words) == 1 && t.q.Status == 0 {
+		if n, err := strconv.Atoi(words[0]); err == nil && len(words[0]) == 3 && n >= 100 && n <= 599 {
+			t.q.Status, words = n, nil
 		}
 	}
 	t.q.Text = strings.Join(words, " ")

@@ -27,6 +27,13 @@ type Projector struct {
 	done   chan struct{}
 	// Errors counts failed index writes (for metrics).
 	Errors func()
+	// OnComplete, when set, is called once per recording (in this
+	// process) after a pass has indexed a finished recording through its
+	// last event, within that pass, so Flush waits for it: what needs the
+	// whole recording in the index (its failure signature) runs there. An
+	// error fails the pass like an index error: logged, retried with
+	// backoff.
+	OnComplete func(ctx context.Context, id string) error
 }
 
 type projection struct {
@@ -36,6 +43,9 @@ type projection struct {
 	loaded  bool // cursor read from the index
 	pending bool
 	row     *RecordingRow // metadata not yet written to the index
+	// finished is set when the recording is sealed; complete once
+	// OnComplete has run for it.
+	finished, complete bool
 }
 
 // NewProjector returns a projector; call Run in a goroutine.
@@ -77,6 +87,9 @@ func (p *Projector) Put(row RecordingRow) {
 	}
 	r.row = &row
 	r.pending = true
+	if row.State == StateFinished {
+		r.finished = true
+	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -195,8 +208,33 @@ func (p *Projector) drain(ctx context.Context) (failed bool) {
 	return failed
 }
 
-// project indexes recording id from its cursor to the end of its log.
+// project indexes recording id from its cursor to the end of its log,
+// then, the first time a finished recording is indexed through its end,
+// calls OnComplete.
 func (p *Projector) project(ctx context.Context, id string) error {
+	if err := p.projectEvents(ctx, id); err != nil || p.OnComplete == nil {
+		return err
+	}
+	p.mu.Lock()
+	r := p.recs[id]
+	due := r.finished && !r.complete && r.loaded && r.cursor >= r.target
+	p.mu.Unlock()
+	if !due {
+		return nil
+	}
+	if err := p.OnComplete(ctx, id); err != nil {
+		p.log.Warn("completing a finished recording's index rows failed; will retry", "recording", id, "err", err)
+		p.markPending(id)
+		return err
+	}
+	p.mu.Lock()
+	r.complete = true
+	p.mu.Unlock()
+	return nil
+}
+
+// projectEvents indexes recording id from its cursor to the end of its log.
+func (p *Projector) projectEvents(ctx context.Context, id string) error {
 	p.mu.Lock()
 	r := p.recs[id]
 	r.pending = false

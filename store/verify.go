@@ -184,7 +184,8 @@ func (s *Store) Reindex(ctx context.Context, idx Index, progress func(done, tota
 	return nil
 }
 
-// RowOf returns a recording's metadata row as the store knows it, and the
+// RowOf returns a recording's metadata row as the store knows it (with
+// its failure signature once one is recorded), and the
 // last seq it holds (from the manifest when finished; 0 when open, where
 // the projector reads to the end of the log anyway).
 func (s *Store) RowOf(id string) (RecordingRow, uint64, error) {
@@ -197,7 +198,11 @@ func (s *Store) RowOf(id string) (RecordingRow, uint64, error) {
 		if err != nil {
 			return RecordingRow{}, 0, err
 		}
-		return RecordingRow{RecordingMeta: m.Recording, State: StateFinished, Root: root}, m.LastSeq, nil
+		row := RecordingRow{RecordingMeta: m.Recording, State: StateFinished, Root: root}
+		if row.FailureSignature, err = s.FailureSignature(id); err != nil {
+			return RecordingRow{}, 0, err
+		}
+		return row, m.LastSeq, nil
 	}
 	meta, err := s.Meta(id)
 	if err != nil {

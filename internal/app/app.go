@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/audit"
@@ -168,6 +169,9 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	proj := store.NewProjector(st, idx, log)
+	proj.OnComplete = func(ctx context.Context, id string) error {
+		return diffrun.RecordSignature(ctx, st, idx, id)
+	}
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_policy_evaluations_total", Help: "Redaction plans evaluated (one per recording)."},
 		func() float64 { return float64(pol.Evaluations()) }))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,6 +332,17 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("searching every recording for GIFT_CARD_STATE: %+v", res)
+		}
+		// The failure signature diffrun derived once the recording was
+		// indexed: on the recording's row, and found by search.
+		var got store.RecordingRow
+		do(t, "GET", rec, nil).decode(t, &got)
+		if got.FailureSignature != "POST /api/checkout 500 GIFT_CARD_STATE" {
+			t.Errorf("failure signature %q", got.FailureSignature)
+		}
+		do(t, "GET", base+"/v1/search?q="+url.QueryEscape(got.FailureSignature), nil).decode(t, &res)
+		if len(res.Hits) != 1 || res.Hits[0].Recording != row.ID || res.Hits[0].Field != "failure_signature" {
+			t.Errorf("searching for the failure signature: %+v", res.Hits)
 		}
 		do(t, "GET", base+"/v1/search?q=code:APP_ERROR", nil).decode(t, &res)
 		if len(res.Hits) != 1 || res.Hits[0].Step != pay || res.Hits[0].Kind != "receipt" {
