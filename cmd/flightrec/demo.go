@@ -106,7 +106,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		rec := base + "/v1/recordings/" + res.ID
 		printRecordResult(out, res, rec+"/steps")
-		fmt.Fprintf(out, "video: %s/video.webm\nevidence: %s/bundle, %s/attestation\n", rec, rec, rec)
+		fmt.Fprintf(out, "player: %s/r/%s\nvideo: %s/video.webm\nevidence: %s/bundle, %s/attestation\n", base, res.ID, rec, rec, rec)
 		for _, f := range res.Failed {
 			fmt.Fprintf(out, "page before the failed step: %s/steps/%d/dom?at=before\n", rec, f.Step)
 		}
@@ -116,13 +116,13 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if failed {
 		return exitFailure
 	}
-	fmt.Fprintf(out, "recordings: %s/v1/recordings\n", base)
+	fmt.Fprintf(out, "recordings: %s/ (API: %s/v1/recordings)\n", base, base)
 	// The two runs compared: where the failing one first diverges.
 	if len(ids) == 2 && a.Proj.Flush(ctx) == nil {
 		ra, errA := diffrun.Load(ctx, a.Store, a.Index, ids[0])
 		rb, errB := diffrun.Load(ctx, a.Store, a.Index, ids[1])
 		if errA == nil && errB == nil {
-			fmt.Fprintf(out, "compare: %s/v1/diff?a=%s&b=%s\n", base, ids[0], ids[1])
+			fmt.Fprintf(out, "compare: %s/compare?a=%s&b=%s (API: %s/v1/diff?a=%s&b=%s)\n", base, ids[0], ids[1], base, ids[0], ids[1])
 			if fd := diffrun.Diff(ra, rb, diffrun.Options{}).FirstDivergence; fd != nil {
 				fmt.Fprintf(out, "  %s\n", fd.Explanation)
 			}

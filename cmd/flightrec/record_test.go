@@ -106,7 +106,9 @@ func TestDemoRecordsBothFlows(t *testing.T) {
 		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-with-gift-card-fails\): fail, 17 steps`),
 		regexp.MustCompile(`step 14 failed: APP_ERROR: POST http://127\.0\.0\.1:\d+/api/checkout answered 500`),
 		regexp.MustCompile(`http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps`),
-		regexp.MustCompile(`compare: http://127\.0\.0\.1:\d+/v1/diff\?a=[0-9a-z]{26}&b=[0-9a-z]{26}`),
+		regexp.MustCompile(`compare: http://127\.0\.0\.1:\d+/compare\?a=[0-9a-z]{26}&b=[0-9a-z]{26} \(API: http://127\.0\.0\.1:\d+/v1/diff\?a=`),
+		regexp.MustCompile(`player: http://127\.0\.0\.1:\d+/r/[0-9a-z]{26}\n`),
+		regexp.MustCompile(`page before the failed step: http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps/14/dom\?at=before`),
 		regexp.MustCompile(`runs diverge at step 11 of a, step 14 of b \(click button "Pay"\): POST /api/checkout 200 → 500 GIFT_CARD_STATE`),
 	} {
 		if !want.MatchString(out) {
