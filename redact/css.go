@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // A small CSS selector matcher over the DOM model, for the plan's mask
@@ -449,7 +451,7 @@ func (p *selParser) quoted(q byte) (string, error) {
 
 // matches reports whether n matches any selector of the set.
 func (s *selectorSet) matches(n *dnode) bool {
-	if s == nil || n.kind != nodeElement {
+	if s == nil || n.kind != event.RRWebNodeElement {
 		return false
 	}
 	for i := range s.sels {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // cssTree builds: html > body > form#pay.checkout[data-kind=Card] > (label, div.row > input[name=num])
@@ -11,7 +13,7 @@ import (
 func cssTree() map[string]*dnode {
 	nodes := map[string]*dnode{}
 	mk := func(key, tag string, parent *dnode, attrs ...string) *dnode {
-		n := &dnode{kind: nodeElement, tag: tag, parent: parent}
+		n := &dnode{kind: event.RRWebNodeElement, tag: tag, parent: parent}
 		for i := 0; i+1 < len(attrs); i += 2 {
 			n.attrs = append(n.attrs, domAttr{attrs[i], attrs[i+1]})
 		}
@@ -25,7 +27,7 @@ func cssTree() map[string]*dnode {
 	row := mk("row", "div", form, "class", "row")
 	mk("input", "input", row, "name", "num", "type", "text")
 	iframe := mk("iframe", "iframe", body, "src", "https://pay.example/frame")
-	doc := &dnode{kind: nodeDocument, parent: iframe}
+	doc := &dnode{kind: event.RRWebNodeDocument, parent: iframe}
 	ihtml := mk("ihtml", "html", doc)
 	ibody := mk("ibody", "body", ihtml)
 	mk("iinput", "input", ibody, "class", "secret")

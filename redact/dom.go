@@ -29,24 +29,6 @@ import (
 // snapshot by tag, id and name, since rrweb gives the same element a new id
 // there.
 
-// rrweb-snapshot node types.
-const (
-	nodeDocument = 0
-	nodeDocType  = 1
-	nodeElement  = 2
-	nodeText     = 3
-	nodeCDATA    = 4
-	nodeComment  = 5
-)
-
-// rrweb event types and incremental sources this file reads.
-const (
-	rrFullSnapshot = 2
-	rrIncremental  = 3
-	srcMutation    = 0
-	srcInput       = 5
-)
-
 type domAttr struct{ name, val string }
 
 // dnode is one node of the recorded DOM.
@@ -104,7 +86,7 @@ func (n *dnode) delAttr(name string) bool {
 // (whose children rrweb puts under the host).
 func (n *dnode) parentElement() *dnode {
 	for p := n.parent; p != nil; p = p.parent {
-		if p.kind == nodeElement {
+		if p.kind == event.RRWebNodeElement {
 			return p
 		}
 	}
@@ -249,14 +231,14 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	s.path = append(s.path[:0], "/data"...)
 	if t.kind(d) == jObject {
 		switch typ {
-		case rrFullSnapshot:
+		case event.RRWebFullSnapshot:
 			err = s.fullSnapshot(d)
-		case rrIncremental:
+		case event.RRWebIncremental:
 			src, _ := t.int(t.get(d, "source"))
 			switch src {
-			case srcMutation:
+			case event.RRWebMutation:
 				err = s.mutation(d)
-			case srcInput:
+			case event.RRWebInput:
 				s.input(d)
 			}
 		}
@@ -303,7 +285,7 @@ func (s *domState) fullSnapshot(d int32) error {
 // reset forgets the tree, remembering masked fields by tag, id and name.
 func (s *domState) reset() {
 	for _, n := range s.nodes {
-		if n.kind == nodeElement && n.vmask && isFormControl(n.tag) && len(s.carry) < maxCarry {
+		if n.kind == event.RRWebNodeElement && n.vmask && isFormControl(n.tag) && len(s.carry) < maxCarry {
 			if k := carryKey(n); k != "" {
 				s.carry[k] = n.rule
 			}
@@ -344,7 +326,7 @@ func (s *domState) validateTree(i int32, depth int) error {
 	if !ok {
 		return errRRWeb
 	}
-	if kind == nodeElement && t.kind(t.get(i, "tagName")) != jString {
+	if kind == event.RRWebNodeElement && t.kind(t.get(i, "tagName")) != jString {
 		return errRRWeb
 	}
 	if a := t.get(i, "attributes"); a >= 0 && t.kind(a) != jObject {
@@ -465,7 +447,7 @@ func (s *domState) build(i int32, depth int) (*dnode, error) {
 	n.tag = ""
 	n.isStyle = false
 	switch kind {
-	case nodeElement:
+	case event.RRWebNodeElement:
 		tn := t.get(i, "tagName")
 		if t.kind(tn) != jString {
 			return nil, errRRWeb
@@ -485,7 +467,7 @@ func (s *domState) build(i int32, depth int) (*dnode, error) {
 				}
 			}
 		}
-	case nodeText:
+	case event.RRWebNodeText:
 		n.isStyle = t.kind(t.get(i, "isStyle")) == jTrue
 	}
 	if cn := t.get(i, "childNodes"); cn >= 0 {
@@ -722,7 +704,7 @@ func (s *domState) mutation(d int32) error {
 				return errRRWeb
 			}
 			n := s.nodes[id]
-			if n == nil || n.kind != nodeElement {
+			if n == nil || n.kind != event.RRWebNodeElement {
 				continue
 			}
 			changed := false
@@ -821,7 +803,7 @@ func (s *domState) input(d int32) {
 func (s *domState) eval(n *dnode) {
 	p := n.parent
 	switch n.kind {
-	case nodeElement:
+	case event.RRWebNodeElement:
 		if !n.editable {
 			ce, ok := n.attr("contenteditable")
 			n.editable = n.tag == "textarea" || n.tag == "select" || n.tag == "option" || n.tag == "optgroup" ||
@@ -849,7 +831,7 @@ func (s *domState) eval(n *dnode) {
 		if n.vmask || n.tmask {
 			s.masked[n] = struct{}{}
 		}
-	case nodeDocument: // an iframe's document takes the iframe's masks
+	case event.RRWebNodeDocument: // an iframe's document takes the iframe's masks
 		if p != nil {
 			n.tmask = n.tmask || p.tmask
 			n.editable = n.editable || p.editable
@@ -857,7 +839,7 @@ func (s *domState) eval(n *dnode) {
 				n.vmask, n.rule = true, p.rule
 			}
 		}
-	case nodeText, nodeCDATA, nodeComment:
+	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
 		if p != nil {
 			n.tmask = n.tmask || p.tmask
 			if p.vmask && p.editable && !n.vmask {
@@ -920,7 +902,7 @@ func (s *domState) valueRule(n *dnode) (string, bool) {
 	if n.vmask {
 		return n.rule, true
 	}
-	if n.tmask && n.kind == nodeElement {
+	if n.tmask && n.kind == event.RRWebNodeElement {
 		return "dom:text-selector", true
 	}
 	return "", false
@@ -929,7 +911,7 @@ func (s *domState) valueRule(n *dnode) (string, bool) {
 // textRule says whether a node's text content is masked.
 func (s *domState) textRule(n *dnode) (string, bool) {
 	switch n.kind {
-	case nodeText, nodeCDATA, nodeComment:
+	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
 		if n.isStyle {
 			return "", false
 		}
@@ -939,7 +921,7 @@ func (s *domState) textRule(n *dnode) (string, bool) {
 		if n.tmask {
 			return "dom:text-selector", true
 		}
-	case nodeElement:
+	case event.RRWebNodeElement:
 		return s.valueRule(n)
 	}
 	return "", false
@@ -955,14 +937,14 @@ func (s *domState) emitNode(i int32) {
 		return
 	}
 	switch n.kind {
-	case nodeElement:
+	case event.RRWebNodeElement:
 		if rule, ok := s.valueRule(n); ok {
 			base := len(s.path)
 			s.path = append(s.path, "/attributes"...)
 			s.emitAttributes(n, t.get(i, "attributes"), rule)
 			s.path = s.path[:base]
 		}
-	case nodeText, nodeCDATA, nodeComment:
+	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
 		if rule, ok := s.textRule(n); ok {
 			s.erase(t.get(i, "textContent"), rule, "/textContent", -1, "")
 		}

@@ -3,15 +3,8 @@ package dom
 import (
 	"fmt"
 	"strings"
-)
 
-// rrweb event types and incremental sources this package reads.
-const (
-	evFullSnapshot = 2
-	evIncremental  = 3
-	evMeta         = 4
-	srcMutation    = 0
-	srcInput       = 5
+	"github.com/flightrec/flightrec/event"
 )
 
 // shapeError is an event that is JSON but not shaped as its rrweb type
@@ -100,7 +93,7 @@ func (d *Doc) apply(ev []byte) (bool, error) {
 	if !ok {
 		return false, shapef("is %s, not an integer", j.kindName(tv)).at("type")
 	}
-	if typ != evFullSnapshot && typ != evIncremental && typ != evMeta {
+	if typ != event.RRWebFullSnapshot && typ != event.RRWebIncremental && typ != event.RRWebMeta {
 		return false, nil
 	}
 	data := j.get(root, "data")
@@ -108,7 +101,7 @@ func (d *Doc) apply(ev []byte) (bool, error) {
 		return false, shapef("is %s, not an object", j.kindName(data)).at("data")
 	}
 	switch typ {
-	case evFullSnapshot:
+	case event.RRWebFullSnapshot:
 		nd := j.get(data, "node")
 		if err := d.checkNode(nd); err != nil {
 			return false, err.at("node").at("data")
@@ -116,7 +109,7 @@ func (d *Doc) apply(ev []byte) (bool, error) {
 		d.reset()
 		d.root = d.build(nd)
 		return true, nil
-	case evMeta:
+	case event.RRWebMeta:
 		href := j.get(data, "href")
 		if href >= 0 && !j.is(href, jStr) && !j.is(href, jNull) {
 			return false, shapef("is %s, not a string", j.kindName(href)).at("href").at("data")
@@ -138,13 +131,13 @@ func (d *Doc) apply(ev []byte) (bool, error) {
 		return false, shapef("is %s, not an integer", j.kindName(sv)).at("source").at("data")
 	}
 	switch src {
-	case srcMutation:
+	case event.RRWebMutation:
 		if err := d.decodeMutation(data); err != nil {
 			return false, err.at("data")
 		}
 		d.applyMutation()
 		return true, nil
-	case srcInput:
+	case event.RRWebInput:
 		if err := d.input(data); err != nil {
 			return false, err
 		}
@@ -180,22 +173,22 @@ func (d *Doc) checkNode(i int32) *shapeError {
 		return shapef("is %s, not an integer", j.kindName(tv)).at("type")
 	}
 	switch t {
-	case nodeDocument:
-	case nodeDocType:
+	case event.RRWebNodeDocument:
+	case event.RRWebNodeDocType:
 		for _, k := range [...]string{"name", "publicId", "systemId"} {
 			if err := d.optString(i, k); err != nil {
 				return err
 			}
 		}
 		return nil
-	case nodeElement:
+	case event.RRWebNodeElement:
 		if tn := j.get(i, "tagName"); !j.is(tn, jStr) {
 			return shapef("is %s, not a string", j.kindName(tn)).at("tagName")
 		}
 		if a := j.get(i, "attributes"); a >= 0 && !j.is(a, jObj) && !j.is(a, jNull) {
 			return shapef("is %s, not an object", j.kindName(a)).at("attributes")
 		}
-	case nodeText, nodeCDATA, nodeComment:
+	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
 		return d.optString(i, "textContent")
 	default:
 		return shapef("unknown node type %d", t).at("type")
@@ -225,11 +218,11 @@ func (d *Doc) build(i int32) int32 {
 	t, _ := j.int(j.get(i, "type"))
 	n := node{id: id, kind: uint8(t)}
 	switch t {
-	case nodeDocType:
+	case event.RRWebNodeDocType:
 		n.tag, _ = j.str(j.get(i, "name"))
 		n.text, _ = j.str(j.get(i, "publicId"))
 		n.text2, _ = j.str(j.get(i, "systemId"))
-	case nodeElement:
+	case event.RRWebNodeElement:
 		n.tag, _ = j.str(j.get(i, "tagName"))
 		if b := j.get(i, "isSVG"); j.is(b, jBool) && j.v[b].b {
 			n.flags |= fSVG
@@ -249,7 +242,7 @@ func (d *Doc) build(i int32) int32 {
 	}
 	x := d.alloc(n)
 	d.mapID(x)
-	if t == nodeDocument || t == nodeElement {
+	if t == event.RRWebNodeDocument || t == event.RRWebNodeElement {
 		if cn := j.get(i, "childNodes"); j.is(cn, jArr) {
 			for c := j.v[cn].first; c >= 0; c = j.v[c].next {
 				d.insert(d.build(c), x, -1)
@@ -431,16 +424,16 @@ func (d *Doc) applyMutation() {
 		}
 		val, _ := j.str(t.val)
 		switch d.nodes[n].kind {
-		case nodeText, nodeComment, nodeCDATA:
+		case event.RRWebNodeText, event.RRWebNodeComment, event.RRWebNodeCDATA:
 			d.nodes[n].text = val
-		case nodeElement:
+		case event.RRWebNodeElement:
 			// textContent on an element replaces its children with one
 			// text node, which no rrweb id names.
 			for c := d.nodes[n].first; c >= 0; c = d.nodes[n].first {
 				d.drop(c)
 			}
 			if val != "" {
-				d.insert(d.alloc(node{kind: nodeText, flags: fAnon, text: val}), n, -1)
+				d.insert(d.alloc(node{kind: event.RRWebNodeText, flags: fAnon, text: val}), n, -1)
 			}
 		default:
 			d.skipped++
@@ -448,7 +441,7 @@ func (d *Doc) applyMutation() {
 	}
 	for _, a := range m.attrs {
 		n, ok := d.lookup(a.id)
-		if !ok || d.nodes[n].kind != nodeElement {
+		if !ok || d.nodes[n].kind != event.RRWebNodeElement {
 			d.skipped++
 			continue
 		}
@@ -538,7 +531,7 @@ func (d *Doc) place(op *addOp) []int64 {
 		}
 	}
 	p, ok := d.ids[op.parent]
-	if !ok || (d.nodes[p].kind != nodeElement && d.nodes[p].kind != nodeDocument) {
+	if !ok || (d.nodes[p].kind != event.RRWebNodeElement && d.nodes[p].kind != event.RRWebNodeDocument) {
 		d.skipped++
 		return nil
 	}
@@ -561,7 +554,7 @@ func (d *Doc) subtreeIDs(i int32, out []int64) []int64 {
 	id, _ := j.int(j.get(i, "id"))
 	out = append(out, id)
 	t, _ := j.int(j.get(i, "type"))
-	if t != nodeDocument && t != nodeElement {
+	if t != event.RRWebNodeDocument && t != event.RRWebNodeElement {
 		return out
 	}
 	if cn := j.get(i, "childNodes"); j.is(cn, jArr) {
@@ -590,7 +583,7 @@ func (d *Doc) input(data int32) error {
 		return shapef("is %s, not a boolean", j.kindName(ic)).at("isChecked").at("data")
 	}
 	n, ok := d.lookup(id)
-	if !ok || d.nodes[n].kind != nodeElement {
+	if !ok || d.nodes[n].kind != event.RRWebNodeElement {
 		d.skipped++
 		return nil
 	}

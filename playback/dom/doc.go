@@ -30,16 +30,6 @@ package dom
 
 import "errors"
 
-// rrweb-snapshot node types.
-const (
-	nodeDocument = 0
-	nodeDocType  = 1
-	nodeElement  = 2
-	nodeText     = 3
-	nodeCDATA    = 4
-	nodeComment  = 5
-)
-
 // node flags.
 const (
 	fSVG   = 1 << iota // rrweb's isSVG: the element is in the SVG namespace

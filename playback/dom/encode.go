@@ -3,6 +3,8 @@ package dom
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // The binary form of a Doc, which checkpoints keep (compressed). It holds
@@ -55,19 +57,19 @@ func (d *Doc) encode(dst []byte) []byte {
 			dst = binary.AppendVarint(dst, x.id)
 		}
 		switch x.kind {
-		case nodeDocType:
+		case event.RRWebNodeDocType:
 			dst = appendStr(dst, x.tag)
 			dst = appendStr(dst, x.text)
 			dst = appendStr(dst, x.text2)
 			return false
-		case nodeElement:
+		case event.RRWebNodeElement:
 			dst = appendStr(dst, x.tag)
 			dst = binary.AppendUvarint(dst, uint64(len(x.attrs)))
 			for _, a := range x.attrs {
 				dst = appendStr(dst, a.name)
 				dst = appendStr(dst, a.val)
 			}
-		case nodeDocument:
+		case event.RRWebNodeDocument:
 		default:
 			dst = appendStr(dst, x.text)
 			return false
@@ -189,7 +191,7 @@ func decodeState(b []byte) (*Doc, error) {
 		}
 		kf := r.byte()
 		x := node{kind: kf & 7, flags: kf >> 3}
-		if x.kind > nodeComment {
+		if x.kind > event.RRWebNodeComment {
 			return nil, errState
 		}
 		if x.flags&fAnon == 0 {
@@ -197,9 +199,9 @@ func decodeState(b []byte) (*Doc, error) {
 		}
 		var children uint64
 		switch x.kind {
-		case nodeDocType:
+		case event.RRWebNodeDocType:
 			x.tag, x.text, x.text2 = r.str(), r.str(), r.str()
-		case nodeElement:
+		case event.RRWebNodeElement:
 			x.tag = r.str()
 			na := r.uvarint()
 			if na > uint64(len(r.s)-r.pos) {
@@ -212,7 +214,7 @@ func decodeState(b []byte) (*Doc, error) {
 				}
 			}
 			children = r.uvarint()
-		case nodeDocument:
+		case event.RRWebNodeDocument:
 			children = r.uvarint()
 		default:
 			x.text = r.str()

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	nethtml "golang.org/x/net/html"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // sn is a serialized node as rrweb-snapshot writes it.
@@ -26,18 +28,20 @@ type sn struct {
 	SystemID    *string        `json:"systemId,omitempty"`
 }
 
-func docNode(id int64, kids ...*sn) *sn { return &sn{Type: nodeDocument, ID: id, ChildNodes: kids} }
+func docNode(id int64, kids ...*sn) *sn {
+	return &sn{Type: event.RRWebNodeDocument, ID: id, ChildNodes: kids}
+}
 
 func doctype(id int64) *sn {
 	e := ""
-	return &sn{Type: nodeDocType, ID: id, Name: "html", PublicID: &e, SystemID: &e}
+	return &sn{Type: event.RRWebNodeDocType, ID: id, Name: "html", PublicID: &e, SystemID: &e}
 }
 
 func el(id int64, tag string, attrs map[string]any, kids ...*sn) *sn {
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	return &sn{Type: nodeElement, ID: id, TagName: tag, Attributes: attrs, ChildNodes: kids}
+	return &sn{Type: event.RRWebNodeElement, ID: id, TagName: tag, Attributes: attrs, ChildNodes: kids}
 }
 
 func svgEl(id int64, tag string, attrs map[string]any, kids ...*sn) *sn {
@@ -46,7 +50,7 @@ func svgEl(id int64, tag string, attrs map[string]any, kids ...*sn) *sn {
 	return n
 }
 
-func tx(id int64, text string) *sn { return &sn{Type: nodeText, ID: id, TextContent: &text} }
+func tx(id int64, text string) *sn { return &sn{Type: event.RRWebNodeText, ID: id, TextContent: &text} }
 
 func styleTx(id int64, text string) *sn {
 	n := tx(id, text)
@@ -54,7 +58,9 @@ func styleTx(id int64, text string) *sn {
 	return n
 }
 
-func comment(id int64, text string) *sn { return &sn{Type: nodeComment, ID: id, TextContent: &text} }
+func comment(id int64, text string) *sn {
+	return &sn{Type: event.RRWebNodeComment, ID: id, TextContent: &text}
+}
 
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // CSP is the Content-Security-Policy the HTTP layer must send with every
@@ -198,7 +200,7 @@ func (r *renderer) document() {
 		return
 	}
 	root := &d.nodes[d.root]
-	if root.kind != nodeDocument {
+	if root.kind != event.RRWebNodeDocument {
 		r.s("<html><head>" + headMetas + "</head><body>")
 		r.tree(d.root)
 		r.s("</body></html>\n")
@@ -206,13 +208,13 @@ func (r *renderer) document() {
 	}
 	html := false
 	for c := root.first; c >= 0; c = d.nodes[c].next {
-		if d.nodes[c].kind == nodeDocType {
+		if d.nodes[c].kind == event.RRWebNodeDocType {
 			r.s("<!DOCTYPE html>")
 			break
 		}
 	}
 	for c := root.first; c >= 0; c = d.nodes[c].next {
-		if d.nodes[c].kind == nodeElement {
+		if d.nodes[c].kind == event.RRWebNodeElement {
 			html = lower(d.nodes[c].tag) == "html"
 			break
 		}
@@ -222,7 +224,7 @@ func (r *renderer) document() {
 		r.metas = true
 	}
 	for c := root.first; c >= 0; c = d.nodes[c].next {
-		if k := d.nodes[c].kind; k == nodeElement || (!html && k == nodeText) {
+		if k := d.nodes[c].kind; k == event.RRWebNodeElement || (!html && k == event.RRWebNodeText) {
 			r.tree(c)
 		}
 	}
@@ -251,10 +253,10 @@ func (r *renderer) inSVG() bool { return len(r.open) > 0 && r.open[len(r.open)-1
 func (r *renderer) enter(n int32) bool {
 	x := &r.d.nodes[n]
 	switch x.kind {
-	case nodeText:
+	case event.RRWebNodeText:
 		r.text(x.text)
 		return false
-	case nodeElement:
+	case event.RRWebNodeElement:
 		return r.element(n, x)
 	}
 	// Doctypes, comments and CDATA sections show nothing (and a comment's
@@ -349,7 +351,7 @@ func (r *renderer) element(n int32, x *node) bool {
 		return false
 	}
 	if !svg && (name == "pre" || lt == "listing") {
-		if c := x.first; c >= 0 && r.d.nodes[c].kind == nodeText && strings.HasPrefix(r.d.nodes[c].text, "\n") {
+		if c := x.first; c >= 0 && r.d.nodes[c].kind == event.RRWebNodeText && strings.HasPrefix(r.d.nodes[c].text, "\n") {
 			r.s("\n")
 		}
 	}
@@ -492,7 +494,7 @@ func (r *renderer) raw(s string) {
 func (d *Doc) childText(n int32) string {
 	var b strings.Builder
 	for c := d.nodes[n].first; c >= 0; c = d.nodes[c].next {
-		if d.nodes[c].kind == nodeText {
+		if d.nodes[c].kind == event.RRWebNodeText {
 			b.WriteString(d.nodes[c].text)
 		}
 	}
@@ -501,7 +503,7 @@ func (d *Doc) childText(n int32) string {
 
 func (d *Doc) hasChild(n int32, tag string) bool {
 	for c := d.nodes[n].first; c >= 0; c = d.nodes[c].next {
-		if d.nodes[c].kind == nodeElement && lower(d.nodes[c].tag) == tag {
+		if d.nodes[c].kind == event.RRWebNodeElement && lower(d.nodes[c].tag) == tag {
 			return true
 		}
 	}
@@ -516,7 +518,7 @@ func (d *Doc) optionSelected(n int32) *bool {
 	if p >= 0 && lower(d.nodes[p].tag) == "optgroup" {
 		p = d.nodes[p].parent
 	}
-	if p < 0 || d.nodes[p].kind != nodeElement || lower(d.nodes[p].tag) != "select" {
+	if p < 0 || d.nodes[p].kind != event.RRWebNodeElement || lower(d.nodes[p].tag) != "select" {
 		return nil
 	}
 	want, ok := d.nodes[p].attr("value")
@@ -555,9 +557,9 @@ func (d *Doc) Text() string {
 	enter := func(n int32) bool {
 		x := &d.nodes[n]
 		switch x.kind {
-		case nodeText:
+		case event.RRWebNodeText:
 			b.WriteString(x.text)
-		case nodeElement:
+		case event.RRWebNodeElement:
 			lt := lower(x.tag)
 			if textSkip[lt] {
 				return false
@@ -566,13 +568,13 @@ func (d *Doc) Text() string {
 				b.WriteByte(' ')
 			}
 			return true
-		case nodeDocument:
+		case event.RRWebNodeDocument:
 			return n == d.root
 		}
 		return false
 	}
 	leave := func(n int32) {
-		if x := &d.nodes[n]; x.kind == nodeElement && !inline[lower(x.tag)] {
+		if x := &d.nodes[n]; x.kind == event.RRWebNodeElement && !inline[lower(x.tag)] {
 			b.WriteByte(' ')
 		}
 	}
@@ -586,9 +588,9 @@ func (d *Doc) body() int32 {
 		return -1
 	}
 	for c := d.nodes[d.root].first; c >= 0; c = d.nodes[c].next {
-		if d.nodes[c].kind == nodeElement && lower(d.nodes[c].tag) == "html" {
+		if d.nodes[c].kind == event.RRWebNodeElement && lower(d.nodes[c].tag) == "html" {
 			for b := d.nodes[c].first; b >= 0; b = d.nodes[b].next {
-				if d.nodes[b].kind == nodeElement && lower(d.nodes[b].tag) == "body" {
+				if d.nodes[b].kind == event.RRWebNodeElement && lower(d.nodes[b].tag) == "body" {
 					return b
 				}
 			}
