@@ -119,7 +119,7 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	terms.q.Project = r.URL.Query().Get("project")
-	s.search(w, r, terms, limit, false)
+	s.search(w, r, terms, limit, nil)
 }
 
 // handleRecordingSearch serves GET /v1/recordings/{id}/search?q=: the
@@ -136,7 +136,7 @@ func (s *Service) handleRecordingSearch(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	terms.q.Recordings = []string{row.ID}
-	s.search(w, r, terms, limit, true)
+	s.search(w, r, terms, limit, &row)
 }
 
 func searchParams(r *http.Request) (searchTerms, int, error) {
@@ -152,7 +152,38 @@ func searchParams(r *http.Request) (searchTerms, int, error) {
 	return terms, limit, nil
 }
 
-func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, limit int, withSteps bool) {
+// search answers both search routes. A query that is only a phrase finds
+// recordings whose failure signature holds it (one hit each, first) and,
+// separately, events whose own fields do: asked together, one matching
+// signature would fill the page with every event of its recording. With
+// field terms the phrase narrows them, and a recording's signature counts
+// as any of its events' fields (one hit per recording again). rec is the
+// recording of a one-recording search.
+func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, limit int, rec *store.RecordingRow) {
+	res := SearchResult{Query: r.URL.Query().Get("q"), Hits: []SearchHit{}}
+	signatureHit := map[string]bool{}
+	phraseOnly := t.q.Text != "" && t.q.Status == 0 && t.q.ErrorCode == "" && t.q.URL == "" && t.kind == ""
+	if phraseOnly {
+		var recs []store.RecordingRow
+		if rec != nil {
+			if strings.Contains(strings.ToLower(rec.FailureSignature), strings.ToLower(t.q.Text)) {
+				recs = []store.RecordingRow{*rec}
+			}
+		} else {
+			var err error
+			recs, err = s.idx.Recordings(r.Context(), store.RecordingFilter{Project: t.q.Project, Signature: t.q.Text, Limit: limit})
+			if err != nil {
+				s.fail(w, indexError(err))
+				return
+			}
+		}
+		for _, m := range recs {
+			signatureHit[m.ID] = true
+			res.Hits = append(res.Hits, SearchHit{Recording: m.ID, Field: "failure_signature",
+				Summary: event.Summary{Text: m.FailureSignature}})
+		}
+		t.q.EventsOnly = true
+	}
 	// The index has no kind filter for search; ask for more and filter
 	// here, so kind:K still fills a page in the common case.
 	t.q.Limit = limit
@@ -164,8 +195,6 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 		s.fail(w, indexError(err))
 		return
 	}
-	res := SearchResult{Query: r.URL.Query().Get("q"), Hits: []SearchHit{}}
-	signatureHit := map[string]bool{}
 	steps := map[int]bool{}
 	for _, row := range rows {
 		if t.kind != "" && row.Kind != t.kind {
@@ -193,7 +222,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 	if len(rows) == t.q.Limit {
 		res.Truncated = true
 	}
-	if withSteps {
+	if rec != nil {
 		res.Steps = make([]int, 0, len(steps))
 		for n := range steps {
 			res.Steps = append(res.Steps, n)

@@ -148,6 +148,8 @@ type RecordingFilter struct {
 	State   string
 	Since   int64 // CreatedAt ≥ Since (unix ns)
 	Until   int64 // CreatedAt < Until (unix ns)
+	// Signature is a case-insensitive substring of the failure signature.
+	Signature string
 	// Page: newest first; After is the ID of the last row of the previous
 	// page (rows strictly older than it).
 	After string
@@ -165,7 +167,10 @@ type EventQuery struct {
 
 // SearchQuery searches events across recordings. Zero fields do not filter;
 // Text matches as a case-insensitive substring of URL, text, error code and
-// the recording's failure signature.
+// the recording's failure signature (of the event's own fields only with
+// EventsOnly: a search that finds recordings by signature separately,
+// through RecordingFilter.Signature, so that one recording's every event
+// does not fill the page).
 type SearchQuery struct {
 	Recordings []string // restrict to these recordings; nil for all
 	Project    string
@@ -173,6 +178,7 @@ type SearchQuery struct {
 	URL        string // substring
 	Status     int
 	ErrorCode  string
+	EventsOnly bool
 	Limit      int
 }
 

@@ -402,7 +402,9 @@ func TestUIPlayerDemo(t *testing.T) {
 		if v := uiEval[string](tab, `document.querySelector('#filters select[name="verdict"]').value`); v != "fail" {
 			t.Errorf("verdict filter from the URL: %q", v)
 		}
-		hit := tab.waitFor("search hits", `(() => { const a = document.querySelector('#search-results .hit-group .hit a');
+		// The recording matches through its failure signature (a hit of the
+		// recording, no step) and its console error (a hit of a step).
+		hit := tab.waitFor("search hits", `(() => { const a = document.querySelector('#search-results .hit-group .hit a[href*="?step="]');
 			return a ? a.getAttribute("href") : ""; })()`, 10*time.Second)
 		if !strings.HasPrefix(hit, "/r/"+id+"?step=") {
 			t.Errorf("search hit links to %q", hit)

@@ -227,6 +227,9 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 	if f.State != "" {
 		having, havingArgs = append(having, `r_state = ?`), append(havingArgs, f.State)
 	}
+	if f.Signature != "" {
+		having, havingArgs = append(having, `positionCaseInsensitiveUTF8(r_failure_signature, ?) > 0`), append(havingArgs, f.Signature)
+	}
 	if f.After != "" {
 		// Keyset paging: strictly after the previous page's last row. An
 		// After that no longer exists yields an empty page rather than
@@ -477,7 +480,10 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow
 	if q.ErrorCode != "" {
 		add(`error_code = ?`, q.ErrorCode)
 	}
-	if q.Text != "" {
+	if q.Text != "" && q.EventsOnly {
+		add(`(positionCaseInsensitiveUTF8(url, ?) > 0 OR positionCaseInsensitiveUTF8(text, ?) > 0
+			OR positionCaseInsensitiveUTF8(error_code, ?) > 0)`, q.Text, q.Text, q.Text)
+	} else if q.Text != "" {
 		add(`(positionCaseInsensitiveUTF8(url, ?) > 0 OR positionCaseInsensitiveUTF8(text, ?) > 0
 			OR positionCaseInsensitiveUTF8(error_code, ?) > 0
 			OR recording IN (`+latestWhere(`positionCaseInsensitiveUTF8(r_failure_signature, ?) > 0`)+`))`,

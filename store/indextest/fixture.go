@@ -141,6 +141,9 @@ func genRecordings(prefix string, n int, seed uint64) []store.RecordingRow {
 			r.Verdict = store.Verdicts[rng.IntN(len(store.Verdicts))]
 			r.FinishedAt = r.CreatedAt + 60_000_000_000
 			r.Root = fmt.Sprintf("bafkrei%052x", rng.Uint64())
+			if r.Verdict == "fail" {
+				r.FailureSignature = []string{"POST /api/checkout 500 GIFT_CARD_STATE", "TimeoutError: waiting for #pay"}[rng.IntN(2)]
+			}
 		}
 		recs[i] = r
 	}

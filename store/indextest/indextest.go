@@ -298,6 +298,8 @@ func testRecordingsFilter(t *testing.T, idx store.Index) {
 		{Verdict: "pass", Project: "gamma"},
 		{State: store.StateOpen},
 		{State: store.StateFinished, Flow: "checkout"},
+		{Signature: "timeout"},
+		{Signature: "POST /API", Project: "alpha"},
 		{Since: since},
 		{Until: until},
 		{Since: since, Until: until},
@@ -317,6 +319,9 @@ func testRecordingsFilter(t *testing.T, idx store.Index) {
 	// little.
 	if n := len(wantRecordings(recs, store.RecordingFilter{Project: "alpha"})); n == 0 || n == len(recs) {
 		t.Fatalf("fixture: project alpha has %d of %d recordings", n, len(recs))
+	}
+	if n := len(wantRecordings(recs, store.RecordingFilter{Signature: "timeout"})); n == 0 || n == len(recs) {
+		t.Fatalf("fixture: %d of %d recordings have a timeout signature", n, len(recs))
 	}
 	if n := len(wantRecordings(recs, store.RecordingFilter{Since: since, Until: until})); n == 0 || n == len(recs) {
 		t.Fatalf("fixture: the time window holds %d of %d recordings", n, len(recs))
@@ -533,7 +538,9 @@ func testSearch(t *testing.T, idx store.Index) {
 		{Text: "Uncaught TypeError"},
 		{Text: "stale_ref", Limit: 1000},
 		{Text: "timeouterror", Limit: 1000}, // the failure signature of srch-a
-		{Text: "shop.example"},              // more matches than the default page
+		{Text: "timeouterror", EventsOnly: true, Limit: 1000},
+		{Text: "typeerror", EventsOnly: true, Limit: 1000},
+		{Text: "shop.example"}, // more matches than the default page
 		{Text: "shop.example", Limit: 7},
 		{URL: "/api/cart", Limit: 1000},
 		{URL: "/api/cart", Status: 500},

@@ -140,7 +140,7 @@ func wantSearch(recs []store.RecordingRow, rows []store.EventRow, q store.Search
 			q.Status != 0 && r.Status != q.Status,
 			q.ErrorCode != "" && r.ErrorCode != q.ErrorCode,
 			q.Text != "" && !(has(r.URL, q.Text) || has(r.Text, q.Text) ||
-				has(r.ErrorCode, q.Text) || has(m.FailureSignature, q.Text)):
+				has(r.ErrorCode, q.Text) || !q.EventsOnly && has(m.FailureSignature, q.Text)):
 			continue
 		}
 		out = append(out, r)
@@ -179,6 +179,7 @@ func wantRecordings(recs []store.RecordingRow, f store.RecordingFilter) []store.
 			f.Flow != "" && r.Flow != f.Flow,
 			f.Verdict != "" && r.Verdict != f.Verdict,
 			f.State != "" && r.State != f.State,
+			f.Signature != "" && !strings.Contains(strings.ToLower(r.FailureSignature), strings.ToLower(f.Signature)),
 			f.Since != 0 && r.CreatedAt < f.Since,
 			f.Until != 0 && r.CreatedAt >= f.Until:
 			continue

@@ -91,6 +91,9 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 	if f.State != "" {
 		add(`state = ?`, f.State)
 	}
+	if f.Signature != "" {
+		add(`failure_signature LIKE ? ESCAPE '`+likeEscape+`'`, containsPattern(f.Signature))
+	}
 	if f.Since != 0 {
 		add(`created_at >= ?`, f.Since)
 	}
@@ -315,7 +318,11 @@ func searchQuery(q store.SearchQuery) (string, []any) {
 	if q.Text != "" {
 		p := containsPattern(q.Text)
 		esc := ` LIKE ? ESCAPE '` + likeEscape + `'`
-		add(`(e.url`+esc+` OR e.text`+esc+` OR e.error_code`+esc+` OR r.failure_signature`+esc+`)`, p, p, p, p)
+		if q.EventsOnly {
+			add(`(e.url`+esc+` OR e.text`+esc+` OR e.error_code`+esc+`)`, p, p, p)
+		} else {
+			add(`(e.url`+esc+` OR e.text`+esc+` OR e.error_code`+esc+` OR r.failure_signature`+esc+`)`, p, p, p, p)
+		}
 	}
 	s := `SELECT r.id, ` + eventCols + ` FROM events e JOIN recordings r ON r.rid = e.rec`
 	if len(where) > 0 {

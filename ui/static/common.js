@@ -1,5 +1,6 @@
 // Shared by every page: API calls (with the bearer token a user pasted,
-// if any), media URLs, escaping, formatting. No framework, no build.
+// if any), media URLs, building elements (text only, never markup),
+// formatting. No framework, no build.
 "use strict";
 
 const FR = (() => {
@@ -46,10 +47,6 @@ const FR = (() => {
     return (await fetchOK(path)).json();
   }
 
-  async function text(path) {
-    return (await fetchOK(path)).text();
-  }
-
   // mediaURL is a URL an element (video, iframe, img) can load: the path
   // itself while no token is needed, else a blob: URL of the bytes
   // fetched with the token (elements cannot send headers).
@@ -57,12 +54,6 @@ const FR = (() => {
     if (!token()) return path;
     const blob = await (await fetchOK(path)).blob();
     return URL.createObjectURL(blob);
-  }
-
-  function esc(s) {
-    return String(s == null ? "" : s).replace(/[&<>"']/g, (c) => ({
-      "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
-    })[c]);
   }
 
   // el builds an element: el("td", {class: "x", text: "…"}, child…).
@@ -191,6 +182,6 @@ const FR = (() => {
     a.remove();
   }
 
-  return { token, setToken, api, text, fetchOK, mediaURL, esc, el, duration, when, showError, APIError,
-    put, rec, query, verdictClass, badge, bytes, pool, retention, download };
+  return { token, setToken, api, fetchOK, mediaURL, el, duration, when, showError,
+    put, rec, query, badge, bytes, pool, retention, download };
 })();
