@@ -83,7 +83,14 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			"the recording has no step from %d to %d", from, to))
 		return
 	}
-	finished := row.State == store.StateFinished && row.IndexedTo > 0
+	// Only a finished recording the index holds whole is kept: a video
+	// built from a prefix of the frames would be served for good.
+	finished := false
+	if row.State == store.StateFinished {
+		if man, _, err := s.st.Manifest(row.ID); err == nil && row.IndexedTo >= man.LastSeq {
+			finished = true
+		}
+	}
 	if finished {
 		defer s.videos.lock(row.ID + "/" + name)()
 		if c, ok, err := s.st.Derived(row.ID, name); err == nil && ok {
