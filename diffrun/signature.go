@@ -165,9 +165,22 @@ func (g GroupReport) String() string {
 
 // RecordSignature derives finished recording id's failure signature from
 // its indexed events and records it: in the store (so a reindex restores
-// it) and in the index's row (so search finds it). A passing run has none
-// and nothing is written. A recording that is gone is not an error.
+// it) and in the index's row (so search finds it). The verdict and the
+// row written come from the store's manifest, the truth, never from an
+// index row that may not show the finish yet (ClickHouse reads can lag
+// its writes). A passing run has no signature and nothing is written; a
+// recording that is gone is not an error.
 func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id string) error {
+	row, _, err := st.RowOf(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if row.State != store.StateFinished || row.Verdict == "pass" || row.Verdict == "not_run" {
+		return nil
+	}
 	run, err := Load(ctx, st, idx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -175,8 +188,9 @@ func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id s
 	if err != nil {
 		return err
 	}
+	run.Verdict = row.Verdict
 	sig := Signature(run)
-	if sig == "" {
+	if sig == "" || sig == row.FailureSignature {
 		return nil
 	}
 	if err := st.SetFailureSignature(id, sig); err != nil {
@@ -184,13 +198,6 @@ func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id s
 			return nil
 		}
 		return err
-	}
-	row, err := idx.Recording(ctx, id)
-	if err != nil {
-		return err
-	}
-	if row.FailureSignature == sig {
-		return nil
 	}
 	row.FailureSignature = sig
 	return idx.PutRecording(ctx, row)

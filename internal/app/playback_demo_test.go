@@ -339,8 +339,15 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 		}
 		// The failure signature diffrun derived once the recording was
 		// indexed: on the recording's row, and found by search.
+		// The projector records it right after indexing the last event,
+		// so it may trail the indexed_through the test waited for.
 		var got store.RecordingRow
-		do(t, "GET", rec, nil).decode(t, &got)
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			do(t, "GET", rec, nil).decode(t, &got)
+			if got.FailureSignature != "" || time.Now().After(deadline) {
+				break
+			}
+		}
 		if got.FailureSignature != "POST /api/checkout 500 GIFT_CARD_STATE" {
 			t.Errorf("failure signature %q", got.FailureSignature)
 		}
