@@ -243,7 +243,18 @@ func (p *Projector) projectEvents(ctx context.Context, id string) error {
 	p.mu.Unlock()
 
 	if row != nil {
-		if err := p.idx.PutRecording(ctx, *row); err != nil {
+		put := *row
+		if put.State == StateFinished && put.FailureSignature == "" {
+			// A signature OnComplete recorded in an earlier pass (one that
+			// saw the finish arrive mid-pass) must survive this write.
+			sig, err := p.st.FailureSignature(id)
+			if err != nil {
+				p.markPending(id)
+				return err
+			}
+			put.FailureSignature = sig
+		}
+		if err := p.idx.PutRecording(ctx, put); err != nil {
 			p.markPending(id)
 			return err
 		}
