@@ -43,7 +43,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	defer a.Close()
 	err = a.Serve(ctx, cfg.Addr, func(url string) {
-		fmt.Fprintf(out, "flightrec serving on %s (data %s, index %s)\n", url, cfg.Store.Data, indexName(cfg.Store.Index))
+		fmt.Fprintf(out, "flightrec serving on %s (data %s, index %s)\nplayer: %s/\n", url, cfg.Store.Data, indexName(cfg.Store.Index), url)
 		switch {
 		case haveTokens || cfg.RequireTokens:
 			fmt.Fprintf(out, "access: bearer tokens required (flightrec token list --data %s)\n", cfg.Store.Data)
