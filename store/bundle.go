@@ -823,12 +823,10 @@ func (v *bundleScan) segment(at int64, c cid.Cid, role *blockRole, size int64) e
 	if v.sink != nil {
 		var ok bool
 		var err error
-		data, ok, err = v.readData(at, size)
-		if !ok {
+		if data, hashOK, ok, err = v.readChecked(at, c, size); !ok {
 			return err
 		}
-		sum := sha256.Sum256(data)
-		if hashOK = v.matches(c, sum[:]); hashOK {
+		if hashOK {
 			chk = v.decodeSegment(bytes.NewReader(data), role.seg)
 		}
 	} else {
@@ -886,6 +884,16 @@ func (v *bundleScan) segment(at int64, c cid.Cid, role *blockRole, size int64) e
 	return nil
 }
 
+// readChecked reads a section's data whole (an import keeps it) and says
+// whether it hashes to c; ok false ends the scan as readData says.
+func (v *bundleScan) readChecked(at int64, c cid.Cid, size int64) (data []byte, hashOK, ok bool, err error) {
+	if data, ok, err = v.readData(at, size); !ok {
+		return nil, false, false, err
+	}
+	sum := sha256.Sum256(data)
+	return data, v.matches(c, sum[:]), true, nil
+}
+
 // decodeSegment reads segment ord's records from r (which it may leave
 // unread past a problem).
 func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
@@ -938,12 +946,9 @@ func (v *bundleScan) blob(at int64, c cid.Cid, role *blockRole, size int64) erro
 	if v.sink != nil {
 		var ok bool
 		var err error
-		data, ok, err = v.readData(at, size)
-		if !ok {
+		if data, hashOK, ok, err = v.readChecked(at, c, size); !ok {
 			return err
 		}
-		sum := sha256.Sum256(data)
-		hashOK = v.matches(c, sum[:])
 	} else {
 		v.h.Reset()
 		got, err := io.CopyN(v.h, v.r, size)

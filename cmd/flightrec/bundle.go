@@ -35,6 +35,20 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
 	}
 }
 
+// parseOne is parseInterleaved for a command of exactly one argument: a
+// missing or extra one is a usage error (code exitUsage).
+func parseOne(fs *flag.FlagSet, args []string) (string, int) {
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return "", code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", exitUsage
+	}
+	return pos[0], -1
+}
+
 // openDataStore opens an existing data directory without its index (the
 // commands here read or write the store only).
 func openDataStore(dir string) (*store.Store, error) {
@@ -148,15 +162,10 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	sc.RegisterFlags(fs)
 	outFile := fs.String("o", "", "output file, - for stdout (default "+def+")")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, code := parseInterleaved(fs, args[1:])
+	id, code := parseOne(fs, args[1:])
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	id := pos[0]
 	if !store.ValidRecordingID(id) {
 		printErr(errOut, *asJSON, apierr.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
 		return exitFailure
@@ -412,15 +421,10 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, code := parseInterleaved(fs, args)
+	file, code := parseOne(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	file := pos[0]
 	f, err := os.Open(file)
 	if err != nil {
 		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))

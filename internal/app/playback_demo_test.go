@@ -28,23 +28,6 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-// requireFFmpeg finds ffprobe (and ffmpeg), skipping outside CI and
-// failing in it when they are missing.
-func requireFFmpeg(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"ffmpeg", "ffprobe"} {
-		if _, err := exec.LookPath(name); err != nil {
-			msg := name + " not found on $PATH (apt-get install ffmpeg)"
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	p, _ := exec.LookPath("ffprobe")
-	return p
-}
-
 // TestPlaybackOfTheDemo is playback's acceptance test on a real recording:
 // the demo's failing checkout, recorded in Debian's Chromium, read back as
 // the DOM at a step, as video, by time and by search.
@@ -115,7 +98,8 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 	})
 
 	t.Run("video", func(t *testing.T) {
-		ffprobe := requireFFmpeg(t)
+		testenv.RequireFFmpeg(t, "ffmpeg")
+		ffprobe := testenv.RequireFFmpeg(t, "ffprobe")
 		r := do(t, "GET", rec+"/video.webm", nil)
 		if r.status != 200 || r.header.Get("Content-Type") != "video/webm" {
 			t.Fatalf("video: %d %s %.200s\nserver log:\n%s", r.status, r.header.Get("Content-Type"), r.body, logTail())

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/flightrec/flightrec/internal/testenv"
 )
 
 // countingWriter counts what Encode writes.
@@ -23,7 +25,7 @@ var _ io.Writer = (*countingWriter)(nil)
 // (video-s/s: above 1 keeps up with a recording) and the output's size
 // per minute of video.
 func BenchmarkEncode(b *testing.B) {
-	requireTool(b, "ffmpeg")
+	testenv.RequireFFmpeg(b, "ffmpeg")
 	rec := synth(b, 60*time.Second, 10, 3)
 	opt := Options{Start: rec.start, End: rec.end}
 	var size int64

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flightrec/flightrec/internal/testenv"
 )
 
 // The shared fixture: 30 s, 6 steps, encoded once for the tests that only
@@ -33,7 +35,7 @@ var (
 
 func fixture(t *testing.T) (recording, string, []byte) {
 	t.Helper()
-	requireTool(t, "ffmpeg")
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	fixtureOnce.Do(func() {
 		fixtureRec = synth(t, 30*time.Second, 6, 1)
 		var b bytes.Buffer
@@ -86,7 +88,7 @@ type ffprobeResult struct {
 
 func ffprobe(t *testing.T, path string, args ...string) ffprobeResult {
 	t.Helper()
-	bin := requireTool(t, "ffprobe")
+	bin := testenv.RequireFFmpeg(t, "ffprobe")
 	args = append(append([]string{"-v", "error"}, args...), "-of", "json", path)
 	out, err := exec.Command(bin, args...).Output()
 	if err != nil {
@@ -143,7 +145,7 @@ func TestFFprobeDurationAndChapters(t *testing.T) {
 // Every frame decodes, and there are as many as the timeline has.
 func TestDecodesCleanly(t *testing.T) {
 	rec, path, _ := fixture(t)
-	ffmpeg := requireTool(t, "ffmpeg")
+	ffmpeg := testenv.RequireFFmpeg(t, "ffmpeg")
 	cmd := exec.Command(ffmpeg, "-v", "error", "-i", path, "-f", "null", "-")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -246,7 +248,7 @@ func TestLayout(t *testing.T) {
 // grabFrame decodes the picture at video time at (s) with ffmpeg.
 func grabFrame(t *testing.T, path string, at float64) *image.RGBA {
 	t.Helper()
-	ffmpeg := requireTool(t, "ffmpeg")
+	ffmpeg := testenv.RequireFFmpeg(t, "ffmpeg")
 	cmd := exec.Command(ffmpeg, "-v", "error", "-ss", strconv.FormatFloat(at, 'f', 3, 64), "-i", path,
 		"-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-")
 	var stderr bytes.Buffer
@@ -357,7 +359,7 @@ var (
 // given no frame before it, on its first frame. Frames superseded before
 // they are shown are never loaded.
 func TestSpanStartAndLazyLoading(t *testing.T) {
-	requireTool(t, "ffmpeg")
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	const s = int64(time.Second)
 	loads := map[string]int{}
 	var mu sync.Mutex
@@ -423,7 +425,7 @@ func TestSpanStartAndLazyLoading(t *testing.T) {
 // Frames that do not decode are passed over; a frame that fails to load
 // ends the encoding with its error.
 func TestBadFrames(t *testing.T) {
-	requireTool(t, "ffmpeg")
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	const s = int64(time.Second)
 	good := solidPNG(t, 64, 48, red)
 	frames := []Frame{
@@ -504,7 +506,7 @@ func TestFFmpegFails(t *testing.T) {
 
 // Cancelling stops the encoding promptly, with the context's error.
 func TestCancel(t *testing.T) {
-	requireTool(t, "ffmpeg")
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	img := solidPNG(t, 640, 400, red)
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
@@ -547,7 +549,7 @@ func TestOptions(t *testing.T) {
 // came after the last output frame's time; a frame at the end itself is
 // outside the span.
 func TestEndsOnFinalState(t *testing.T) {
-	requireTool(t, "ffmpeg")
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	const s = int64(time.Second)
 	frames := []Frame{
 		{Time: t0, Image: solidPNG(t, 160, 120, red)},

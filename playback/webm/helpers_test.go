@@ -10,28 +10,11 @@ import (
 	"image/jpeg"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 )
-
-// requireTool returns the path of ffmpeg or ffprobe. Without it the test
-// is skipped on a developer's machine and fails in CI (CI set): a
-// dependency missing in CI is a failure, not a skip.
-func requireTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		msg := name + " not found on $PATH (apt-get install ffmpeg)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return p
-}
 
 // recording is a synthetic recording: frames, one chapter per step.
 type recording struct {
