@@ -178,7 +178,9 @@ func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id s
 	if err != nil {
 		return err
 	}
-	if row.State != store.StateFinished || row.Verdict == "pass" || row.Verdict == "not_run" {
+	// A finished recording's signature never changes: one recorded is
+	// final.
+	if row.State != store.StateFinished || row.Verdict == "pass" || row.Verdict == "not_run" || row.FailureSignature != "" {
 		return nil
 	}
 	run, err := Load(ctx, st, idx, id)
@@ -190,7 +192,7 @@ func RecordSignature(ctx context.Context, st *store.Store, idx store.Index, id s
 	}
 	run.Verdict = row.Verdict
 	sig := Signature(run)
-	if sig == "" || sig == row.FailureSignature {
+	if sig == "" {
 		return nil
 	}
 	if err := st.SetFailureSignature(id, sig); err != nil {

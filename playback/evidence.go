@@ -113,11 +113,13 @@ func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
 var ErrIndexBehind = errors.New("the index has not caught up with the recording")
 
 // Attest signs finished recording id's attestation (attest.Signer), with
-// its failure signature as diffrun derives it from the indexed events
-// (none for a passing run). The index must hold the whole recording, or
-// the signature could be of a prefix: then the error wraps ErrIndexBehind.
+// its failure signature (none for a passing run). The signature is not in
+// the manifest: it is the one the projector records once the index holds
+// the whole recording (diffrun.RecordSignature), recorded here first if the
+// projector has not yet. The index must hold the whole recording, or the
+// signature could be of a prefix: then the error wraps ErrIndexBehind.
 func Attest(ctx context.Context, st *store.Store, idx store.Index, signer *attest.Signer, id string) ([]byte, error) {
-	_, man, _, err := st.ManifestBytes(id)
+	raw, man, root, err := st.ManifestBytes(id)
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +128,13 @@ func Attest(ctx context.Context, st *store.Store, idx store.Index, signer *attes
 	} else if n < man.LastSeq {
 		return nil, fmt.Errorf("recording %s indexed through %d of %d: %w", id, n, man.LastSeq, ErrIndexBehind)
 	}
-	run, err := diffrun.Load(ctx, st, idx, id)
-	if err != nil {
+	if err := diffrun.RecordSignature(ctx, st, idx, id); err != nil {
 		return nil, err
 	}
-	return signer.AttestRecording(st, id, attest.Derived{FailureSignature: diffrun.Signature(run)})
+	if man.Recording.FailureSignature, err = st.FailureSignature(id); err != nil {
+		return nil, err
+	}
+	return signer.Attest(man, raw, root)
 }
 
 // handleAttestationKey serves GET /v1/attestation/key: the public key

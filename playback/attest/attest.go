@@ -212,28 +212,6 @@ func (s *Signer) Attest(man *store.Manifest, manifestBytes []byte, root string) 
 	return append(out, '\n'), nil
 }
 
-// Derived are facts about a recording that are not in its manifest but
-// computed from its events after the seal: the failure signature (diffrun
-// derives it). The signature covers them; Verify checks them against
-// nothing, since the manifest alone cannot say them.
-type Derived struct {
-	FailureSignature string
-}
-
-// AttestRecording attests finished recording id of st (see Attest), with
-// the derived facts d. An open recording is store.ErrOpen, a missing one
-// store.ErrNotFound.
-func (s *Signer) AttestRecording(st *store.Store, id string, d Derived) ([]byte, error) {
-	raw, man, root, err := st.ManifestBytes(id)
-	if err != nil {
-		return nil, err
-	}
-	if d.FailureSignature != "" {
-		man.Recording.FailureSignature = d.FailureSignature
-	}
-	return s.Attest(man, raw, root)
-}
-
 // decodeB64 accepts standard or URL-safe base64, padded or not.
 func decodeB64(s string) ([]byte, error) {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
@@ -366,7 +344,7 @@ func checkPredicate(payload []byte, got *Predicate, want Predicate) error {
 			continue
 		}
 		if _, inManifest := w[k]; !inManifest && k == "failure_signature" {
-			continue // derived after the seal (Derived): nothing to check it against
+			continue // derived after the seal: nothing in the manifest to check it against
 		}
 		if !bytes.Equal(g[k], w[k]) {
 			return fmt.Errorf("%w: %s is %s, the manifest says %s", ErrPredicate, k, orNone(string(g[k])), orNone(string(w[k])))
