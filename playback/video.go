@@ -83,16 +83,8 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			"the recording has no step from %d to %d", from, to))
 		return
 	}
-	// Only a finished recording the index holds whole is kept: a video
-	// built from a prefix of the frames would be served for good.
-	finished := false
-	if row.State == store.StateFinished {
-		if man, _, err := s.st.Manifest(row.ID); err == nil && row.IndexedTo >= man.LastSeq {
-			finished = true
-		}
-	}
+	finished := row.State == store.StateFinished
 	if finished {
-		defer s.videos.lock(row.ID + "/" + name)()
 		if c, ok, err := s.st.Derived(row.ID, name); err == nil && ok {
 			s.serveVideo(w, r, row.ID, c.String(), name)
 			return
@@ -105,22 +97,52 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			"this server cannot encode video: ffmpeg is not installed"))
 		return
 	}
+	// Only a finished recording the index holds whole is kept: a video
+	// built from a prefix of the frames would be served for good.
+	keep := false
+	if finished {
+		if man, _, err := s.st.Manifest(row.ID); err == nil && row.IndexedTo >= man.LastSeq {
+			keep = true
+		}
+	}
+	if keep {
+		// One build per video: a request that waited here finds the
+		// video another one kept. The lock covers the build, not the
+		// serving, so range requests for a kept video never wait.
+		unlock := s.videos.lock(row.ID + "/" + name)
+		c, ok, err := s.st.Derived(row.ID, name)
+		if err != nil || !ok {
+			var buf bytes.Buffer
+			if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {
+				unlock()
+				s.fail(w, err)
+				return
+			}
+			c, err = s.st.PutDerived(row.ID, name, buf.Bytes())
+			if err != nil {
+				unlock()
+				s.log.Error("keeping a built video failed", "recording", row.ID, "video", name, "err", err)
+				serveBuilt(w, r, name, buf.Bytes())
+				return
+			}
+		}
+		unlock()
+		s.serveVideo(w, r, row.ID, c.String(), name)
+		return
+	}
 	var buf bytes.Buffer
 	if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {
 		s.fail(w, err)
 		return
 	}
-	if finished {
-		c, err := s.st.PutDerived(row.ID, name, buf.Bytes())
-		if err == nil {
-			s.serveVideo(w, r, row.ID, c.String(), name)
-			return
-		}
-		s.log.Error("keeping a built video failed", "recording", row.ID, "video", name, "err", err)
-	}
+	serveBuilt(w, r, name, buf.Bytes())
+}
+
+// serveBuilt serves a video built for this request and not kept.
+func serveBuilt(w http.ResponseWriter, r *http.Request, name string, b []byte) {
 	w.Header().Set("Content-Type", "video/webm")
 	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(buf.Bytes()))
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
 }
 
 // clipParams reads from_step and to_step (each defaulting to the
