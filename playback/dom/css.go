@@ -453,6 +453,11 @@ func cssSkipStatement(s string, i int) int {
 func writeCSSString(b *strings.Builder, v string) {
 	const hexd = "0123456789abcdef"
 	for _, r := range v {
+		if r == 0 {
+			// CSS has no NUL: a raw one and the escape \0 both read as
+			// U+FFFD, so write that and a second reading agrees.
+			r = '\uFFFD'
+		}
 		switch {
 		case r == '"' || r == '\\' || r == '<' || r < 0x20 || r == 0x7f:
 			b.WriteByte('\\')
