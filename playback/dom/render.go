@@ -277,8 +277,10 @@ func (r *renderer) element(n int32, x *node) bool {
 	}
 	if svgAnimations[lt] {
 		t, _ := attrFold(x, "attributeName")
-		t = strings.TrimPrefix(urlPrefix(t, 64), "xlink:")
-		if t == "href" || t == "src" || strings.HasPrefix(t, "on") {
+		// Any name ending in href (href, xlink:href, another prefix's
+		// href): an animation never needs to retarget a link.
+		t = urlPrefix(t, 64)
+		if strings.HasSuffix(t, "href") || t == "src" || strings.HasPrefix(t, "on") {
 			return false
 		}
 	}
