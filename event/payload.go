@@ -326,19 +326,69 @@ func (s *Screenshot) validate() *Error {
 }
 
 // TimedRect is a mask rectangle over a time range on the recording's clock.
+// For video the rectangle is in the video's pixels.
 type TimedRect struct {
 	Rect
 	FromTS int64 `json:"from_ts"`
 	ToTS   int64 `json:"to_ts"`
 }
 
-// Video is one chunk of an executor-encoded WebM stream.
+// Video is one chunk of an executor-encoded WebM stream (VP8 or VP9).
+//
+// On the wire an executor sends Mime, StreamStartTS, Chunk (the stream's
+// next bytes, split anywhere), Masks (rectangles over time ranges, which
+// may also come in an event of their own, without a chunk) and End (the
+// stream is over: the group of frames it leaves open is complete). The
+// chunk itself is not stored: ingest parses the stream into GOPs (a
+// keyframe and the frames up to the next one), redacts each and stores it
+// as a blob. The stored event says what the chunk completed instead:
+// ChunkBytes, Stream (once the stream's header is parsed), GOPs and
+// Dropped, all set by the server.
 type Video struct {
 	Mime          string      `json:"mime"`
 	StreamStartTS int64       `json:"stream_start_ts"`
 	Chunk         []byte      `json:"chunk,omitempty"`
 	ChunkCID      string      `json:"chunk_cid,omitempty"`
 	Masks         []TimedRect `json:"masks,omitempty"`
+	End           bool        `json:"end,omitempty"`
+
+	ChunkBytes int          `json:"chunk_bytes,omitempty"`
+	Stream     *VideoStream `json:"stream,omitempty"`
+	GOPs       []VideoGOP   `json:"gops,omitempty"`
+	Dropped    []VideoGOP   `json:"dropped_gops,omitempty"`
+	// Resynced counts frames the stream lost: those before its first
+	// keyframe, or, after a server restart mid-GOP, those up to the next
+	// keyframe Cluster.
+	Resynced int `json:"resynced_frames,omitempty"`
+}
+
+// VideoStream is what a WebM stream's header says of its video track.
+type VideoStream struct {
+	Codec  string `json:"codec"` // V_VP8 or V_VP9
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	// TimecodeScale is the stream's ns per tick; FrameDuration its
+	// DefaultDuration in ns (0 when it gives none).
+	TimecodeScale int64  `json:"timecode_scale"`
+	FrameDuration int64  `json:"frame_duration,omitempty"`
+	CodecPrivate  []byte `json:"codec_private,omitempty"`
+}
+
+// VideoGOP is one stored (or dropped) group of frames: a keyframe and
+// the frames up to the next. StartTS and EndTS are unix ns on the
+// recording's clock: the keyframe's time, and when the last frame stops
+// showing (the next keyframe's time, or at the stream's end its last
+// frame's time plus a frame).
+type VideoGOP struct {
+	CID     string `json:"cid,omitempty"` // "" for a dropped GOP
+	StartTS int64  `json:"start_ts"`
+	EndTS   int64  `json:"end_ts"`
+	Frames  int    `json:"frames"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	// Masked says mask rectangles were painted into it (it was decoded
+	// and re-encoded); Rule, on a dropped GOP, says why it was dropped.
+	Masked bool   `json:"masked,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 func (v *Video) validate() *Error {
@@ -348,8 +398,23 @@ func (v *Video) validate() *Error {
 	if v.ChunkCID != "" {
 		return errf("chunk_cid", "is set by the server; send the bytes in chunk")
 	}
-	if len(v.Chunk) == 0 {
-		return errf("chunk", "is required (base64 bytes)")
+	if v.ChunkBytes != 0 || v.Stream != nil || v.GOPs != nil || v.Dropped != nil || v.Resynced != 0 {
+		return errf("gops", "chunk_bytes, stream, gops, dropped_gops and resynced_frames are set by the server")
+	}
+	if v.StreamStartTS <= 0 {
+		return errf("stream_start_ts", "must be unix nanoseconds > 0 (when the stream's time 0 was, on the recording's clock)")
+	}
+	if len(v.Chunk) == 0 && len(v.Masks) == 0 && !v.End {
+		return errf("chunk", "is required (base64 bytes), unless the event carries masks or ends the stream")
+	}
+	for i := range v.Masks {
+		m := &v.Masks[i]
+		if m.W <= 0 || m.H <= 0 {
+			return errf("masks", "rectangle %d has no area", i)
+		}
+		if m.ToTS < m.FromTS {
+			return errf("masks", "rectangle %d ends (to_ts) before it starts (from_ts)", i)
+		}
 	}
 	return nil
 }

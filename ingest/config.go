@@ -17,6 +17,12 @@ type Limits struct {
 	MaxOpenRecordings int
 	MaxRecordingBytes int64 // stored bytes of one recording (log plus its blobs)
 	MaxStep           int
+	// MaxVideoChunkBytes bounds one video event's chunk (decoded bytes);
+	// MaxVideoBlockBytes one encoded frame and MaxVideoGOPBytes one GOP,
+	// which the stream's parser holds in memory until it is complete.
+	MaxVideoChunkBytes int
+	MaxVideoBlockBytes int
+	MaxVideoGOPBytes   int
 }
 
 // Config configures ingest.
@@ -35,6 +41,10 @@ var DefaultLimits = Limits{
 	MaxOpenRecordings: 10_000,
 	MaxRecordingBytes: 16 << 30,
 	MaxStep:           1_000_000,
+
+	MaxVideoChunkBytes: 8 << 20,
+	MaxVideoBlockBytes: 16 << 20,
+	MaxVideoGOPBytes:   64 << 20,
 }
 
 // RegisterFlags adds ingest's flags, each with a FLIGHTREC_… environment
@@ -46,6 +56,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	intFlag(fs, &c.MaxEventsPerBatch, "max-events-per-batch", "most events in one append")
 	intFlag(fs, &c.MaxOpenRecordings, "max-open-recordings", "most recordings open at once")
 	int64Flag(fs, &c.MaxRecordingBytes, "max-recording-bytes", "largest recording in stored bytes")
+	intFlag(fs, &c.MaxVideoChunkBytes, "max-video-chunk-bytes", "largest chunk of one video event in bytes")
+	intFlag(fs, &c.MaxVideoBlockBytes, "max-video-block-bytes", "largest encoded video frame in bytes")
+	intFlag(fs, &c.MaxVideoGOPBytes, "max-video-gop-bytes", "largest video GOP (keyframe to keyframe) in bytes, held in memory until complete")
 }
 
 // EnvName is the environment variable that backs a flag.

@@ -51,6 +51,12 @@ func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
 		if err != nil {
 			return nil, badLine(line, err)
 		}
+		if v, ok := d.Payload.(*event.Video); ok && lim.MaxVideoChunkBytes > 0 && len(v.Chunk) > lim.MaxVideoChunkBytes {
+			return nil, apierr.New(http.StatusRequestEntityTooLarge, "VIDEO_CHUNK_TOO_LARGE",
+				fmt.Sprintf("split the stream into chunks of at most %d bytes (the split may fall anywhere) or raise --max-video-chunk-bytes; nothing of this batch was stored", lim.MaxVideoChunkBytes),
+				"line %d: a video chunk of %d bytes exceeds the limit of %d bytes", line, len(v.Chunk), lim.MaxVideoChunkBytes).
+				With("line", line)
+		}
 		if n := len(out); n > 0 && d.Seq != out[n-1].Seq+1 {
 			return nil, apierr.New(http.StatusBadRequest, "BAD_SEQUENCE",
 				"number the events of a batch consecutively",

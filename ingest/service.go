@@ -59,6 +59,11 @@ type recording struct {
 	next     uint64 // next expected seq
 	bytes    int64  // stored bytes: log plus new blobs
 	closed   bool   // sealed or failed; the map entry is on its way out
+	// video is the executor's WebM stream in progress, nil when none is.
+	video *videoStream
+	// lastStep is the newest stored event's step (a server-made event,
+	// which finish may append, takes it).
+	lastStep int
 }
 
 // New returns a Service over st. It recovers every recording in st: open
@@ -127,7 +132,12 @@ func (s *Service) recover() error {
 			lg.Close()
 			return fmt.Errorf("recover %s: %w", id, err)
 		}
-		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size()}
+		video, err := resumeVideo(s.st, id, s.videoLimits())
+		if err != nil {
+			lg.Close()
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video}
 		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 		s.proj.Notify(id, lg.LastSeq())
 	}
@@ -150,6 +160,7 @@ func (s *Service) rebuildRedactor(id string) (*redact.Redactor, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.configureVideo(red, id)
 	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
 		red.Observe(r.Kind, r.Data)
 		return nil
@@ -265,6 +276,7 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 			"fix the redaction policy (flightrec policy test DIR) and open the recording again",
 			"the redaction policy could not be evaluated for this recording")
 	}
+	s.configureVideo(red, meta.ID)
 	meta.PlanDigest = plan.Digest()
 	planJSON, _ := json.Marshal(plan)
 	if err := s.st.Create(meta); err != nil {
@@ -363,9 +375,16 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		r.red, r.redStale = red, false
 	}
 	// From here to the log append, a failure leaves the redactor ahead of
-	// the log (it has seen events that are not stored).
+	// the log (it has seen events that are not stored), and the video
+	// stream's parser too: it is restored from this snapshot.
 	r.redStale = true
-	recs, blobs, blobOf, blobSize, err := s.toRecords(r, fresh)
+	video, stored := r.video.clone(), false
+	defer func() {
+		if !stored {
+			r.video = video
+		}
+	}()
+	recs, blobs, blobOf, blobSize, err := s.toRecords(ctx, r, fresh)
 	if err != nil {
 		return AppendReply{}, err
 	}
@@ -386,7 +405,10 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		if err != nil {
 			return AppendReply{}, storageError(err)
 		}
-		attachCIDs(recs, fresh, blobOf, cids)
+		if err := attachCIDs(recs, fresh, blobOf, blobs, cids); err != nil {
+			s.log.Error("a stored blob's CID differs from the one computed for it", "recording", id, "err", err)
+			return AppendReply{}, storageError(err)
+		}
 	}
 	before := r.log.Size()
 	if _, err := r.log.Append(recs); err != nil {
@@ -402,7 +424,8 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		}
 		return AppendReply{}, storageError(err)
 	}
-	r.redStale = false
+	r.redStale, stored = false, true
+	r.lastStep = recs[len(recs)-1].Step
 	r.bytes += r.log.Size() - before + blobSize
 	r.next = recs[len(recs)-1].Seq + 1
 	reply.AckedThrough = r.next - 1
@@ -418,7 +441,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 // pulled out to be stored as blobs; attachCIDs completes their records once
 // the blobs are durable. Nothing here has touched the disk yet, so a
 // failure refuses the whole batch.
-func (s *Service) toRecords(r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
+func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
 	recs = make([]store.Record, len(batch))
 	for i, d := range batch {
 		var res redact.Result
@@ -436,6 +459,36 @@ func (s *Service) toRecords(r *recording, batch []*event.Decoded) (recs []store.
 		for _, f := range res.Findings {
 			rec.Redactions = append(rec.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
 			s.m.Redactions.WithLabelValues(f.Rule).Inc()
+		}
+		if v, ok := d.Payload.(*event.Video); ok && !res.Drop {
+			// The chunk is not stored: the GOPs it completes are.
+			out, err := s.processVideo(ctx, r, d, v)
+			if err != nil {
+				var ae *apierr.Error
+				if !errors.As(err, &ae) {
+					s.log.Error("video ingest failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
+					if ctx.Err() != nil {
+						return nil, nil, nil, 0, ctx.Err()
+					}
+					err = apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+						"see the server log; nothing of this batch was stored", "seq %d: its video could not be redacted", d.Seq)
+				}
+				return nil, nil, nil, 0, err
+			}
+			for _, f := range out.findings {
+				rec.Redactions = append(rec.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+				s.m.Redactions.WithLabelValues(f.Rule).Inc()
+			}
+			rec.Data, _ = json.Marshal(&out.data)
+			rec.Summary = event.Summarize(d)
+			for _, b := range out.blobs {
+				rec.Blobs = append(rec.Blobs, store.BlobRef{CID: b.cid, Size: int64(len(b.data))})
+				blobs = append(blobs, b.data)
+				blobOf = append(blobOf, -1)
+				blobBytes += int64(len(b.data))
+			}
+			recs[i] = rec
+			continue
 		}
 		switch {
 		case res.Drop:
@@ -482,12 +535,21 @@ func dropped(fs []redact.Finding) json.RawMessage {
 
 // attachCIDs completes the records that carry blobs (blobOf[j] is the
 // record of blob j) with their CIDs, splicing the CID into the stored data.
-func attachCIDs(recs []store.Record, batch []*event.Decoded, blobOf []int, cids []cid.Cid) {
+// A GOP's record (blobOf -1) named its CID already, computed from the same
+// bytes; the store's answer must agree.
+func attachCIDs(recs []store.Record, batch []*event.Decoded, blobOf []int, blobs [][]byte, cids []cid.Cid) error {
 	for j, i := range blobOf {
 		c := cids[j].String()
+		if i < 0 {
+			if want := store.SumString(blobs[j]); c != want {
+				return fmt.Errorf("blob %d stored as %s, computed as %s", j, c, want)
+			}
+			continue
+		}
 		recs[i].Data = event.StoredData(batch[i], c)
 		recs[i].CID = c
 	}
+	return nil
 }
 
 // FinishRequest is the body of POST /v1/recordings/{id}/finish.
@@ -532,6 +594,9 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 	defer r.mu.Unlock()
 	if r.closed {
 		return s.Finish(ctx, id, req) // sealed meanwhile: answer as a retry
+	}
+	if err := s.finishVideo(ctx, r); err != nil {
+		return FinishReply{}, err
 	}
 	if err := r.log.Close(); err != nil {
 		return FinishReply{}, storageError(err)

@@ -49,10 +49,12 @@ func (b *videoBuilds) lock(key string) func() {
 }
 
 // handleVideo serves GET /v1/recordings/{id}/video.webm[?from_step=&to_step=]:
-// the recording's frames as VP8 WebM (playback/webm: ffmpeg encodes, the
-// container is written here with a chapter per step and cues), video time
-// 0 being the recording's first event. A clip covers the steps from
-// from_step to to_step, its time 0 the first one's start. A finished
+// the executor's own video when it sent one (its stored GOPs muxed as
+// they are, execvideo.go), else the recording's frames as VP8 WebM
+// (playback/webm: ffmpeg encodes), the container written here with a
+// chapter per step and cues, video time 0 being the recording's first
+// event. A clip covers the steps from from_step to to_step, its time 0
+// the first one's start (for executor video, the keyframe before it). A finished
 // recording's video is built once and kept as a derived blob; an open
 // one's is built for each request. Range and conditional requests work
 // (http.ServeContent).
@@ -90,8 +92,24 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// A video already built is served without ffmpeg; only a build needs it.
-	if _, err := webm.FFmpegPath(); err != nil {
+	// The executor's own video, when it sent one, is preferred to the
+	// frames: it is served as recorded (redacted GOP by GOP at ingest),
+	// without re-encoding.
+	gops, err := s.executorGOPs(r.Context(), row.ID)
+	if err != nil {
+		s.log.Error("reading the executor's video events failed", "recording", row.ID, "err", err)
+		s.fail(w, storeReadFailed("the recording's video events could not be read"))
+		return
+	}
+	build := func(w io.Writer) error {
+		if len(gops) > 0 {
+			return s.buildExecutorVideo(r.Context(), row, chosen, name != "video.webm", gops, w)
+		}
+		return s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", w)
+	}
+	// A video already built is served without ffmpeg; only encoding
+	// frames needs it.
+	if _, err := webm.FFmpegPath(); err != nil && len(gops) == 0 {
 		s.fail(w, apierr.New(http.StatusNotImplemented, "FFMPEG_MISSING",
 			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
 			"this server cannot encode video: ffmpeg is not installed"))
@@ -113,7 +131,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		c, ok, err := s.st.Derived(row.ID, name)
 		if err != nil || !ok {
 			var buf bytes.Buffer
-			if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {
+			if err := build(&buf); err != nil {
 				unlock()
 				s.fail(w, err)
 				return
@@ -131,7 +149,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := s.buildVideo(r.Context(), row, steps, chosen, name != "video.webm", &buf); err != nil {
+	if err := build(&buf); err != nil {
 		s.fail(w, err)
 		return
 	}

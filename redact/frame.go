@@ -134,16 +134,16 @@ func frameClamp(v float64, max int) int {
 	return int(v)
 }
 
-// redactVideo fails closed: executor-encoded WebM cannot be masked yet, so
-// a chunk that needs masking — it carries masks, or a masked field is on
-// the page — is not stored.
+// redactVideo learns a video event's masks for the GOPs completed later.
+// The chunk's bytes are ingest's (it parses them into GOPs and calls
+// RedactGOP for each), so the event itself is stored unchanged.
 func (r *Redactor) redactVideo(d *event.Decoded) (Result, error) {
 	v, ok := d.Payload.(*event.Video)
 	if !ok {
 		return Result{}, fmt.Errorf("redact: video event without a video payload")
 	}
-	if len(v.Masks) > 0 || r.dom.maskedOnPage() {
-		return Result{Drop: true, Findings: []Finding{{Rule: "video:unmaskable", Channel: string(event.KindVideo), Pointer: "/chunk"}}}, nil
+	if err := r.vmasks.add(v.Masks, true); err != nil {
+		return Result{}, err
 	}
 	return Result{}, nil
 }

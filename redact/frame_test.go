@@ -240,29 +240,3 @@ func pngClaimingSize(t testing.TB, w, h uint32) []byte {
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	return b
 }
-
-func TestVideoFailsClosed(t *testing.T) {
-	rc := newRecorder(t, nil)
-	video := func(masks []event.TimedRect) Result {
-		data := obj{"mime": "video/webm", "stream_start_ts": 1, "chunk": []byte("\x1a\x45\xdf\xa3webm")}
-		if masks != nil {
-			data["masks"] = masks
-		}
-		res, err := rc.r.Redact(decoded(t, 50, event.KindVideo, mustJSON(t, data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	if res := video(nil); res.Changed() || res.Findings != nil {
-		t.Errorf("nothing to mask: %+v", res)
-	}
-	want := Finding{Rule: "video:unmaskable", Channel: "video", Pointer: "/chunk"}
-	if res := video([]event.TimedRect{{Rect: event.Rect{X: 1, Y: 1, W: 2, H: 2}, FromTS: 1, ToTS: 2}}); !res.Drop || len(res.Findings) != 1 || res.Findings[0] != want {
-		t.Errorf("chunk with masks: %+v", res)
-	}
-	rc.send(fullSnapshot(t, page(elem(10, "input", obj{"type": "password"}))))
-	if res := video(nil); !res.Drop || len(res.Findings) != 1 || res.Findings[0] != want {
-		t.Errorf("masked field on page: %+v", res)
-	}
-}

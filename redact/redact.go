@@ -1,6 +1,7 @@
 // Package redact applies a recording's redaction plan to each event before
 // anything is stored: HAR headers, cookies, parameters and bodies, texts,
-// rrweb DOM events (statefully, tracking nodes), and frames. It reports what
+// rrweb DOM events (statefully, tracking nodes), frames, and video GOPs
+// (RedactGOP: mask rectangles painted, with ffmpeg). It reports what
 // it erased or masked by rule, channel and JSON pointer — never the values.
 //
 // A Redactor belongs to one recording and is not safe for concurrent use;
@@ -57,6 +58,12 @@ type Redactor struct {
 	// value, a fill aimed at a masked field): they are masked wherever else
 	// they show (snapshots, console, checks, bodies). In memory only.
 	known *knownValues
+	// video holds the video events' mask rectangles, for the GOPs
+	// RedactGOP is given later. In memory; Observe rebuilds it.
+	vmasks videoMasks
+
+	// Video says how RedactGOP runs ffmpeg; set it before the first GOP.
+	Video VideoConfig
 }
 
 // New compiles a plan for one recording. key, when the plan pseudonymizes,
@@ -96,11 +103,14 @@ func (r *Redactor) Redact(d *event.Decoded) (Result, error) {
 }
 
 // Observe feeds an already redacted, stored event back through the state
-// that spans events (DOM nodes), without redacting it: how a restarted
-// server rebuilds a recording's redaction state from its log.
+// that spans events (DOM nodes, video masks), without redacting it: how a
+// restarted server rebuilds a recording's redaction state from its log.
 func (r *Redactor) Observe(kind event.Kind, data json.RawMessage) {
-	if kind == event.KindDOM {
+	switch kind {
+	case event.KindDOM:
 		r.dom.observe(data)
+	case event.KindVideo:
+		r.vmasks.observe(data)
 	}
 }
 

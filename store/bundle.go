@@ -923,16 +923,16 @@ func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 		last = rec.Seq
 		chk.counts[rec.Kind]++
 		chk.steps[rec.Step] = struct{}{}
-		if rec.CID != "" {
-			if !v.blobs[rec.CID] {
+		rec.EachBlob(func(c string, size int64) {
+			if !v.blobs[c] {
 				chk.problems = append(chk.problems, fmt.Sprintf("segment %d: seq %d references a blob the manifest does not list", ord, rec.Seq))
-			} else {
-				if old, ok := chk.claims[rec.CID]; ok && old != rec.BlobSize {
-					chk.conflict = append(chk.conflict, rec.CID)
-				}
-				chk.claims[rec.CID] = rec.BlobSize
+				return
 			}
-		}
+			if old, ok := chk.claims[c]; ok && old != size {
+				chk.conflict = append(chk.conflict, c)
+			}
+			chk.claims[c] = size
+		})
 	}
 	if chk.records > 0 && last != ref.LastSeq {
 		chk.problems = append(chk.problems, fmt.Sprintf("segment %d ends at seq %d, the manifest says %d", ord, last, ref.LastSeq))

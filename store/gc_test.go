@@ -37,7 +37,8 @@ func newID() string {
 }
 
 // record makes a recording whose events carry blobs (put as one ingest
-// batch per event group, so they are packed), and finishes it if asked.
+// batch per event group, so they are packed; every other group is one
+// event naming several blobs), and finishes it if asked.
 // It returns its id.
 func record(t testing.TB, s *Store, blobs [][]byte, finish bool) string {
 	t.Helper()
@@ -58,6 +59,20 @@ func record(t testing.TB, s *Store, blobs [][]byte, finish bool) string {
 			t.Fatal(err)
 		}
 		var recs []Record
+		if i/3%2 == 1 {
+			// Every other batch is one record naming all its blobs, as a
+			// video chunk names the GOPs it completed.
+			rec := Record{Seq: seq, TS: int64(seq), Kind: event.KindVideo,
+				Data: json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":"%0*d"}`, seq, 230*len(batch), 0))}
+			for j, c := range cids {
+				rec.Blobs = append(rec.Blobs, BlobRef{CID: c.String(), Size: int64(len(batch[j]))})
+			}
+			if _, err := lg.Append([]Record{rec}); err != nil {
+				t.Fatal(err)
+			}
+			seq++
+			continue
+		}
 		for j, c := range cids {
 			recs = append(recs, Record{
 				Seq: seq, TS: int64(seq), Kind: event.KindFrame, CID: c.String(), BlobSize: int64(len(batch[j])),

@@ -334,8 +334,10 @@ func (p *Projector) markPending(id string) {
 
 // RowOf is the index row of a record.
 func RowOf(recording string, rec *Record, loc Locator) EventRow {
+	size := int64(loc.Length)
+	rec.EachBlob(func(_ string, n int64) { size += n })
 	return EventRow{
 		Recording: recording, Seq: rec.Seq, Step: rec.Step, TS: rec.TS, Kind: rec.Kind,
-		CID: rec.CID, Size: int64(loc.Length) + rec.BlobSize, Loc: loc, Summary: rec.Summary,
+		CID: rec.CID, Size: size, Loc: loc, Summary: rec.Summary,
 	}
 }

@@ -24,6 +24,27 @@ type Record struct {
 	// channel, JSON pointer — never a value). The recording's redaction
 	// report is derived from them.
 	Redactions []Redaction
+	// Blobs are further blobs the event carries besides CID: the GOPs a
+	// video chunk completed (one chunk may complete several, each stored
+	// as its own blob so identical GOPs are stored once). The manifest,
+	// bundles and garbage collection count them as the event's blobs.
+	Blobs []BlobRef
+}
+
+// EachBlob calls fn for every blob r names: CID, then Blobs.
+func (r *Record) EachBlob(fn func(cid string, size int64)) {
+	if r.CID != "" {
+		fn(r.CID, r.BlobSize)
+	}
+	for _, b := range r.Blobs {
+		fn(b.CID, b.Size)
+	}
+}
+
+// BlobRef is one blob a record names, with its size.
+type BlobRef struct {
+	CID  string
+	Size int64
 }
 
 // Redaction is one erased or masked value's rule, channel and location.
@@ -33,12 +54,14 @@ type Redaction struct {
 	Pointer string `json:"pointer"`
 }
 
-// Record format versions: 2 adds the redactions after Data. A record
-// without redactions is written as version 1, so each record still has
-// exactly one encoding.
+// Record format versions: 2 adds the redactions after Data, 3 the further
+// blobs after those. A record is written in the lowest version that holds
+// it (no redactions and no further blobs: 1; redactions only: 2), so each
+// record still has exactly one encoding.
 const (
 	recordV1 = 1
 	recordV2 = 2
+	recordV3 = 3
 )
 
 // ErrBadRecord is returned (wrapped) for bytes that are not an encoded
@@ -72,14 +95,23 @@ var ErrBadRecord = errors.New("malformed log record")
 //	uvarint  count (≥ 1)
 //	count ×  (string Rule, string Channel, string Pointer)
 //
+// Version 3 (written when there are further blobs) continues as version 2
+// does, but with a redaction count that may be 0, then
+//
+//	uvarint  count (≥ 1)
+//	count ×  (string CID, varint Size)
+//
 // Nothing else follows. Every Record encodes, and every encoding decodes
 // back to an equal Record; DecodeRecord accepts exactly the bytes
 // AppendBinary produces, so decode∘encode is the identity on bytes too.
 func (r *Record) AppendBinary(b []byte) []byte {
 	s := &r.Summary
-	if len(r.Redactions) > 0 {
+	switch {
+	case len(r.Blobs) > 0:
+		b = append(b, recordV3)
+	case len(r.Redactions) > 0:
 		b = append(b, recordV2)
-	} else {
+	default:
 		b = append(b, recordV1)
 	}
 	b = binary.AppendUvarint(b, r.Seq)
@@ -98,12 +130,19 @@ func (r *Record) AppendBinary(b []byte) []byte {
 	b = appendString(b, s.ErrorCode)
 	b = binary.AppendUvarint(b, uint64(len(r.Data)))
 	b = append(b, r.Data...)
-	if len(r.Redactions) > 0 {
+	if len(r.Redactions) > 0 || len(r.Blobs) > 0 {
 		b = binary.AppendUvarint(b, uint64(len(r.Redactions)))
 		for _, x := range r.Redactions {
 			b = appendString(b, x.Rule)
 			b = appendString(b, x.Channel)
 			b = appendString(b, x.Pointer)
+		}
+	}
+	if len(r.Blobs) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(r.Blobs)))
+		for _, x := range r.Blobs {
+			b = appendString(b, x.CID)
+			b = binary.AppendVarint(b, x.Size)
 		}
 	}
 	return b
@@ -142,7 +181,7 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 		return r, fmt.Errorf("%w: empty", ErrBadRecord)
 	}
 	v := d.byte()
-	if v != recordV1 && v != recordV2 {
+	if v != recordV1 && v != recordV2 && v != recordV3 {
 		return r, fmt.Errorf("%w: unknown format version %d", ErrBadRecord, v)
 	}
 	r.Seq = d.uvarint()
@@ -167,15 +206,27 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 			r.Data = append(json.RawMessage(nil), data...)
 		}
 	}
-	if v == recordV2 {
+	if v >= recordV2 {
 		n := d.uvarint()
-		if n == 0 || n > uint64(len(d.p)) { // each redaction takes ≥ 3 bytes
+		// Version 2 has at least one redaction; each takes ≥ 3 bytes.
+		if (n == 0 && v == recordV2) || n > uint64(len(d.p)) {
 			d.fail("bad redaction count")
-		} else {
+		} else if n > 0 {
 			r.Redactions = make([]Redaction, 0, n)
 			for i := uint64(0); i < n && d.err == ""; i++ {
 				r.Redactions = append(r.Redactions, Redaction{
 					Rule: string(d.bytes()), Channel: string(d.bytes()), Pointer: string(d.bytes())})
+			}
+		}
+	}
+	if v == recordV3 && d.err == "" {
+		n := d.uvarint()
+		if n == 0 || n > uint64(len(d.p)) { // each blob takes ≥ 2 bytes
+			d.fail("bad blob count")
+		} else {
+			r.Blobs = make([]BlobRef, 0, n)
+			for i := uint64(0); i < n && d.err == ""; i++ {
+				r.Blobs = append(r.Blobs, BlobRef{CID: string(d.bytes()), Size: d.varint()})
 			}
 		}
 	}

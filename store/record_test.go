@@ -34,6 +34,18 @@ func redactedRecord() Record {
 		}}
 }
 
+// videoRecords carry further blobs (a video chunk's GOPs): version 3,
+// with redactions and without.
+func videoRecords() []Record {
+	gops := []BlobRef{{CID: SumString([]byte("gop 1")), Size: 81920}, {CID: SumString([]byte("gop 2")), Size: 0}}
+	masked := redactedRecord()
+	masked.Kind, masked.Blobs = event.KindVideo, gops
+	return []Record{
+		{Seq: 4, TS: 7, Step: 1, Kind: event.KindVideo, Data: json.RawMessage(`{"gops":[]}`), Blobs: gops[:1]},
+		masked,
+	}
+}
+
 func TestRecordRoundTrip(t *testing.T) {
 	recs := []Record{
 		fullRecord(),
@@ -43,14 +55,21 @@ func TestRecordRoundTrip(t *testing.T) {
 		{Seq: 3, Kind: event.KindFrame, CID: SumString([]byte("jpeg")), BlobSize: 51200, Data: json.RawMessage(`{"image_cid":"x"}`)},
 		redactedRecord(),
 	}
+	recs = append(recs, videoRecords()...)
 	for i, r := range recs {
 		enc := r.AppendBinary([]byte("prefix"))
 		if !bytes.HasPrefix(enc, []byte("prefix")) {
 			t.Fatalf("%d: AppendBinary lost the prefix", i)
 		}
 		enc = enc[len("prefix"):]
-		if want := byte(recordV1); enc[0] != want && (len(r.Redactions) == 0 || enc[0] != recordV2) {
-			t.Fatalf("%d: version byte %d", i, enc[0])
+		want := byte(recordV1)
+		if len(r.Blobs) > 0 {
+			want = recordV3
+		} else if len(r.Redactions) > 0 {
+			want = recordV2
+		}
+		if enc[0] != want {
+			t.Fatalf("%d: version byte %d, want %d", i, enc[0], want)
 		}
 		got, err := DecodeRecord(enc)
 		if err != nil {
@@ -108,6 +127,9 @@ func TestDecodeRecordRejectsMalformed(t *testing.T) {
 		"non-minimal varint": append([]byte{1, 0x80, 0x00}, (&Record{}).AppendBinary(nil)[2:]...), // Seq 0 spelled in two bytes
 		"varint overflow":    {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},
 		"huge string length": append([]byte{1, 1, 2, 0}, 0xff, 0xff, 0xff, 0xff, 0x0f),
+		// Version 3 without a blob is spelled as version 1 or 2 instead.
+		"version 3, no blob":      append(append([]byte{3}, (&Record{}).AppendBinary(nil)[1:]...), 0, 0),
+		"version 2, no redaction": append(append([]byte{2}, (&Record{}).AppendBinary(nil)[1:]...), 0),
 	}
 	for name, p := range bad {
 		if _, err := DecodeRecord(p); !errors.Is(err, ErrBadRecord) {
@@ -118,7 +140,7 @@ func TestDecodeRecordRejectsMalformed(t *testing.T) {
 
 func FuzzDecodeRecord(f *testing.F) {
 	full := fullRecord()
-	for _, r := range []Record{full, {}, redactedRecord(), {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
+	for _, r := range []Record{full, {}, redactedRecord(), videoRecords()[0], videoRecords()[1], {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
 		enc := r.AppendBinary(nil)
 		f.Add(enc)
 		f.Add(enc[:len(enc)/2])

@@ -298,9 +298,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 			man.Counts[rec.Kind]++
 			report.Add(&rec)
 			steps[rec.Step] = struct{}{}
-			if rec.CID != "" {
-				blobs[rec.CID] = rec.BlobSize
-			}
+			rec.EachBlob(func(c string, n int64) { blobs[c] = n })
 		}
 		if ref.Records == 0 {
 			continue // an empty segment (rolled, then crashed) carries nothing

@@ -152,9 +152,7 @@ func (s *Store) References(id string) ([]string, error) {
 		}
 		refs := append([]string(nil), derived...)
 		err = ScanLog(s.logDir(id), func(r Record, _ Locator) error {
-			if r.CID != "" {
-				refs = append(refs, r.CID)
-			}
+			r.EachBlob(func(c string, _ int64) { refs = append(refs, c) })
 			return nil
 		})
 		if err == nil {

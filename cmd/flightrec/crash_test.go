@@ -68,13 +68,14 @@ type serverProc struct {
 	bin  string
 	addr string
 	data string
+	args []string // more flags for serve
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
 func (p *serverProc) start() {
 	p.t.Helper()
-	p.cmd = exec.Command(p.bin, "serve", "--addr", p.addr, "--data", p.data, "--log-level", "warn")
+	p.cmd = exec.Command(p.bin, append([]string{"serve", "--addr", p.addr, "--data", p.data, "--log-level", "warn"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = io.Discard, io.Discard
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

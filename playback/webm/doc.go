@@ -1,7 +1,10 @@
 // Package webm turns a recording's frames (the JPEG and PNG screencast
 // images an executor sent, each with its timestamp and the agent's cursor)
 // into a seekable VP8 WebM with one chapter per step, and reads such files
-// back (Probe) for tests.
+// back (Probe) for tests. Video an executor encoded itself (VP8 or VP9
+// WebM, stored as one GOP blob per group of pictures) is read with
+// ReadGOP and written into the same kind of file by Mux, without
+// re-encoding; see "Remuxing" below.
 //
 // # Pipeline
 //
@@ -22,9 +25,11 @@
 //	  SeekHead         positions of Info, Tracks, Chapters, Cues
 //	  Info             TimecodeScale 1 ms, Duration (end−start, exact), apps "flightrec"
 //	  Tracks           track 1: V_VP8, width, height, DefaultDuration 1/FPS
+//	                   (Mux: V_VP8 or V_VP9, CodecPrivate if any, no DefaultDuration)
 //	  Chapters         one edition, one ChapterAtom per step (times in ns)
-//	  Cues             one CuePoint per cluster: its time and position
-//	  Cluster …        each begins with a keyframe; SimpleBlocks, ms timestamps
+//	  Cues             one CuePoint per keyframe cluster: its time and position
+//	  Cluster …        each begins with a keyframe (but one cut after 30 s
+//	                   without any); SimpleBlocks, ms timestamps
 //
 // Everything a player needs to seek — the duration and every keyframe's
 // position — is in the first few kilobytes, ahead of the clusters. A
@@ -56,4 +61,20 @@
 // would make the player decode from the keyframe before. Further
 // keyframes are forced at least every Options.KeyframeInterval so a seek
 // anywhere decodes a bounded run of frames.
+//
+// # Remuxing
+//
+// An executor that encodes its own video sends WebM, which ingest splits
+// into GOP blobs: each a standalone WebM file whose first frame is a
+// keyframe, so any of them decodes on its own and a span of the
+// recording needs only the blobs it covers. ReadGOP reads one (its
+// stream description and its packets); Mux writes packets of any number
+// of blobs into one file with the layout above, through the same
+// container writer as Encode (only the track's codec, CodecPrivate and
+// DefaultDuration differ), the packets' bytes untouched. The keyframes
+// are the executor's: Mux can't put one at each chapter start, so a
+// seek to a step decodes from the keyframe before it, at most a GOP's
+// worth of frames. A span starting inside a GOP starts at the next
+// keyframe, shown from time 0, since the delta frames before it would
+// need the keyframe they follow.
 package webm

@@ -3,6 +3,7 @@ package webm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,13 +52,20 @@ type tracks struct {
 	TrackEntry []trackEntry `ebml:"TrackEntry"`
 }
 
+// trackEntry is the one track written. CodecPrivate and DefaultDuration
+// are omitted when empty: Encode's VP8 has no private data, and Mux's
+// packets come at whatever rate the executor sent them, so a
+// DefaultDuration would be a false promise (players then take a frame's
+// duration from the next frame's time). Encode's output keeps its bytes:
+// it writes no CodecPrivate and a non-zero DefaultDuration.
 type trackEntry struct {
 	TrackNumber     uint64     `ebml:"TrackNumber"`
 	TrackUID        uint64     `ebml:"TrackUID"`
 	FlagLacing      uint64     `ebml:"FlagLacing"`
 	CodecID         string     `ebml:"CodecID"`
+	CodecPrivate    []byte     `ebml:"CodecPrivate,omitempty"`
 	TrackType       uint64     `ebml:"TrackType"`
-	DefaultDuration uint64     `ebml:"DefaultDuration"`
+	DefaultDuration uint64     `ebml:"DefaultDuration,omitempty"`
 	Video           videoTrack `ebml:"Video"`
 }
 
@@ -113,6 +121,14 @@ var (
 	idTracks   = []byte{0x16, 0x54, 0xAE, 0x6B}
 	idChapters = []byte{0x10, 0x43, 0xA7, 0x70}
 	idCues     = []byte{0x1C, 0x53, 0xBB, 0x6B}
+)
+
+// The codecs a track may hold: the two WebM video codecs browsers play
+// from a Matroska container and that the muxer needs nothing to know
+// about (no codec-specific headers, one packet per frame).
+const (
+	codecVP8 = "V_VP8"
+	codecVP9 = "V_VP9"
 )
 
 const (
@@ -212,12 +228,20 @@ func (m *muxer) flush() error {
 	return nil
 }
 
-// head is what the elements before the clusters say.
+// head is what the elements before the clusters say. Encode and Mux
+// share it, and so the whole container writer: they differ only in the
+// track's codec, private data and frame rate.
 type head struct {
+	// codec is the track's CodecID; "" is Encode's "V_VP8".
+	codec string
+	// codecPrivate is the track's CodecPrivate, written only when set.
+	codecPrivate  []byte
 	width, height int
-	fps           int
-	durationNS    int64
-	chapters      []chapterAtom
+	// fps, when non-zero, is the constant frame rate the track's
+	// DefaultDuration states; 0 (Mux: packets at any times) writes none.
+	fps        int
+	durationNS int64
+	chapters   []chapterAtom
 }
 
 // finish writes the whole file to w: EBML header, Segment header, SeekHead,
@@ -287,13 +311,19 @@ func (m *muxer) segmentHead(h head) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	codec := cmp.Or(h.codec, codecVP8)
+	var defaultDuration uint64
+	if h.fps > 0 {
+		defaultDuration = uint64(1e9 / h.fps)
+	}
 	trk, err := marshalElement("Tracks", tracks{TrackEntry: []trackEntry{{
 		TrackNumber:     trackNumber,
 		TrackUID:        1,
 		FlagLacing:      0,
-		CodecID:         "V_VP8",
+		CodecID:         codec,
+		CodecPrivate:    h.codecPrivate,
 		TrackType:       1, // video
-		DefaultDuration: uint64(1e9 / h.fps),
+		DefaultDuration: defaultDuration,
 		Video:           videoTrack{PixelWidth: uint64(h.width), PixelHeight: uint64(h.height)},
 	}}})
 	if err != nil {
