@@ -462,7 +462,7 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		}
 		if v, ok := d.Payload.(*event.Video); ok && !res.Drop {
 			// The chunk is not stored: the GOPs it completes are.
-			out, err := s.processVideo(ctx, r, d, v)
+			out, err := s.processVideo(ctx, r, d, v, false)
 			if err != nil {
 				var ae *apierr.Error
 				if !errors.As(err, &ae) {

@@ -27,6 +27,10 @@ type videoStream struct {
 	// headerStored says a stored event already carries the stream's track
 	// (the "stream" member), which a restarted server resumes from.
 	headerStored bool
+	// resumedAt is, for a stream resumed after a restart, the stream
+	// offset its parser began at (-1 otherwise): errors name offsets in
+	// the whole stream.
+	resumedAt int64
 }
 
 // clone snapshots the stream so a refused batch can roll it back.
@@ -71,7 +75,11 @@ func (s *Service) videoLimits() webmstream.Limits {
 // starts a new stream, completing the old one's open GOP; End completes
 // the stream. Nothing here touches the disk; an error refuses the batch
 // (the caller restores r.video).
-func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decoded, v *event.Video) (videoOutcome, error) {
+//
+// A stream that stopped inside an element is refused at an executor's
+// end; when the server ends it (a new stream, or finish: lenient), the
+// complete frames of its open GOP are kept and the rest is lost.
+func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decoded, v *event.Video, lenient bool) (videoOutcome, error) {
 	out := videoOutcome{data: event.Video{Mime: v.Mime, StreamStartTS: v.StreamStartTS, Masks: v.Masks, End: v.End,
 		ChunkBytes: len(v.Chunk)}}
 	type done struct {
@@ -79,25 +87,33 @@ func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decod
 		gop webmstream.GOP
 	}
 	var gops []done
-	if r.video != nil && r.video.startTS != v.StreamStartTS {
+	// Only an event with stream bytes (or an end) speaks for a stream; one
+	// with masks alone leaves the stream as it is, whatever its
+	// stream_start_ts.
+	streamEvent := len(v.Chunk) > 0 || v.End
+	if len(v.Chunk) > 0 && r.video != nil && r.video.startTS != v.StreamStartTS {
 		// Another stream begins: the old one is over.
 		old := r.video
 		r.video = nil
 		if old.parser != nil {
 			g, err := old.parser.End()
 			if err != nil {
-				// The old stream stopped mid-element: its open GOP is
-				// incomplete and cannot be stored.
-				s.log.Warn("a video stream ended mid-element; its last GOP is lost", "recording", r.meta.ID, "err", err)
-			} else if g != nil {
+				// The old stream stopped mid-element: what it held of
+				// the element is lost; its complete frames are kept.
+				s.log.Warn("a video stream ended mid-element; its last frame is lost", "recording", r.meta.ID, "err", err)
+			}
+			if g != nil {
 				gops = append(gops, done{old, *g})
 			}
 		}
 	}
-	if r.video == nil && (len(v.Chunk) > 0 || v.End) {
-		r.video = &videoStream{startTS: v.StreamStartTS, parser: webmstream.NewParser(s.videoLimits())}
+	if r.video == nil && len(v.Chunk) > 0 {
+		r.video = &videoStream{startTS: v.StreamStartTS, parser: webmstream.NewParser(s.videoLimits()), resumedAt: -1}
 	}
 	st := r.video
+	if !streamEvent || (st != nil && st.startTS != v.StreamStartTS) {
+		st = nil // masks only, or an end of a stream that is not open
+	}
 	if st != nil && st.parser == nil && len(v.Chunk) > 0 {
 		// A crash came before any stored event carried the stream's
 		// header, so its track is unknown: the chunks are recorded (their
@@ -111,7 +127,7 @@ func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decod
 		if len(v.Chunk) > 0 {
 			done1, err := st.parser.Write(v.Chunk)
 			if err != nil {
-				return out, videoError(d, st.parser, err)
+				return out, videoError(d, st, err)
 			}
 			for _, g := range done1 {
 				gops = append(gops, done{st, g})
@@ -119,8 +135,11 @@ func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decod
 		}
 		if v.End {
 			g, err := st.parser.End()
+			if err != nil && !lenient {
+				return out, videoError(d, st, err)
+			}
 			if err != nil {
-				return out, videoError(d, st.parser, err)
+				s.log.Warn("a video stream stopped mid-element at finish; its last frame is lost", "recording", r.meta.ID, "err", err)
 			}
 			if g != nil {
 				gops = append(gops, done{st, *g})
@@ -131,9 +150,9 @@ func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decod
 			st.headerStored = true
 		}
 		out.data.Resynced = st.parser.Skipped() - skipped
-		if v.End {
-			r.video = nil
-		}
+	}
+	if st != nil && v.End {
+		r.video = nil
 	}
 	for _, g := range gops {
 		t, ok := g.st.parser.Track()
@@ -217,7 +236,7 @@ func streamOf(t webmstream.Track) *event.VideoStream {
 
 // videoError turns a stream failure into the envelope. The chunk and its
 // batch are refused; everything acknowledged before stays stored.
-func videoError(d *event.Decoded, p *webmstream.Parser, err error) error {
+func videoError(d *event.Decoded, st *videoStream, err error) error {
 	var se *webmstream.Error
 	if !errors.As(err, &se) {
 		return err
@@ -235,8 +254,12 @@ func videoError(d *event.Decoded, p *webmstream.Parser, err error) error {
 		status, code = http.StatusRequestEntityTooLarge, "VIDEO_GOP_TOO_LARGE"
 		next = "encode with keyframes more often (a shorter GOP) or raise --max-video-gop-bytes, in a new stream; everything before this batch is stored"
 	}
-	return apierr.New(status, code, next, "seq %d: video stream byte %d: %s", d.Seq, se.Offset, se.Msg).
-		With("seq", d.Seq).With("stream_offset", se.Offset)
+	off := se.Offset
+	if st.resumedAt >= 0 {
+		off += st.resumedAt // a resumed parser counts from its first byte
+	}
+	return apierr.New(status, code, next, "seq %d: video stream byte %d: %s", d.Seq, off, se.Msg).
+		With("seq", d.Seq).With("stream_offset", off)
 }
 
 // resumeVideo rebuilds an open recording's video stream after a restart
@@ -247,6 +270,7 @@ func videoError(d *event.Decoded, p *webmstream.Parser, err error) error {
 func resumeVideo(st *store.Store, id string, lim webmstream.Limits) (*videoStream, error) {
 	var cur *videoStream
 	var track *event.VideoStream
+	var base int64 // the current stream's bytes stored
 	_, err := st.Scan(id, store.Pos{}, 0, func(rec store.Record, _ store.Locator) error {
 		if rec.Kind != event.KindVideo {
 			return nil
@@ -255,12 +279,13 @@ func resumeVideo(st *store.Store, id string, lim webmstream.Limits) (*videoStrea
 		if err := json.Unmarshal(rec.Data, &v); err != nil {
 			return fmt.Errorf("video event %d: %w", rec.Seq, err)
 		}
-		if v.StreamStartTS == 0 {
-			return nil // dropped by redaction: no stream data
+		if v.StreamStartTS == 0 || (v.ChunkBytes == 0 && !v.End) {
+			return nil // dropped by redaction, or masks only: no stream data
 		}
 		if cur == nil || cur.startTS != v.StreamStartTS {
-			cur, track = &videoStream{startTS: v.StreamStartTS}, nil
+			cur, track, base = &videoStream{startTS: v.StreamStartTS, resumedAt: -1}, nil, 0
 		}
+		base += int64(v.ChunkBytes)
 		if v.Stream != nil {
 			track = v.Stream
 		}
@@ -273,6 +298,7 @@ func resumeVideo(st *store.Store, id string, lim webmstream.Limits) (*videoStrea
 		return nil, err
 	}
 	if track != nil {
+		cur.resumedAt = base
 		cur.parser = webmstream.Resume(webmstream.Track{Codec: track.Codec, Width: track.Width, Height: track.Height,
 			CodecPrivate: track.CodecPrivate, TimecodeScale: track.TimecodeScale, FrameDuration: track.FrameDuration}, lim)
 		cur.headerStored = true
@@ -284,8 +310,8 @@ func resumeVideo(st *store.Store, id string, lim webmstream.Limits) (*videoStrea
 // the GOP it holds is stored in one more video event, made by the server
 // (seq one past the last, the last event's step, end set, no chunk), so
 // a recording's last seconds of video are kept even when the executor
-// never said the stream ended. A stream that stopped mid-element loses
-// that GOP (it is incomplete); the finish goes on.
+// never said the stream ended. A stream that stopped mid-element keeps
+// the GOP's complete frames.
 func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 	if r.video == nil || r.video.parser == nil {
 		r.video = nil
@@ -294,14 +320,8 @@ func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 	d := &event.Decoded{Envelope: event.Envelope{Seq: r.next, TS: s.now().UnixNano(), Step: r.lastStep, Kind: event.KindVideo}}
 	v := &event.Video{Mime: "video/webm", StreamStartTS: r.video.startTS, End: true}
 	saved := r.video.clone()
-	out, err := s.processVideo(ctx, r, d, v)
-	var ae *apierr.Error
-	switch {
-	case errors.As(err, &ae):
-		s.log.Warn("the video stream stopped mid-element at finish; its last GOP is lost", "recording", r.meta.ID, "err", err)
-		r.video = nil
-		return nil
-	case err != nil:
+	out, err := s.processVideo(ctx, r, d, v, true)
+	if err != nil {
 		r.video = saved
 		s.log.Error("redacting the last GOP of a video stream failed", "recording", r.meta.ID, "err", err)
 		return apierr.New(http.StatusServiceUnavailable, "VIDEO_FINISH_FAILED",
@@ -340,6 +360,13 @@ func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 	}
 	if _, err := r.log.Append([]store.Record{rec}); err != nil {
 		r.video = saved
+		// As Append does: reopening cuts whatever part reached the file.
+		r.log.Close()
+		if lg, oerr := s.st.OpenLog(r.meta.ID); oerr == nil {
+			r.log = lg
+		} else {
+			s.log.Error("reopening the log failed", "recording", r.meta.ID, "err", oerr)
+		}
 		return storageError(err)
 	}
 	r.next++

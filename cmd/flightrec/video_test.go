@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"image/jpeg"
 	"io"
 	"math/bits"
 	"net/http"
@@ -48,7 +49,11 @@ const videoT0 = int64(1_764_483_600_123_456_789)
 
 // synthVideo encodes the test stream with ffmpeg into a seekable file
 // (known element sizes, Cues at the end, as ffmpeg writes files).
-func synthVideo(t *testing.T, codec string) []byte {
+func synthVideo(t *testing.T, codec string) []byte { return synthStream(t, codec, false) }
+
+// synthStream encodes the test stream, into a file or, live, into a pipe
+// (a Segment of unknown size, no Cues: what an executor streams).
+func synthStream(t *testing.T, codec string, live bool) []byte {
 	t.Helper()
 	ff := testenv.RequireFFmpeg(t, "ffmpeg")
 	out := filepath.Join(t.TempDir(), "screen.webm")
@@ -66,6 +71,17 @@ func synthVideo(t *testing.T, codec string) []byte {
 		args = append(args, "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "1M")
 	} else {
 		args = append(args, "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "1M")
+	}
+	if live {
+		args = append(args, "-f", "webm", "pipe:1")
+		var stderr bytes.Buffer
+		cmd := exec.Command(ff, args...)
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ffmpeg: %v\n%s", err, stderr.Bytes())
+		}
+		return b
 	}
 	args = append(args, "-f", "webm", out)
 	if b, err := exec.Command(ff, args...).CombinedOutput(); err != nil {
@@ -389,7 +405,16 @@ func testExecutorVideo(t *testing.T, codec string) {
 	mask := event.TimedRect{Rect: event.Rect{X: boxRect.Min.X, Y: boxRect.Min.Y, W: boxRect.Dx(), H: boxRect.Dy()},
 		FromTS: videoT0 + int64(boxFrom*1e9), ToTS: videoT0 + int64(boxTo*1e9)}
 	id := openRec(t, base, "video")
-	sendAll(t, base, id, videoLines(stream, chunkSizes, []event.TimedRect{mask}, 1), 7)
+	lines := videoLines(stream, chunkSizes, []event.TimedRect{mask}, 1)
+	// The recording holds JPEG frames too (smaller, another size): the
+	// executor's own video is preferred.
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, image.NewRGBA(image.Rect(0, 0, 320, 200)), nil); err != nil {
+		t.Fatal(err)
+	}
+	frame, _ := json.Marshal(event.Envelope{Seq: uint64(len(lines) + 1), TS: videoT0 + 5e9, Step: 2, Kind: event.KindFrame,
+		Data: json.RawMessage(fmt.Sprintf(`{"mime":"image/jpeg","width":320,"height":200,"image":%q}`, base64.StdEncoding.EncodeToString(jpg.Bytes())))})
+	sendAll(t, base, id, append(lines, string(frame)), 7)
 	finishRec(t, base, id)
 	waitIndexed(t, base, id)
 
@@ -427,8 +452,49 @@ func testExecutorVideo(t *testing.T, codec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Chapters) != 3 {
-		t.Fatalf("%d chapters, want 3", len(info.Chapters))
+	if len(info.Chapters) != 3 || info.Width != synthW || info.CodecID != map[string]string{"vp8": "V_VP8", "vp9": "V_VP9"}[codec] {
+		t.Fatalf("%d chapters, %s %dx%d; want 3 chapters and the executor's video", len(info.Chapters), info.CodecID, info.Width, info.Height)
+	}
+	// A clip of step 2: from the keyframe of the GOP showing at the
+	// step's start to the step's end, one chapter, and it decodes; Range
+	// requests work.
+	var tl playback.Timeline
+	getJSON(t, base+"/v1/recordings/"+id+"/steps", &tl)
+	step2 := tl.Steps[1]
+	from := int64(0)
+	for _, g := range gops {
+		if g.StartTS <= step2.StartTS {
+			from = g.StartTS
+		}
+	}
+	clip := getBytes(t, base+"/v1/recordings/"+id+"/video.webm?from_step=2&to_step=2")
+	ci, err := webm.Probe(bytes.NewReader(clip), int64(len(clip)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Duration(step2.EndTS - from)
+	if len(ci.Chapters) != 1 || ci.Duration < want-time.Millisecond || ci.Duration > want+time.Millisecond {
+		t.Fatalf("clip of step 2: %d chapters, %v long; want 1 and %v", len(ci.Chapters), ci.Duration, want)
+	}
+	inClip := 0
+	for _, f := range frames {
+		if at := videoT0 + f.ts; at >= from && at < step2.EndTS {
+			inClip++
+		}
+	}
+	if n := len(decodeVideo(t, clip, synthW, synthH)); n != inClip {
+		t.Fatalf("the clip of step 2 decodes to %d frames, want %d", n, inClip)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/recordings/"+id+"/video.webm", nil)
+	req.Header.Set("Range", "bytes=100-199")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, video[100:200]) {
+		t.Fatalf("Range: %d, %d bytes", resp.StatusCode, len(part))
 	}
 	decoded := decodeVideo(t, video, synthW, synthH)
 	if len(decoded) != len(frames) {
@@ -737,5 +803,75 @@ func TestExecutorVideoCrash(t *testing.T) {
 	}
 	if !res.Ended || res.Error != 0 || res.Duration < synthSeconds-3 || res.Current < res.Duration-0.5 {
 		t.Fatalf("Chromium: %+v", res)
+	}
+}
+
+// TestExecutorVideoStreams: a recording holding two streams one after the
+// other. A masks-only event naming another stream leaves the open stream
+// alone; the second stream's first chunk completes the first's last GOP;
+// an end completes the second; the video holds both.
+func TestExecutorVideoStreams(t *testing.T) {
+	stream := synthStream(t, "vp8", true)
+	frames, _ := inputFrames(t, synthVideo(t, "vp8"))
+	keys := 0
+	for _, f := range frames {
+		if f.key {
+			keys++
+		}
+	}
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	id := openRec(t, base, "streams")
+
+	// A live stream: its Segment has no size, so only an end or the next
+	// stream completes its last GOP.
+	first := videoLines(stream, []int{40000}, nil, 1)
+	// A masks-only event for an unrelated stream, in the middle.
+	other, _ := json.Marshal(event.Envelope{Seq: uint64(len(first)/2 + 1), TS: videoT0 + 6e9, Step: 2, Kind: event.KindVideo,
+		Data: json.RawMessage(fmt.Sprintf(`{"mime":"video/webm","stream_start_ts":%d,"masks":[{"x":0,"y":0,"w":8,"h":8,"from_ts":1,"to_ts":2}]}`, videoT0+999))})
+	lines := append(first[:len(first)/2:len(first)/2], string(other))
+	for i, l := range first[len(first)/2:] {
+		var e event.Envelope
+		json.Unmarshal([]byte(l), &e)
+		e.Seq = uint64(len(first)/2 + 2 + i)
+		b, _ := json.Marshal(e)
+		lines = append(lines, string(b))
+	}
+	// The second stream starts 20 s later, then ends.
+	second := videoT0 + 20e9
+	for _, chunk := range [][]byte{stream[:len(stream)/2], stream[len(stream)/2:]} {
+		b, _ := json.Marshal(event.Envelope{Seq: uint64(len(lines) + 1), TS: second + 1, Step: 3, Kind: event.KindVideo,
+			Data: json.RawMessage(fmt.Sprintf(`{"mime":"video/webm","stream_start_ts":%d,"chunk":%q}`, second, base64.StdEncoding.EncodeToString(chunk)))})
+		lines = append(lines, string(b))
+	}
+	end, _ := json.Marshal(event.Envelope{Seq: uint64(len(lines) + 1), TS: second + 13e9, Step: 3, Kind: event.KindVideo,
+		Data: json.RawMessage(fmt.Sprintf(`{"mime":"video/webm","stream_start_ts":%d,"end":true}`, second))})
+	lines = append(lines, string(end))
+	sendAll(t, base, id, lines, 3)
+	finishRec(t, base, id)
+	waitIndexed(t, base, id)
+
+	perStream := map[int64]int{}
+	for _, v := range videoEvents(t, base, id) {
+		for _, g := range v.GOPs {
+			if g.StartTS >= second {
+				perStream[second]++
+			} else {
+				perStream[videoT0]++
+			}
+		}
+	}
+	if perStream[videoT0] != keys || perStream[second] != keys {
+		t.Fatalf("GOPs per stream %v, want %d each", perStream, keys)
+	}
+	video := getBytes(t, base+"/v1/recordings/"+id+"/video.webm")
+	decoded := decodeVideo(t, video, synthW, synthH)
+	if len(decoded) != 2*len(frames) {
+		t.Fatalf("the video has %d frames, the two streams %d", len(decoded), 2*len(frames))
+	}
+	if last := decoded[len(decoded)-1].sec; last < 20+synthSeconds-1 {
+		t.Fatalf("the video's last frame is at %.1f s; the second stream runs to about %d s", last, 20+synthSeconds)
 	}
 }
