@@ -72,10 +72,11 @@ func sameTrack(a, b event.VideoStream) bool {
 }
 
 // buildExecutorVideo muxes the executor's GOPs into one WebM without
-// re-encoding: the whole recording (time 0 its first event, or the first
-// GOP if that is earlier), or a clip of chosen's span, which starts at
-// the keyframe of the GOP showing at the clip's start so its first
-// frame decodes. GOPs of another codec or size than the first one's, and
+// re-encoding: the whole recording (time 0 its first event, as for the
+// frames' video, which the player relies on; frames of a stream that
+// began earlier are shown from time 0), or a clip of chosen's span, which
+// starts at the keyframe of the GOP showing at the clip's start so its
+// first frame decodes. GOPs of another codec or size than the first one's, and
 // GOPs overlapping the one before (a second stream at the same time),
 // are left out: a WebM has one track here.
 func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow, chosen []store.StepRow, clip bool, gops []executorGOP, w io.Writer) error {
@@ -84,7 +85,6 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 		start, end = chosen[0].StartTS, chosen[len(chosen)-1].EndTS
 	}
 	if !clip {
-		start = min(start, gops[0].start)
 		end = max(end, gops[len(gops)-1].end)
 	}
 	var pick []executorGOP
@@ -101,9 +101,10 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 		return apierr.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no GOP in that span; see the DOM at each step instead",
 			"the recording has no video in that span")
 	}
-	if pick[0].start < start {
+	if clip && pick[0].start < start {
 		start = pick[0].start
 	}
+	floor := start
 	if end < start+int64(videoFrame) {
 		end = start + int64(videoFrame)
 	}
@@ -113,7 +114,7 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 	}
 	first := pick[0].stream
 	stream := webm.Stream{Codec: first.Codec, Width: first.Width, Height: first.Height, CodecPrivate: first.CodecPrivate}
-	err := webm.Mux(ctx, webm.MuxOptions{Start: start, End: end, TempDir: s.st.Dir()}, stream, s.gopPackets(stream, pick), chapters, w)
+	err := webm.Mux(ctx, webm.MuxOptions{Start: start, End: end, TempDir: s.st.Dir()}, stream, s.gopPackets(stream, pick, floor), chapters, w)
 	switch {
 	case errors.Is(err, webm.ErrNoFrames):
 		return apierr.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no keyframe in that span; ask for a longer clip",
@@ -129,9 +130,10 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 }
 
 // gopPackets reads each GOP blob when the muxer reaches it and yields its
-// frames on the recording's clock. A blob whose track is not the video's
-// would corrupt the file: it is an error.
-func (s *Service) gopPackets(track webm.Stream, gops []executorGOP) iter.Seq2[webm.Packet, error] {
+// frames on the recording's clock, none before floor (earlier ones are
+// moved to it). A blob whose track is not the video's would corrupt the
+// file: it is an error.
+func (s *Service) gopPackets(track webm.Stream, gops []executorGOP, floor int64) iter.Seq2[webm.Packet, error] {
 	return func(yield func(webm.Packet, error) bool) {
 		for _, g := range gops {
 			b, err := s.gopBytes(g.cid)
@@ -148,7 +150,7 @@ func (s *Service) gopPackets(track webm.Stream, gops []executorGOP) iter.Seq2[we
 				return
 			}
 			for _, p := range pkts {
-				p.Time += g.start
+				p.Time = max(p.Time+g.start, floor)
 				if !yield(p, nil) {
 					return
 				}
