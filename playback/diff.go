@@ -78,7 +78,10 @@ func (s *Service) run(ctx context.Context, id string) (*diffrun.Run, error) {
 }
 
 // blobBytes reads a frame for the pixel comparison.
-func (s *Service) blobBytes(c string) ([]byte, error) {
+func (s *Service) blobBytes(c string) ([]byte, error) { return s.readBlob(c, maxFrameBytes) }
+
+// readBlob reads a blob by its CID, at most limit bytes of it.
+func (s *Service) readBlob(c string, limit int64) ([]byte, error) {
 	id, err := store.ParseCID(c)
 	if err != nil {
 		return nil, err
@@ -88,5 +91,5 @@ func (s *Service) blobBytes(c string) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, maxFrameBytes))
+	return io.ReadAll(io.LimitReader(rc, limit))
 }

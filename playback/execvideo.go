@@ -159,15 +159,4 @@ func (s *Service) gopPackets(track webm.Stream, gops []executorGOP, floor int64)
 	}
 }
 
-func (s *Service) gopBytes(c string) ([]byte, error) {
-	id, err := store.ParseCID(c)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := s.st.Blobs.Open(id)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	return io.ReadAll(io.LimitReader(rc, maxGOPBytes))
-}
+func (s *Service) gopBytes(c string) ([]byte, error) { return s.readBlob(c, maxGOPBytes) }

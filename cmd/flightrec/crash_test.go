@@ -113,6 +113,14 @@ func (p *serverProc) stop() {
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
+	if err := json.Unmarshal(getBytes(t, url), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getBytes GETs url, which must answer 200.
+func getBytes(t *testing.T, url string) []byte {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +130,7 @@ func getJSON(t *testing.T, url string, v any) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatal(err)
-	}
+	return b
 }
 
 // TestCrashRecovery kills the server with SIGKILL at random points during

@@ -190,6 +190,17 @@ func videoLines(stream []byte, sizes []int, masks []event.TimedRect, firstSeq ui
 // is checked by the caller.
 var chunkSizes = []int{1, 7, 4093, 333, 65537, 17, 12289, 2}
 
+// keyframes counts the keyframes among frames: the GOPs of the stream.
+func keyframes(frames []inputFrame) int {
+	n := 0
+	for _, f := range frames {
+		if f.key {
+			n++
+		}
+	}
+	return n
+}
+
 func splitsInsideBlock(stream []byte, sizes []int, blocks [][2]int64) bool {
 	off, i := 0, 0
 	for off < len(stream) {
@@ -290,20 +301,6 @@ func storedEvents(t *testing.T, base, id string, seq uint64) []byte {
 	}
 }
 
-func getBytes(t *testing.T, url string) []byte {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
-	}
-	return b
-}
-
 // decodedFrame is one picture of a decoded video with its time.
 type decodedFrame struct {
 	sec float64
@@ -391,12 +388,7 @@ func testExecutorVideo(t *testing.T, codec string) {
 	if !splitsInsideBlock(stream, chunkSizes, blocks) {
 		t.Fatal("no chunk boundary falls inside a SimpleBlock; change chunkSizes")
 	}
-	keys := 0
-	for _, f := range frames {
-		if f.key {
-			keys++
-		}
-	}
+	keys := keyframes(frames)
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
 	p.start()
 	defer p.stop()
@@ -737,12 +729,7 @@ func TestExecutorVideoBadInput(t *testing.T) {
 func TestExecutorVideoCrash(t *testing.T) {
 	stream := synthVideo(t, "vp8")
 	frames, _ := inputFrames(t, stream)
-	keys := 0
-	for _, f := range frames {
-		if f.key {
-			keys++
-		}
-	}
+	keys := keyframes(frames)
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
 	p.start()
 	base := "http://" + p.addr
@@ -813,12 +800,7 @@ func TestExecutorVideoCrash(t *testing.T) {
 func TestExecutorVideoStreams(t *testing.T) {
 	stream := synthStream(t, "vp8", true)
 	frames, _ := inputFrames(t, synthVideo(t, "vp8"))
-	keys := 0
-	for _, f := range frames {
-		if f.key {
-			keys++
-		}
-	}
+	keys := keyframes(frames)
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
 	p.start()
 	defer p.stop()
