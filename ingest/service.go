@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sort"
 	"sync"
 	"syscall"
@@ -38,6 +39,10 @@ type Service struct {
 	log    *slog.Logger
 	m      *Metrics
 	now    func() time.Time
+
+	// maskSlots bounds the ffmpeg processes masking video GOPs at once,
+	// across recordings: one per core (each runs one thread).
+	maskSlots chan struct{}
 
 	mu   sync.Mutex
 	open map[string]*recording
@@ -75,7 +80,8 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 		return nil, err
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
-		open: map[string]*recording{}, sealed: map[string]sealedRec{}}
+		maskSlots: make(chan struct{}, runtime.NumCPU()),
+		open:      map[string]*recording{}, sealed: map[string]sealedRec{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -69,6 +69,10 @@ type VideoConfig struct {
 	// start of its stderr (bounded, printable ASCII only). It never gets
 	// stream or pixel bytes.
 	Logf func(format string, args ...any)
+	// Slots, when set, bounds the ffmpeg processes running at once: one
+	// is taken for each run, so a server shares its cores among the
+	// recordings masking video. A GOP no mask touches takes none.
+	Slots chan struct{}
 }
 
 // VideoGOP is one GOP to redact.
@@ -437,6 +441,14 @@ func (r *Redactor) encodeMasked(ctx context.Context, path, encoder string, g Vid
 	threads := r.Video.Threads
 	if threads <= 0 {
 		threads = 1
+	}
+	if r.Video.Slots != nil {
+		select {
+		case r.Video.Slots <- struct{}{}:
+			defer func() { <-r.Video.Slots }()
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
 	}
 	cmd := exec.CommandContext(ctx, path, ffmpegArgs(encoder, threads, g, boxes)...)
 	cmd.Stdin = bytes.NewReader(g.WebM)

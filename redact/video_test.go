@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"image"
 	"os"
@@ -587,5 +588,34 @@ func BenchmarkRedactGOP(b *testing.B) {
 			videoSecs := float64(g.End-g.Times[0]) / 1e9
 			b.ReportMetric(videoSecs*float64(n)/time.Since(start).Seconds(), "video-s/s")
 		})
+	}
+}
+
+// TestRedactGOPWaitsForASlot: with every ffmpeg slot taken, a GOP that
+// needs masking waits, and a request that gives up gets its context's
+// error (no verdict: the batch fails), never a kept or dropped GOP; a GOP
+// no mask touches needs no slot.
+func TestRedactGOPWaitsForASlot(t *testing.T) {
+	ffmpeg := requireFFmpeg(t)
+	g := makeGOP(t, ffmpeg, "V_VP8", 320, 200, 1, testBox)
+	r := newVideoRedactor(t)
+	r.Video.Slots = make(chan struct{}, 1)
+	r.Video.Slots <- struct{}{} // taken by someone else
+	if _, err := r.RedactGOP(context.Background(), g); err != nil {
+		t.Fatalf("unmasked GOP with no free slot: %v", err)
+	}
+	if _, err := r.Redact(videoEvent(t, 1, []event.TimedRect{{Rect: testMask, FromTS: g.Times[0], ToTS: g.End}})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res, err := r.RedactGOP(ctx, g)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Drop || res.Frames != nil {
+		t.Fatalf("masked GOP with no free slot: %+v, %v; want the context's error", res, err)
+	}
+	<-r.Video.Slots
+	res, err = r.RedactGOP(context.Background(), g)
+	if err != nil || res.Frames == nil || len(r.Video.Slots) != 0 {
+		t.Fatalf("with a free slot: %+v, %v, %d slots held after", res.Findings, err, len(r.Video.Slots))
 	}
 }
