@@ -69,6 +69,7 @@ type serverProc struct {
 	addr string
 	data string
 	args []string // more flags for serve
+	env  []string // more environment for serve
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -77,6 +78,9 @@ func (p *serverProc) start() {
 	p.t.Helper()
 	p.cmd = exec.Command(p.bin, append([]string{"serve", "--addr", p.addr, "--data", p.data, "--log-level", "warn"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = io.Discard, io.Discard
+	if p.env != nil {
+		p.cmd.Env = append(os.Environ(), p.env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}

@@ -857,3 +857,75 @@ func TestExecutorVideoStreams(t *testing.T) {
 		t.Fatalf("the video's last frame is at %.1f s; the second stream runs to about %d s", last, 20+synthSeconds)
 	}
 }
+
+// TestExecutorVideoFailsClosed: a server whose ffmpeg is missing cannot
+// mask, so the GOPs a mask covers are dropped and counted in the
+// redaction report, their pixels written nowhere, and the rest of the
+// video is stored and plays.
+func TestExecutorVideoFailsClosed(t *testing.T) {
+	stream := synthVideo(t, "vp8")
+	frames, _ := inputFrames(t, stream)
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(),
+		env: []string{"FFMPEG=" + filepath.Join(t.TempDir(), "no-ffmpeg")}}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	mask := event.TimedRect{Rect: event.Rect{X: boxRect.Min.X, Y: boxRect.Min.Y, W: boxRect.Dx(), H: boxRect.Dy()},
+		FromTS: videoT0 + int64(boxFrom*1e9), ToTS: videoT0 + int64(boxTo*1e9)}
+	id := openRec(t, base, "video")
+	sendAll(t, base, id, videoLines(stream, []int{30000}, []event.TimedRect{mask}, 1), 5)
+	finishRec(t, base, id)
+	waitIndexed(t, base, id)
+
+	var kept, dropped, droppedFrames int
+	for _, v := range videoEvents(t, base, id) {
+		kept += len(v.GOPs)
+		for _, g := range v.Dropped {
+			droppedFrames += g.Frames
+			if g.Rule != "video:unmaskable" || g.CID != "" || !(g.StartTS <= mask.ToTS && g.EndTS > mask.FromTS) {
+				t.Fatalf("dropped GOP %+v", g)
+			}
+			dropped++
+		}
+		for _, g := range v.GOPs {
+			if g.Masked || (g.StartTS <= mask.ToTS && g.EndTS > mask.FromTS) {
+				t.Fatalf("a GOP the mask covers was stored: %+v", g)
+			}
+		}
+	}
+	if dropped == 0 || kept+dropped != keyframes(frames) {
+		t.Fatalf("%d GOPs kept, %d dropped, of %d", kept, dropped, keyframes(frames))
+	}
+	var rep store.RedactionReport
+	getJSON(t, base+"/v1/recordings/"+id+"/redaction", &rep)
+	counted := int64(0)
+	for _, r := range rep.Rules {
+		if r.Rule == "video:unmaskable" && r.Channel == "video" {
+			counted += r.Count
+		}
+	}
+	if counted != int64(dropped) {
+		t.Fatalf("the redaction report counts %d unmaskable GOPs, %d were dropped: %+v", counted, dropped, rep.Rules)
+	}
+	// The rest plays: the frames of the kept GOPs, the dropped span frozen.
+	video := getBytes(t, base+"/v1/recordings/"+id+"/video.webm")
+	if n := len(decodeVideo(t, video, synthW, synthH)); n != len(frames)-droppedFrames {
+		t.Fatalf("the video has %d frames; want the %d of the kept GOPs", n, len(frames)-droppedFrames)
+	}
+	p.stop()
+	corpus := testenv.Corpus{}
+	corpus.AddFiles(t, p.data, "after")
+	for _, f := range frames {
+		sec := float64(f.ts) / 1e9
+		if sec < boxFrom || sec >= boxTo || len(f.data) < 64 {
+			continue
+		}
+		w := f.data[len(f.data)/2-16 : len(f.data)/2+16]
+		for _, blob := range corpus.Snapshot() {
+			if bytes.Contains(blob, w) {
+				t.Fatalf("the bytes of a frame at %.1f s, under the mask, are stored", sec)
+			}
+		}
+	}
+	p.start()
+}
