@@ -728,7 +728,7 @@ func TestExecutorVideoBadInput(t *testing.T) {
 // start to end, in Chromium's <video>.
 func TestExecutorVideoCrash(t *testing.T) {
 	stream := synthVideo(t, "vp8")
-	frames, _ := inputFrames(t, stream)
+	frames, blocks := inputFrames(t, stream)
 	keys := keyframes(frames)
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
 	p.start()
@@ -736,6 +736,10 @@ func TestExecutorVideoCrash(t *testing.T) {
 	id := openRec(t, base, "crash")
 	lines := videoLines(stream, []int{1500, 2500}, nil, 1)
 	half := len(lines) / 2
+	want := survivingGOPs(t, stream, frames, blocks, chunkBytes(t, lines[:half]))
+	if want >= keys || want < keys-2 {
+		t.Fatalf("the kill point leaves %d of %d GOPs: the test should lose the one in progress", want, keys)
+	}
 	sendAll(t, base, id, lines[:half], 3)
 	p.kill()
 	p.start()
@@ -750,9 +754,9 @@ func TestExecutorVideoCrash(t *testing.T) {
 		resynced += v.Resynced
 	}
 	// The GOP in progress at the kill was held in memory only: it is
-	// lost, and the stream resumes at the next cluster (one per GOP here).
-	if gops != keys-1 {
-		t.Fatalf("%d GOPs stored of %d (%d frames skipped at the restart): want all but the one in progress", gops, keys, resynced)
+	// lost, and the stream resumes at the next cluster.
+	if gops != want {
+		t.Fatalf("%d GOPs stored of %d (%d frames skipped at the restart): want %d, all but the one in progress", gops, keys, resynced, want)
 	}
 	video := getBytes(t, base+"/v1/recordings/"+id+"/video.webm")
 	decoded := decodeVideo(t, video, synthW, synthH)
@@ -928,4 +932,79 @@ func TestExecutorVideoFailsClosed(t *testing.T) {
 		}
 	}
 	p.start()
+}
+
+// chunkBytes is how many stream bytes the video events of lines carry.
+func chunkBytes(t *testing.T, lines []string) int64 {
+	t.Helper()
+	var n int64
+	for _, l := range lines {
+		var e event.Envelope
+		var v struct {
+			Chunk []byte `json:"chunk"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Kind == event.KindVideo {
+			if err := json.Unmarshal(e.Data, &v); err != nil {
+				t.Fatal(err)
+			}
+			n += int64(len(v.Chunk))
+		}
+	}
+	return n
+}
+
+// survivingGOPs is how many GOPs a crash after the first cut bytes of the
+// stream leaves stored: those complete before it (the next keyframe's
+// block header, through its flags byte, had arrived), and those whose
+// Cluster begins at or after it, where the resumed stream picks up.
+func survivingGOPs(t *testing.T, stream []byte, frames []inputFrame, blocks [][2]int64, cut int64) int {
+	t.Helper()
+	var doc struct {
+		Segment struct {
+			Cluster []struct {
+				Timecode uint64 `ebml:"Timecode"`
+			} `ebml:"Cluster"`
+		} `ebml:"Segment"`
+	}
+	var clusters []int64
+	hook := func(e *ebml.Element) {
+		if e.Name == "Cluster" {
+			clusters = append(clusters, int64(e.Position))
+		}
+	}
+	if err := ebml.Unmarshal(bytes.NewReader(stream), &doc, ebml.WithElementReadHooks(hook)); err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != len(frames) {
+		t.Fatalf("%d blocks, %d frames", len(blocks), len(frames))
+	}
+	var keys []int
+	for i, f := range frames {
+		if f.key {
+			keys = append(keys, i)
+		}
+	}
+	n := 0
+	for j, k := range keys {
+		start := int64(-1) // the Cluster holding the keyframe
+		for _, c := range clusters {
+			if c <= blocks[k][0] {
+				start = c
+			}
+		}
+		completeBefore := false
+		if j+1 < len(keys) {
+			b := blocks[keys[j+1]][0]
+			// ID (1), size vint, track (1), timecode (2), flags (1).
+			flagsEnd := b + 1 + int64(bits.LeadingZeros8(stream[b+1])+1) + 4
+			completeBefore = flagsEnd <= cut
+		}
+		if completeBefore || start >= cut {
+			n++
+		}
+	}
+	return n
 }
