@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/flightrec/flightrec/event"
@@ -24,9 +25,6 @@ import (
 type videoStream struct {
 	startTS int64 // the stream's stream_start_ts: its identity
 	parser  *webmstream.Parser
-	// headerStored says a stored event already carries the stream's track
-	// (the "stream" member), which a restarted server resumes from.
-	headerStored bool
 	// resumedAt is, for a stream resumed after a restart, the stream
 	// offset its parser began at (-1 otherwise): errors name offsets in
 	// the whole stream.
@@ -146,9 +144,10 @@ func (s *Service) processVideo(ctx context.Context, r *recording, d *event.Decod
 				gops = append(gops, done{st, *g})
 			}
 		}
-		if t, ok := st.parser.Track(); ok && (!hadTrack || !st.headerStored) {
+		if t, ok := st.parser.Track(); ok && !hadTrack {
+			// The event that completes the header carries the track: a
+			// restarted server resumes the stream from it.
 			out.data.Stream = streamOf(t)
-			st.headerStored = true
 		}
 		out.data.Resynced = st.parser.Skipped() - skipped
 	}
@@ -230,6 +229,20 @@ func (s *Service) storeGOP(ctx context.Context, r *recording, out *videoOutcome,
 	return nil
 }
 
+// videoRecord makes rec the stored form of a video event: what its chunk
+// completed, with the redactions, and the GOP blobs it names, which it
+// returns for storing.
+func (s *Service) videoRecord(rec *store.Record, out videoOutcome) [][]byte {
+	s.addRedactions(rec, out.findings)
+	rec.Data, _ = json.Marshal(&out.data)
+	blobs := make([][]byte, len(out.blobs))
+	for i, b := range out.blobs {
+		rec.Blobs = append(rec.Blobs, store.BlobRef{CID: b.cid, Size: int64(len(b.data))})
+		blobs[i] = b.data
+	}
+	return blobs
+}
+
 func streamOf(t webmstream.Track) *event.VideoStream {
 	return &event.VideoStream{Codec: t.Codec, Width: t.Width, Height: t.Height, CodecPrivate: t.CodecPrivate,
 		TimecodeScale: t.TimecodeScale, FrameDuration: t.FrameDuration}
@@ -302,7 +315,6 @@ func resumeVideo(st *store.Store, id string, lim webmstream.Limits) (*videoStrea
 		cur.resumedAt = base
 		cur.parser = webmstream.Resume(webmstream.Track{Codec: track.Codec, Width: track.Width, Height: track.Height,
 			CodecPrivate: track.CodecPrivate, TimecodeScale: track.TimecodeScale, FrameDuration: track.FrameDuration}, lim)
-		cur.headerStored = true
 	}
 	return cur, nil
 }
@@ -335,40 +347,10 @@ func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 		d.TS = out.data.GOPs[n-1].EndTS
 	}
 	rec := store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: event.KindVideo}
-	rec.Data, _ = json.Marshal(&out.data)
-	for _, f := range out.findings {
-		rec.Redactions = append(rec.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
-		s.m.Redactions.WithLabelValues(f.Rule).Inc()
-	}
-	var blobs [][]byte
-	for _, b := range out.blobs {
-		rec.Blobs = append(rec.Blobs, store.BlobRef{CID: b.cid, Size: int64(len(b.data))})
-		blobs = append(blobs, b.data)
-	}
-	defer s.st.Blobs.Hold()()
-	if len(blobs) > 0 {
-		cids, err := s.st.Blobs.PutMany(blobs)
-		if err != nil {
-			r.video = saved
-			return storageError(err)
-		}
-		for j, c := range cids {
-			if c.String() != rec.Blobs[j].CID {
-				r.video = saved
-				return storageError(fmt.Errorf("GOP blob stored as %s, computed as %s", c, rec.Blobs[j].CID))
-			}
-		}
-	}
-	if _, err := r.log.Append([]store.Record{rec}); err != nil {
+	blobs := s.videoRecord(&rec, out)
+	if err := s.commit(r, nil, []store.Record{rec}, blobs, slices.Repeat([]int{-1}, len(blobs))); err != nil {
 		r.video = saved
-		// As Append does: reopening cuts whatever part reached the file.
-		r.log.Close()
-		if lg, oerr := s.st.OpenLog(r.meta.ID); oerr == nil {
-			r.log = lg
-		} else {
-			s.log.Error("reopening the log failed", "recording", r.meta.ID, "err", oerr)
-		}
-		return storageError(err)
+		return err
 	}
 	r.next++
 	s.m.Events.Inc()
