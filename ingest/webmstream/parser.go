@@ -1010,17 +1010,11 @@ func childHeader(b []byte) (id uint32, size uint64, n int, ok bool) {
 // SimpleBlock the keyframe flag is its own; a Block's comes from its group.
 func (p *Parser) block(b []byte, simple, groupKey bool, out *[]GOP) *Error {
 	start := p.cur.start
-	n := 0
-	if len(b) > 0 {
-		n = vintLen(b[0])
-	}
-	if n == 0 || len(b) < n+3 {
+	num, rel, flags, n, ok := blockHeader(b)
+	if !ok {
 		return p.fail(start, CodeMalformed, "a block too short for its header or with an invalid track number")
 	}
-	num, _ := vintValue(b[:n])
-	rel := int64(int16(uint16(b[n])<<8 | uint16(b[n+1])))
-	flags := b[n+2]
-	data := b[n+3:]
+	data := b[n:]
 	switch {
 	case flags&0x06 != 0:
 		return p.fail(start, CodeMalformed, "a laced block (VP8/VP9 WebM never laces video)")
@@ -1039,6 +1033,22 @@ func (p *Parser) block(b []byte, simple, groupKey bool, out *[]GOP) *Error {
 	return p.frame(Frame{TS: ts, Key: key, Data: data}, start, out)
 }
 
+// blockHeader reads the header at the start of a Block's or SimpleBlock's
+// data: the track number (a vint), the timecode relative to the cluster
+// (int16) and the flags byte; n is the header's length. ok is false while
+// b is shorter than that, or when the track number is not a vint.
+func blockHeader(b []byte) (track uint64, rel int64, flags byte, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, 0, 0, false
+	}
+	v := vintLen(b[0])
+	if v == 0 || len(b) < v+3 {
+		return 0, 0, 0, 0, false
+	}
+	track, _ = vintValue(b[:v])
+	return track, int64(int16(uint16(b[v])<<8 | uint16(b[v+1]))), b[v+2], v + 3, true
+}
+
 // peekKeyframe completes the open GOP as soon as the SimpleBlock being
 // buffered shows, in its header, that it is a keyframe: the GOP needs
 // nothing of that frame but its time, and emitting it now rather than at
@@ -1046,23 +1056,14 @@ func (p *Parser) block(b []byte, simple, groupKey bool, out *[]GOP) *Error {
 // what a crash loses. Anything odd in the header is left to block(),
 // which fails the element when it is complete.
 func (p *Parser) peekKeyframe(out *[]GOP) {
-	b := p.buf
-	if len(b) == 0 {
-		return
-	}
-	n := vintLen(b[0])
-	if n == 0 || len(b) < n+3 {
+	num, rel, flags, _, ok := blockHeader(p.buf)
+	if !ok {
 		return
 	}
 	p.peeked = true
-	flags := b[n+2]
-	if flags&0x80 == 0 || flags&0x06 != 0 {
+	if flags&0x80 == 0 || flags&0x06 != 0 || (p.trackNum != 0 && num != p.trackNum) {
 		return
 	}
-	if num, _ := vintValue(b[:n]); p.trackNum != 0 && num != p.trackNum {
-		return
-	}
-	rel := int64(int16(uint16(b[n])<<8 | uint16(b[n+1])))
 	ts := (p.clusterTC + rel) * p.scale
 	if p.haveLast && ts < p.lastTS {
 		return
