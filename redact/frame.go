@@ -104,24 +104,29 @@ func paintMasks(img image.Image, width, height int, masks []event.Rect, roundOut
 	}
 	fill := image.NewUniform(MaskColor)
 	findings := make([]Finding, 0, len(masks))
+	block := 1
+	if roundOut {
+		block = jpegBlock
+	}
 	for i, m := range masks {
-		// Float arithmetic: X+W cannot overflow, and the rectangle
-		// rounds outward so a scaled mask never shrinks.
-		x0 := math.Floor(float64(m.X) * sx)
-		y0 := math.Floor(float64(m.Y) * sy)
-		x1 := math.Ceil((float64(m.X) + float64(m.W)) * sx)
-		y1 := math.Ceil((float64(m.Y) + float64(m.H)) * sy)
-		if roundOut {
-			x0 = math.Floor(x0/jpegBlock) * jpegBlock
-			y0 = math.Floor(y0/jpegBlock) * jpegBlock
-			x1 = math.Ceil(x1/jpegBlock) * jpegBlock
-			y1 = math.Ceil(y1/jpegBlock) * jpegBlock
-		}
-		rect := image.Rect(frameClamp(x0, b.Dx()), frameClamp(y0, b.Dy()), frameClamp(x1, b.Dx()), frameClamp(y1, b.Dy()))
-		draw.Draw(out, rect, fill, image.Point{}, draw.Src)
+		draw.Draw(out, maskRect(m, sx, sy, block, b.Dx(), b.Dy()), fill, image.Point{}, draw.Src)
 		findings = append(findings, Finding{Rule: "frame:mask", Channel: ch, Pointer: "/masks/" + strconv.Itoa(i)})
 	}
 	return out, findings
+}
+
+// maskRect is mask m in a width×height picture: scaled by sx and sy,
+// rounded outward to whole blocks of block pixels (1: to whole pixels) so
+// a mask never shrinks and, re-encoded, no codec block mixes masked and
+// unmasked pixels, and clipped to the picture (possibly empty).
+func maskRect(m event.Rect, sx, sy float64, block, width, height int) image.Rectangle {
+	// Float arithmetic: X+W cannot overflow.
+	k := float64(block)
+	x0 := math.Floor(math.Floor(float64(m.X)*sx)/k) * k
+	y0 := math.Floor(math.Floor(float64(m.Y)*sy)/k) * k
+	x1 := math.Ceil(math.Ceil((float64(m.X)+float64(m.W))*sx)/k) * k
+	y1 := math.Ceil(math.Ceil((float64(m.Y)+float64(m.H))*sy)/k) * k
+	return image.Rect(frameClamp(x0, width), frameClamp(y0, height), frameClamp(x1, width), frameClamp(y1, height))
 }
 
 func frameClamp(v float64, max int) int {

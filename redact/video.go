@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"math"
 	"os"
 	"os/exec"
@@ -335,19 +336,13 @@ func (v *videoMasks) applying(times []int64, end int64) []appliedMask {
 // rectangle share one box per run of frames (runs that overlap or touch
 // are merged). Masks wholly outside the frame give none.
 func videoBoxes(applied []appliedMask, width, height int) []box {
-	type rect struct{ x0, y0, x1, y1 int }
-	runsOf := map[rect][]frameRun{}
-	var order []rect
+	runsOf := map[image.Rectangle][]frameRun{}
+	var order []image.Rectangle
 	for _, a := range applied {
-		m := a.rect
-		x0 := math.Floor(float64(m.X)/videoBlock) * videoBlock
-		y0 := math.Floor(float64(m.Y)/videoBlock) * videoBlock
-		x1 := math.Ceil((float64(m.X)+float64(m.W))/videoBlock) * videoBlock
-		y1 := math.Ceil((float64(m.Y)+float64(m.H))/videoBlock) * videoBlock
-		r := rect{frameClamp(x0, width), frameClamp(y0, height), frameClamp(x1, width), frameClamp(y1, height)}
+		r := maskRect(a.rect, 1, 1, videoBlock, width, height)
 		// drawbox reads a width or height of 0 as the whole frame: an
 		// empty rectangle must not become a box.
-		if r.x1 <= r.x0 || r.y1 <= r.y0 {
+		if r.Empty() {
 			continue
 		}
 		if _, ok := runsOf[r]; !ok {
@@ -369,7 +364,7 @@ func videoBoxes(applied []appliedMask, width, height int) []box {
 			merged = append(merged, u)
 		}
 		for _, u := range merged {
-			boxes = append(boxes, box{x: r.x0, y: r.y0, w: r.x1 - r.x0, h: r.y1 - r.y0, run: u})
+			boxes = append(boxes, box{x: r.Min.X, y: r.Min.Y, w: r.Dx(), h: r.Dy(), run: u})
 		}
 	}
 	return boxes
