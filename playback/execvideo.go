@@ -1,6 +1,7 @@
 package playback
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,15 +55,7 @@ func (s *Service) executorGOPs(ctx context.Context, id string) ([]executorGOP, e
 		}
 		return nil
 	})
-	slices.SortStableFunc(out, func(a, b executorGOP) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b executorGOP) int { return cmp.Compare(a.start, b.start) })
 	return out, err
 }
 

@@ -294,9 +294,16 @@ var lastEvalsPerRecording float64
 // server and client together, since both run in this process.
 var lastCPU float64
 
-func cpuSeconds() float64 {
+func cpuSeconds() float64 { return rusageSeconds(syscall.RUSAGE_SELF) }
+
+// childCPUSeconds is the user+system time of this process's waited-for
+// children (ffmpeg).
+func childCPUSeconds() float64 { return rusageSeconds(syscall.RUSAGE_CHILDREN) }
+
+// rusageSeconds is who's user+system CPU time.
+func rusageSeconds(who int) float64 {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/flightrec/flightrec/event"
@@ -181,16 +180,6 @@ func ingestVideo(ctx context.Context, o VideoOptions, stream []byte, masked bool
 		return 0, 0, 0, fmt.Errorf("the masked run masked nothing: %v", rules)
 	}
 	return cpu, wall, gops, nil
-}
-
-// childCPUSeconds is the user+system time of this process's waited-for
-// children (ffmpeg).
-func childCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // VideoReport renders a video result for people.
