@@ -35,7 +35,29 @@ type Store struct {
 	Blobs *FSBlobs
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
+	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
+	readOnly bool
 }
+
+// ErrReadOnly is returned by any write to a store opened read-only.
+var ErrReadOnly = errors.New("store: opened read-only")
+
+// OpenStoreReadOnly opens a data directory for commands that check or
+// read (verify, export, audit verify and scan): it creates nothing, cuts
+// no torn tail, removes no leftovers, preallocates no pack and writes no
+// byte, whether or not a server runs on the directory.
+func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
+	// TODO(integrity): a truly read-only open of blobs, packs and logs.
+	s, err := OpenStore(dir, lo)
+	if err != nil {
+		return nil, err
+	}
+	s.readOnly = true
+	return s, nil
+}
+
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // ErrFinished is returned when a recording is already sealed.
 var ErrFinished = errors.New("recording is finished")
