@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -178,6 +180,89 @@ func (p *Projector) Flush(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// Rebuild drops every row of the index and projects every recording of
+// the store again from its first record, while the projector keeps
+// serving: it holds the pass lock, so no other pass writes meanwhile, and
+// resets the in-memory cursors with the index, so events acknowledged
+// before, during or after the rebuild are all projected (a reset done
+// behind a running projector's back left its cursors ahead of the empty
+// index, and the events below them were lost for good while Lag said 0).
+// Lag counts what the rebuild has still to index. Appends that arrive
+// during the rebuild are projected by it or by the next pass; reads see a
+// partial index until it returns. progress, when set, is called after
+// each recording.
+func (p *Projector) Rebuild(ctx context.Context, progress func(done, total int)) (recordings int, err error) {
+	p.pass.Lock()
+	defer p.pass.Unlock()
+	if err := p.idx.Reset(ctx); err != nil {
+		return 0, fmt.Errorf("rebuild: reset: %w", err)
+	}
+	ids, err := p.st.IDs()
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: %w", err)
+	}
+	p.mu.Lock()
+	for _, r := range p.recs {
+		// The index is empty: every cursor is 0, every log is read from
+		// its start, and every row is written again (from the store
+		// below, or the newer one ingest queued).
+		r.cursor, r.loaded, r.pos, r.pending = 0, true, Pos{}, true
+	}
+	p.mu.Unlock()
+	added := map[string]bool{}
+	for _, id := range ids {
+		row, last, err := p.st.RowOf(id)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed since IDs listed it
+		}
+		if err != nil {
+			return recordings, fmt.Errorf("rebuild %s: %w", id, err)
+		}
+		p.mu.Lock()
+		r := p.recs[id]
+		if r == nil {
+			// Not seen by this process: its failure signature, if any,
+			// comes with the row, as reindex writes it.
+			r = &projection{loaded: true, pending: true, complete: true}
+			p.recs[id] = r
+			added[id] = true
+		}
+		if r.row == nil {
+			r.row = &row // a row ingest queued meanwhile is newer: keep it
+		}
+		r.target = max(r.target, last)
+		r.finished = r.finished || row.State == StateFinished
+		p.mu.Unlock()
+	}
+	// One pass over every recording, as drain makes: appends that keep
+	// arriving are the next pass's, so the rebuild ends under load.
+	ids = p.pendingIDs()
+	for i, id := range ids {
+		if err := p.project(ctx, id); err != nil {
+			if _, merr := p.st.Meta(id); errors.Is(merr, ErrNotFound) {
+				p.Forget(id) // removed while the rebuild ran
+				continue
+			}
+			p.Errors()
+			return recordings, fmt.Errorf("rebuild %s: %w", id, err)
+		}
+		recordings++
+		if progress != nil {
+			progress(i+1, len(ids))
+		}
+	}
+	// Recordings the rebuild added and finished indexing need no state
+	// here, as before it ran.
+	p.mu.Lock()
+	for id := range added {
+		if r := p.recs[id]; r != nil && r.finished && !r.pending && r.row == nil && r.cursor >= r.target {
+			delete(p.recs, id)
+		}
+	}
+	p.mu.Unlock()
+	return recordings, nil
 }
 
 // pendingIDs lists the recordings with work to project.

@@ -17,36 +17,17 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-// parseInterleaved parses flags that may come before, between or after
-// positional arguments (flightrec verify x.car --json) and returns the
-// positional ones; a non-negative code means stop (help or a usage error).
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
-	var pos []string
-	for {
-		if code := parse(fs, args); code >= 0 {
-			return nil, code
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, -1
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// parseOne is parseInterleaved for a command of exactly one argument: a
-// missing or extra one is a usage error (code exitUsage).
+// parseOne is parse for a command of exactly one argument: a missing or
+// extra one is a usage error (code exitUsage).
 func parseOne(fs *flag.FlagSet, args []string) (string, int) {
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
+	if code := parse(fs, args); code >= 0 {
 		return "", code
 	}
-	if len(pos) != 1 {
+	if fs.NArg() != 1 {
 		fs.Usage()
 		return "", exitUsage
 	}
-	return pos[0], -1
+	return fs.Arg(0), -1
 }
 
 // openDataStore opens an existing data directory without its index (the

@@ -314,7 +314,7 @@ func TestAttestationCLI(t *testing.T) {
 func TestBundleOfIngestedRecording(t *testing.T) {
 	data := t.TempDir()
 	var errBuf bytes.Buffer
-	stop, url, err := serveLocal(app.StoreConfig{Data: data}, "", &errBuf)
+	stop, url, err := serveLocal(app.StoreConfig{Data: data}, "", "test", &errBuf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 			"flightrec demo records real runs in headless Chromium: %v", err))
 		return exitFailure
 	}
+	cfg.Command = "demo"
 	a, err := app.New(cfg, newLogger(errOut, "warn"))
 	if err != nil {
 		printErr(errOut, false, err)

@@ -41,7 +41,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	base, stop, err := sendTarget(local, *server, sc, "", errOut)
+	base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage

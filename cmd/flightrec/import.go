@@ -136,7 +136,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			open.Labels[k] = v
 		}
 	}
-	base, stop, err := sendTarget(local, *server, sc, *policyDir, errOut)
+	base, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
@@ -198,11 +198,12 @@ func oneTarget(fs *flag.FlagSet, errOut io.Writer, asJSON bool, verb string) (lo
 // server at url, or with local (--data) an in-process server on a loopback
 // port over the store of sc, so the events go through the same ingest API,
 // redaction included, as over the network. stop shuts that one down.
-func sendTarget(local bool, url string, sc app.StoreConfig, policyDir string, errOut io.Writer) (string, func() error, error) {
+// That server writes, so it holds the data directory's lock for command.
+func sendTarget(local bool, url string, sc app.StoreConfig, policyDir, command string, errOut io.Writer) (string, func() error, error) {
 	if !local {
 		return url, func() error { return nil }, nil
 	}
-	stop, u, err := serveLocal(sc, policyDir, errOut)
+	stop, u, err := serveLocal(sc, policyDir, command, errOut)
 	return u, stop, err
 }
 
@@ -220,8 +221,8 @@ func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *
 
 // serveLocal starts the server over the store of sc on a loopback port,
 // for commands that take --data. stop shuts it down and closes the store.
-func serveLocal(sc app.StoreConfig, policyDir string, errOut io.Writer) (stop func() error, url string, err error) {
-	cfg := app.Config{Store: sc, Policy: policyDir}
+func serveLocal(sc app.StoreConfig, policyDir, command string, errOut io.Writer) (stop func() error, url string, err error) {
+	cfg := app.Config{Store: sc, Policy: policyDir, Command: command}
 	cfg.Ingest.Limits = ingest.DefaultLimits
 	a, err := app.New(cfg, newLogger(errOut, "warn"))
 	if err != nil {

@@ -107,15 +107,35 @@ func newFlags(name, synopsis string, errOut io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags; it returns a non-negative exit code when the command
-// should stop (help or a usage error).
+// parse parses flags that may come before, between or after positional
+// arguments (as git and kubectl take them): every command parses through
+// it. Afterwards fs.Args() holds the positionals in order; "--" ends the
+// flags, so what follows it is positional even if it starts with "-". It
+// returns a non-negative exit code when the command should stop (help or
+// a usage error).
 func parse(fs *flag.FlagSet, args []string) int {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitUsage
 		}
-		return exitUsage
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			pos = append(pos, rest...) // flag stopped at "--" and consumed it
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
+	// Parse again with only the positionals after "--", so that fs.Args,
+	// fs.Arg and fs.NArg answer them; flags already set keep their values.
+	_ = fs.Parse(append([]string{"--"}, pos...))
 	return -1
 }
 

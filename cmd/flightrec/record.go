@@ -62,7 +62,7 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
-	url, stop, err := sendTarget(local, *server, sc, *policyDir, errOut)
+	url, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure

@@ -45,7 +45,7 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 	if !ok {
 		return exitUsage
 	}
-	base, stop, err := sendTarget(local, *server, sc, "", errOut)
+	base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
@@ -157,7 +157,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		if !ok {
 			return exitUsage
 		}
-		base, stop, err := sendTarget(local, *server, sc, "", errOut)
+		base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
 		if err != nil {
 			printErr(errOut, false, err)
 			return exitFailure

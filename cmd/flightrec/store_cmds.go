@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/flightrec/flightrec/internal/app"
@@ -17,19 +19,20 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	sc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	extra := registerVerifyFlags(fs)
-	files, code := parseInterleaved(fs, args)
-	if code >= 0 {
+	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	if code, done := extra.run(files, sc, *asJSON, out, errOut); done {
+	if code, done := extra.run(fs.Args(), sc, *asJSON, out, errOut); done {
 		return code
 	}
-	st, idx, err := sc.Open()
+	// A check reads only: no lock, so it runs beside a live server, and
+	// it changes no byte of the directory it checks.
+	st, err := sc.OpenReadOnly()
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	idx.Close()
+	defer st.Close()
 	rep, err := st.Verify(ctx, progress(errOut, "verified"))
 	if err != nil {
 		printErr(errOut, *asJSON, err)
@@ -54,24 +57,55 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 func runReindex(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("reindex", "reindex [--data DIR] [--index DSN]", errOut)
+	fs := newFlags("reindex", "reindex [--data DIR] [--index DSN] | reindex --server URL", errOut)
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
+	server := fs.String("server", "", "rebuild the index of the server at URL, while it serves (env FLIGHTREC_TOKEN: an admin token)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	st, idx, err := sc.Open()
-	if err != nil {
-		printErr(errOut, false, err)
-		return exitFailure
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
 	}
-	defer idx.Close()
+	if _, ok := oneTarget(fs, errOut, *asJSON, "reindex"); !ok {
+		return exitUsage
+	}
 	start := time.Now()
-	if err := st.Reindex(ctx, idx, progress(errOut, "reindexed")); err != nil {
-		printErr(errOut, false, err)
-		return exitFailure
+	var res app.RebuildResult
+	if *server != "" {
+		// The server rebuilds its own index, in step with its projector,
+		// so nothing it acknowledges meanwhile is lost.
+		body, err := callAPI(ctx, "POST", strings.TrimRight(*server, "/")+"/v1/index/rebuild", nil)
+		if err == nil {
+			err = json.Unmarshal(body, &res)
+		}
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+	} else {
+		st, idx, lock, err := sc.OpenForWrite("reindex")
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer lock.Close()
+		defer st.Close()
+		defer idx.Close()
+		report := progress(errOut, "reindexed")
+		err = st.Reindex(ctx, idx, func(done, total int) { res.Recordings = done; report(done, total) })
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
 	}
-	fmt.Fprintf(out, "reindexed in %s\n", time.Since(start).Round(time.Millisecond))
+	if *asJSON {
+		printJSON(out, res)
+		return exitOK
+	}
+	fmt.Fprintf(out, "reindexed %d recordings in %s\n", res.Recordings, time.Since(start).Round(time.Millisecond))
 	return exitOK
 }
 

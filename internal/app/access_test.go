@@ -49,6 +49,7 @@ var routeScope = map[string]string{
 	"POST /v1/recordings/{id}/pins":         "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
 	"POST /v1/retention/sweep":              "admin",
+	"POST /v1/index/rebuild":                "admin",
 	"GET /v1/audit":                         "admin",
 	"GET /v1/diff/group":                    "read",
 	"GET /v1/blobs/{cid}":                   "admin",
@@ -285,6 +286,8 @@ func (f *fixture) requests(method, route string) []cell {
 		add("dry sweep", "", "/v1/retention/sweep?dry_run=true", nil)
 	case "GET /v1/audit":
 		add("audit log", "", "/v1/audit", nil)
+	case "POST /v1/index/rebuild":
+		add("index rebuild", "", "/v1/index/rebuild", nil)
 	case "GET /healthz", "GET /readyz", "GET /v1/openapi.json", "GET /v1/attestation/key", "GET /", "GET /compare":
 		add("public", "", route, nil)
 	case "GET /r/{id}":

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -44,6 +45,10 @@ type StoreConfig struct {
 	Index string
 	// SegmentBytes is the log segment size.
 	SegmentBytes int64
+	// LockTimeout is how long a command waits for the data directory's
+	// lock while another short command holds it (a server's lock is not
+	// waited for).
+	LockTimeout time.Duration
 }
 
 // RegisterFlags adds --data and --index.
@@ -54,13 +59,22 @@ func (c *StoreConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Index, "index", c.Index,
 		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite), "+
 			"or clickhouse://USER:PASS@HOST:9000/DB for ClickHouse (env FLIGHTREC_INDEX)")
+	c.LockTimeout = 10 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("FLIGHTREC_LOCK_TIMEOUT")); err == nil {
+		c.LockTimeout = d
+	}
+	fs.DurationVar(&c.LockTimeout, "lock-timeout", c.LockTimeout,
+		"how long to wait for the data directory's lock while another command holds it (env FLIGHTREC_LOCK_TIMEOUT)")
 }
 
 // Config configures the server.
 type Config struct {
-	Store             StoreConfig
-	Policy            string // directory of user Rego; "" for the default policy only
-	Addr              string
+	Store  StoreConfig
+	Policy string // directory of user Rego; "" for the default policy only
+	Addr   string
+	// Command names who holds the data directory's lock ("serve",
+	// "demo", or a command serving its --data in-process); "" is "serve".
+	Command           string
 	Ingest            ingest.Config
 	InsecureAnonymous bool
 	// RequireTokens refuses requests without a token even while no token
@@ -140,6 +154,7 @@ type App struct {
 	Audit    *audit.Log
 	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
+	lock     *store.DirLock // the data directory's, held until Close
 	log      *slog.Logger
 	router   *chi.Mux
 	cancel   context.CancelFunc
@@ -147,14 +162,30 @@ type App struct {
 	closeErr error
 }
 
-// New opens the store and index, recovers open recordings, and starts the
-// projector.
+// New takes the data directory's lock, opens the store and index,
+// recovers open recordings, and starts the projector. The lock is held
+// until Close: one process owns a data directory for writing.
 func New(cfg Config, log *slog.Logger) (*App, error) {
-	st, idx, err := cfg.Store.Open()
+	command, addr := cfg.Command, ""
+	if command == "" || command == "serve" || command == "demo" {
+		command, addr = cmp.Or(command, "serve"), cfg.Addr
+	}
+	lock, err := cfg.Store.Lock(command, addr)
 	if err != nil {
 		return nil, err
 	}
-	return NewWith(cfg, log, st, idx)
+	st, idx, err := cfg.Store.Open()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	a, err := NewWith(cfg, log, st, idx)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	a.lock = lock
+	return a, nil
 }
 
 // NewWith is New over a store and index the caller opened (tests wrap the
@@ -274,6 +305,7 @@ func (a *App) routes() *chi.Mux {
 	a.Playback.Routes(r)
 	auth.Routes(r, a.Tokens)
 	a.Sweeper.Routes(r)
+	r.Post("/v1/index/rebuild", a.handleRebuild)
 	audit.Routes(r, a.Audit)
 	ui.Routes(r)
 	return r
@@ -330,6 +362,7 @@ func (a *App) Close() error {
 		a.Proj.Close()
 		a.Playback.Close()
 		a.closeErr = errors.Join(flushErr, a.Index.Close(), a.Store.Close(), a.Audit.Close())
+		a.lock.Close() // last: everything it guards is closed
 	})
 	return a.closeErr
 }

@@ -63,7 +63,7 @@ func Routes(r chi.Router, t *Tokens) {
 	r.Delete("/v1/tokens/{id}", func(w http.ResponseWriter, r *http.Request) {
 		g, err := t.Revoke(chi.URLParam(r, "id"))
 		if err != nil {
-			if errors.Is(err, errNoGrant) {
+			if errors.Is(err, ErrNoGrant) {
 				apierr.Write(w, apierr.New(http.StatusNotFound, "TOKEN_NOT_FOUND", "list tokens with GET /v1/tokens", "no such token"))
 				return
 			}

@@ -70,7 +70,8 @@ var (
 	ErrUnknown   = errors.New("the token is not valid")
 	ErrRevoked   = errors.New("the token was revoked")
 	ErrExpired   = errors.New("the token has expired")
-	errNoGrant   = errors.New("auth: no such token")
+	// ErrNoGrant is a revoke of a token that does not exist.
+	ErrNoGrant = errors.New("auth: no such token")
 	// ErrBadRequest is a token request that cannot be granted as asked.
 	ErrBadRequest = errors.New("auth: bad token request")
 )
@@ -220,13 +221,19 @@ func (t *Tokens) Create(project string, scopes []string, ttl time.Duration, note
 	return tokenPrefix + id + "_" + sec, g, nil
 }
 
-// Revoke revokes the grant id (a token's id, or the token itself).
-func (t *Tokens) Revoke(id string) (Grant, error) {
-	if strings.HasPrefix(id, tokenPrefix) {
-		if p, _, ok := parse(id); ok {
-			id = p
+// TokenID is the grant id of s, a token or already an id.
+func TokenID(s string) string {
+	if strings.HasPrefix(s, tokenPrefix) {
+		if id, _, ok := parse(s); ok {
+			return id
 		}
 	}
+	return s
+}
+
+// Revoke revokes the grant id (a token's id, or the token itself).
+func (t *Tokens) Revoke(id string) (Grant, error) {
+	id = TokenID(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.reload(true); err != nil {
@@ -234,7 +241,7 @@ func (t *Tokens) Revoke(id string) (Grant, error) {
 	}
 	g := t.grants[id]
 	if g == nil {
-		return Grant{}, errNoGrant
+		return Grant{}, ErrNoGrant
 	}
 	if g.RevokedAt == 0 {
 		g.RevokedAt = t.now().UnixNano()

@@ -45,7 +45,7 @@ route_scopes := {
 	"GET /v1/recordings/{id}/retention": "read",
 	"POST /v1/retention/sweep": "admin",
 	"GET /v1/audit": "admin",
-	"POST /v1/reindex": "admin",
+	"POST /v1/index/rebuild": "admin",
 }
 
 need := route_scopes[concat(" ", [input.method, input.route])]

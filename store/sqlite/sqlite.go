@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -110,6 +111,38 @@ func Open(path string) (*DB, error) {
 	return db, nil
 }
 
+// OpenReadOnly opens an existing index for reading only (mode=ro), for
+// commands that check or read beside a running server: it creates,
+// migrates and checkpoints nothing, and any write fails. SQLite may still
+// update the -shm and -wal files that WAL readers share.
+func OpenReadOnly(path string) (*DB, error) {
+	if path == "" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") || path == ":memory:" {
+		return nil, fmt.Errorf("sqlite index: %q is not a plain file path", path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("sqlite index: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite index: %w", err)
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro&" +
+		fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=query_only(1)", busyTimeoutMS)}
+	r, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite index: open %s read-only: %w", path, err)
+	}
+	n := max(runtime.GOMAXPROCS(0), 2)
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.Ping(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sqlite index: open %s read-only: %w", path, err)
+	}
+	// Writes go to the same read-only pool, where SQLite refuses them.
+	return &DB{w: r, r: r}, nil
+}
+
 func (db *DB) prepare(ctx context.Context) error {
 	for _, p := range []struct {
 		dst   **sql.Stmt
@@ -148,7 +181,7 @@ func (db *DB) Close() error {
 	if db.ck != nil {
 		errs = append(errs, db.ck.close())
 	}
-	if db.r != nil {
+	if db.r != nil && db.r != db.w {
 		errs = append(errs, db.r.Close())
 	}
 	errs = append(errs, db.w.Close())

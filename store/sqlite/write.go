@@ -158,6 +158,9 @@ func (db *DB) IndexEvents(ctx context.Context, recording string, rows []store.Ev
 	if err := store.CheckBatch(recording, rows, through); err != nil {
 		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
 	}
+	if db.insStep == nil { // OpenReadOnly prepares no statements
+		return fmt.Errorf("sqlite index: index events of %s: %w", recording, store.ErrReadOnly)
+	}
 	if err := db.indexEvents(ctx, recording, rows, through); err != nil {
 		return fmt.Errorf("sqlite index: index events of %s: %w", recording, err)
 	}
