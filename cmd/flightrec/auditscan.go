@@ -9,6 +9,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
@@ -30,8 +31,8 @@ type scanFinding struct {
 // runAuditScan re-scans stored recordings with the current redaction
 // policy and detectors, for the day the detectors improve: it lists what
 // they would erase now that was stored before, by place and rule, never
-// by value. It reads the data directory; run it on a stopped server's
-// directory or a snapshot of it.
+// by value. It opens the data directory read-only, so it runs beside a
+// live server.
 func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("audit scan", "audit scan [--data DIR] [--project P] [--policy DIR] [--json]", errOut)
 	data := fs.String("data", envOr("FLIGHTREC_DATA", "./flightrec-data"), "data directory (env FLIGHTREC_DATA)")
@@ -41,7 +42,8 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	st, err := store.OpenStore(*data, store.LogOptions{})
+	// A scan reads only: beside a running server too, changing nothing.
+	st, err := app.StoreConfig{Data: *data}.OpenReadOnly()
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure

@@ -30,16 +30,6 @@ func parseOne(fs *flag.FlagSet, args []string) (string, int) {
 	return fs.Arg(0), -1
 }
 
-// openDataStore opens an existing data directory without its index (the
-// commands here read or write the store only).
-func openDataStore(dir string) (*store.Store, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, apierr.New(0, "NO_DATA_DIR", "give the data directory with --data DIR (env FLIGHTREC_DATA)",
-			"%s is not a data directory", dir)
-	}
-	return store.OpenStore(dir, store.LogOptions{})
-}
-
 // recordingErr turns a store error about recording id into the envelope.
 func recordingErr(id string, err error) error {
 	switch {
@@ -113,7 +103,8 @@ func exportUsage(w io.Writer, synopsis string) {
 	for _, k := range exportKinds {
 		fmt.Fprintf(w, "  %-12s %s\n", k.name, k.what)
 	}
-	fmt.Fprintf(w, "\nOnly finished recordings export. The command opens --data DIR itself: stop a server running on it first.\n")
+	fmt.Fprintf(w, "\nOnly finished recordings export. A bundle only reads --data DIR, beside a running server too; an attestation does as well\n"+
+		"once the key exists (DATA/keys), and otherwise takes the directory's lock to make it.\n")
 	fmt.Fprintf(w, "flightrec export bundle|attestation --help lists the flags.\n")
 }
 
@@ -155,16 +146,16 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if path == "" {
 		path = strings.Replace(def, "ID", id, 1)
 	}
-	st, err := openDataStore(sc.Data)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
-	}
-	defer st.Close()
-
 	res := map[string]any{"recording": id, "file": path}
 	switch kind {
 	case "bundle":
+		// A bundle reads only: no lock, beside a running server too.
+		st, err := sc.OpenReadOnly()
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer st.Close()
 		var root string
 		n, err := writeOutput(path, out, func(w io.Writer) error {
 			var err error
@@ -177,26 +168,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		res["root"], res["bytes"] = root, n
 	case "attestation":
-		// The failure signature comes from the indexed events (diffrun).
-		idx, err := app.OpenIndex(sc.Index, sc.Data)
-		if err != nil {
-			printErr(errOut, *asJSON, err)
-			return exitFailure
-		}
-		defer idx.Close()
-		signer, err := attest.LoadOrCreateKey(sc.Data)
-		if err != nil {
-			printErr(errOut, *asJSON, err)
-			return exitFailure
-		}
-		env, err := playback.Attest(ctx, st, idx, signer, id)
-		if errors.Is(err, playback.ErrIndexBehind) {
-			// No server is projecting this data directory: index the
-			// recording here, then sign.
-			if err = st.IndexRecording(ctx, idx, id); err == nil {
-				env, err = playback.Attest(ctx, st, idx, signer, id)
-			}
-		}
+		env, signer, root, err := attestation(ctx, sc, id)
 		if err != nil {
 			printErr(errOut, *asJSON, recordingErr(id, err))
 			return exitFailure
@@ -205,7 +177,6 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
-		root, _ := st.Root(id)
 		res["root"], res["key_id"], res["public_key"] = root, signer.KeyID(), signer.PublicKeyPath()
 	}
 	report := out
@@ -223,6 +194,58 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			path, id, res["root"], res["key_id"], res["public_key"])
 	}
 	return exitOK
+}
+
+// attestation signs finished recording id's attestation and returns it
+// with its signer and the recording's root. With the key made, the
+// recording indexed and its failure signature recorded, it only reads
+// (no lock, beside a running server too). Otherwise something must be
+// written (the key, the index, the signature), and that happens only
+// under the data directory's lock.
+func attestation(ctx context.Context, sc app.StoreConfig, id string) ([]byte, *attest.Signer, string, error) {
+	if signer, err := attest.LoadKey(sc.Data); err == nil {
+		st, err := sc.OpenReadOnly()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		defer st.Close()
+		if idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data); err == nil {
+			defer idx.Close()
+			env, err := playback.Attest(ctx, st, idx, signer, id)
+			switch {
+			case err == nil:
+				root, _ := st.Root(id)
+				return env, signer, root, nil
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrOpen):
+				return nil, nil, "", err
+			}
+		}
+	}
+	st, idx, lock, err := sc.OpenForWrite("export attestation")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer lock.Close()
+	defer st.Close()
+	defer idx.Close()
+	signer, err := attest.LoadOrCreateKey(sc.Data)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// The failure signature comes from the indexed events (diffrun).
+	env, err := playback.Attest(ctx, st, idx, signer, id)
+	if errors.Is(err, playback.ErrIndexBehind) {
+		// No server is projecting this data directory (we hold its
+		// lock): index the recording here, then sign.
+		if err = st.IndexRecording(ctx, idx, id); err == nil {
+			env, err = playback.Attest(ctx, st, idx, signer, id)
+		}
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	root, _ := st.Root(id)
+	return env, signer, root, nil
 }
 
 // verifyExtra are verify's flags for bundles and attestations.
@@ -362,7 +385,7 @@ func verifyAttestation(attPath, keyPath string, files []string, rec string, sc a
 		}
 	} else {
 		against = "recording " + rec + " in " + sc.Data
-		st, err := openDataStore(sc.Data)
+		st, err := sc.OpenReadOnly()
 		if err != nil {
 			printErr(errOut, asJSON, err)
 			return exitFailure
@@ -412,17 +435,13 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 		return exitFailure
 	}
 	defer f.Close()
-	st, err := store.OpenStore(sc.Data, store.LogOptions{SegmentBytes: sc.SegmentBytes})
+	st, idx, lock, err := sc.OpenForWrite("import bundle")
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
+	defer lock.Close()
 	defer st.Close()
-	idx, err := app.OpenIndex(sc.Index, sc.Data)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
-	}
 	defer idx.Close()
 	id, root, err := st.ImportBundle(f)
 	switch {

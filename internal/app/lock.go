@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -85,9 +86,14 @@ func (c StoreConfig) OpenForWrite(command string) (*store.Store, store.Index, *s
 	return st, idx, lock, nil
 }
 
-// OpenReadOnly opens the store read-only (no lock: it works beside a
-// running server and changes no byte) for commands that check or read.
+// OpenReadOnly opens an existing data directory read-only (no lock: it
+// works beside a running server and changes no byte) for commands that
+// check or read.
 func (c StoreConfig) OpenReadOnly() (*store.Store, error) {
+	if fi, err := os.Stat(c.Data); err != nil || !fi.IsDir() {
+		return nil, apierr.New(0, "NO_DATA_DIR", "give the data directory with --data DIR (env FLIGHTREC_DATA)",
+			"%s is not a data directory", c.Data)
+	}
 	return store.OpenStoreReadOnly(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})
 }
 

@@ -126,18 +126,40 @@ func LoadOrCreateKey(dataDir string) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attest: key %s: %w", path, err)
 	}
-	key, err := parsePrivateKey(b)
+	s, err := signerOf(dir, path, b)
 	if err != nil {
-		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+		return nil, err
 	}
-	s := NewSigner(key)
-	s.pubPath = filepath.Join(dir, PubFile)
 	want := s.PublicKeyPEM()
 	if have, err := os.ReadFile(s.pubPath); err != nil || !bytes.Equal(have, want) {
 		if err := store.WriteFileAtomic(s.pubPath, want, 0o644); err != nil {
 			return nil, fmt.Errorf("attest: %w", err)
 		}
 	}
+	return s, nil
+}
+
+// LoadKey returns the data directory's attestation signer if its key
+// exists (an error wrapping fs.ErrNotExist if not), writing nothing: for
+// commands that only read the data directory.
+func LoadKey(dataDir string) (*Signer, error) {
+	dir := filepath.Join(dataDir, KeyDir)
+	path := filepath.Join(dir, KeyFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	return signerOf(dir, path, b)
+}
+
+// signerOf is the signer of the key file at path (read as b) in dir.
+func signerOf(dir, path string, b []byte) (*Signer, error) {
+	key, err := parsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	s := NewSigner(key)
+	s.pubPath = filepath.Join(dir, PubFile)
 	return s, nil
 }
 
