@@ -23,8 +23,9 @@ func get(t *testing.T, url, token string) int {
 
 // TestTokenLifecycle drives the CLI as an operator would: a token made
 // before the server starts turns authentication on, a reader's token
-// reads, and revoking it with the CLI while the server runs shuts it out
-// within a couple of seconds.
+// reads; while the server runs, the token file is the server's (revoke
+// --data is refused with DATA_DIR_LOCKED), and revoking through it with
+// --server shuts the reader out at once.
 func TestTokenLifecycle(t *testing.T) {
 	data := t.TempDir()
 	out, errOut, code := flightrec(t, "token", "create", "--data", data, "--project", "shop", "--scope", "read")
@@ -41,6 +42,12 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Errorf("bad scope: exit %d, %q", code, errOut)
 	}
 
+	admin, _, code := flightrec(t, "token", "create", "--data", data, "--project", "*", "--scope", "admin")
+	admin = strings.TrimSpace(admin)
+	if code != exitOK {
+		t.Fatalf("admin token create: exit %d", code)
+	}
+
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
 	p.start()
 	defer p.stop()
@@ -55,15 +62,23 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Errorf("healthz without a token: %d, want 200", s)
 	}
 	id := tok[len("frt_") : len("frt_")+12]
-	if out, errOut, code := flightrec(t, "token", "revoke", "--data", data, id); code != exitOK {
-		t.Fatalf("revoke: exit %d %q %q", code, out, errOut)
+	_, errOut, code = flightrec(t, "token", "revoke", "--data", data, id)
+	if code != exitFailure || !strings.Contains(errOut, "DATA_DIR_LOCKED") || !strings.Contains(errOut, "--server http://"+p.addr) {
+		t.Fatalf("revoke --data beside the server: exit %d %q, want DATA_DIR_LOCKED pointing to --server", code, errOut)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for get(t, base+"/v1/recordings", tok) != http.StatusUnauthorized {
-		if time.Now().After(deadline) {
-			t.Fatal("a revoked token still reads 10 s after revoke")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if s := get(t, base+"/v1/recordings", tok); s != http.StatusOK {
+		t.Errorf("reader's token after a refused revoke: %d, want 200", s)
+	}
+	adminEnv := []string{"FLIGHTREC_TOKEN=" + admin}
+	if out, errOut, code := flightrecEnv(t, adminEnv, time.Minute, "token", "revoke", id, "--server", base); code != exitOK {
+		t.Fatalf("revoke --server: exit %d %q %q", code, out, errOut)
+	}
+	if s := get(t, base+"/v1/recordings", tok); s != http.StatusUnauthorized {
+		t.Errorf("a token revoked through the server still reads: %d, want 401", s)
+	}
+	out, _, code = flightrecEnv(t, adminEnv, time.Minute, "token", "list", "--server", base)
+	if code != exitOK || !strings.Contains(out, id+"  revoked") {
+		t.Errorf("token list --server: exit %d %q, want %s revoked", code, out, id)
 	}
 	// Without tokens, serve refuses to listen beyond loopback.
 	_, errOut, code = flightrecEnv(t, nil, 5*time.Second, "serve", "--addr", "0.0.0.0:1", "--data", t.TempDir())
