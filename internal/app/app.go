@@ -158,6 +158,9 @@ type App struct {
 	log      *slog.Logger
 	router   *chi.Mux
 	cancel   context.CancelFunc
+	// stopping is closed when Close begins: an index rebuild in flight
+	// stops, so that shutdown does not wait for it.
+	stopping chan struct{}
 	closed   sync.Once
 	closeErr error
 }
@@ -247,7 +250,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
-	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens,
+	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
 		Audit: auditLog, Registry: reg, log: log, cancel: cancel}
 	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
 	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
@@ -354,6 +357,7 @@ func (a *App) accessLog(next http.Handler) http.Handler {
 // open logs and the index. Recordings stay open on disk.
 func (a *App) Close() error {
 	a.closed.Do(func() {
+		close(a.stopping)
 		a.Ingest.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

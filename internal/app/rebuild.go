@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -18,9 +19,20 @@ type RebuildResult struct {
 // handleRebuild rebuilds the index from the logs and manifests inside the
 // running server (flightrec reindex --server): its projector does it, in
 // step with the ingest it keeps taking, so no acknowledged event is lost.
+// It stops when the client goes or the server shuts down; the index is
+// then partial until the next rebuild.
 func (a *App) handleRebuild(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	n, err := a.Proj.Rebuild(r.Context(), nil)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-a.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	n, err := a.Proj.Rebuild(ctx, nil)
 	if err != nil {
 		a.log.Error("index rebuild failed; the projector keeps retrying", "err", err)
 		apierr.Write(w, apierr.New(http.StatusInternalServerError, "REBUILD_FAILED",
