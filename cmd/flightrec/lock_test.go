@@ -240,6 +240,11 @@ func TestTwoServesOneDataDir(t *testing.T) {
 	if _, errOut, code := flightrec(t, "audit", "verify", "--data", p.data); code != exitOK {
 		t.Errorf("audit verify beside the server: exit %d %s", code, errOut)
 	}
+	// The directory stays sound: a server starts on it again and serves
+	// the same.
+	p.stop()
+	p.start()
+	checkServed(t, base, acked)
 }
 
 // hashTree hashes every file under dir, but SQLite's -shm and -wal, which
