@@ -46,13 +46,13 @@ var commands = []command{
 	{"import", "import a HAR file, a DevTools protocol log or a Playwright trace as a recording (har, cdp, playwright), or a bundle (bundle)", runImport},
 	{"export", "write a finished recording as a bundle (CARv1: manifest and blobs) or a signed attestation (DSSE, in-toto)", runExport},
 	{"verify", "re-hash every blob that a manifest references; check open logs; or check a bundle, or an attestation", runVerify},
-	{"reindex", "rebuild the index from the logs and manifests", runReindex},
+	{"reindex", "rebuild the index from the logs and manifests (of --data DIR, or of a running --server URL)", runReindex},
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"diff", "align two recordings step by step and name the first divergence, or --group: reproduced k of n", runDiff},
 	{"retention", "sweep expired recordings and unreferenced blobs now (--dry-run [--now T]: what would go)", runRetention},
 	{"audit", "verify the hash-chained audit log; print a recording's redaction report", runAudit},
-	{"token", "issue, revoke and list bearer tokens (project, scopes) of a data directory", runToken},
+	{"token", "issue, revoke and list bearer tokens (project, scopes) of a data directory or a running --server URL", runToken},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }
 
