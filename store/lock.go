@@ -157,3 +157,20 @@ func (l *DirLock) Close() error {
 	l.f = nil
 	return err
 }
+
+// SetAddr records the holder's listen address once it is known (with
+// port 0 the kernel picks it at listen), so that a refused writer is told
+// which server to send its command to.
+func (l *DirLock) SetAddr(addr string) error {
+	h, err := readHolder(l.f)
+	if err != nil {
+		return fmt.Errorf("store: lock: %w", err)
+	}
+	h.Addr = addr
+	b, _ := json.Marshal(h)
+	if err := l.f.Truncate(0); err != nil {
+		return fmt.Errorf("store: lock: %w", err)
+	}
+	_, err = l.f.WriteAt(append(b, '\n'), 0)
+	return err
+}

@@ -378,6 +378,9 @@ func (a *App) Serve(ctx context.Context, addr string, ready func(url string)) er
 	if err != nil {
 		return err
 	}
+	if a.lock != nil {
+		_ = a.lock.SetAddr(ln.Addr().String()) // the port, if addr asked for any
+	}
 	if ready != nil {
 		ready(fmt.Sprintf("http://%s", ln.Addr()))
 	}

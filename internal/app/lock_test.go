@@ -15,21 +15,28 @@ import (
 
 // TestLockRefusals: a writer refused by the data directory's lock gets
 // DATA_DIR_LOCKED naming the holder, with a next that fits it: a server
-// is reached with --server (on loopback when it binds every interface),
+// is reached with --server (on loopback when it binds every interface; on
+// the port it was given when it asked for any),
 // a short command is waited for and then named.
 func TestLockRefusals(t *testing.T) {
 	for _, c := range []struct {
-		command, addr string
-		next          string
+		command, addr, listened string
+		next                    string
 	}{
-		{"serve", "127.0.0.1:8480", "send this command through it with --server http://127.0.0.1:8480"},
-		{"demo", ":9000", "--server http://127.0.0.1:9000"},
-		{"token create", "", "wait for flightrec token create (pid %d) to finish"},
+		{"serve", "127.0.0.1:8480", "", "send this command through it with --server http://127.0.0.1:8480"},
+		{"serve", "127.0.0.1:0", "127.0.0.1:4242", "--server http://127.0.0.1:4242"},
+		{"demo", ":9000", "", "--server http://127.0.0.1:9000"},
+		{"token create", "", "", "wait for flightrec token create (pid %d) to finish"},
 	} {
 		sc := app.StoreConfig{Data: t.TempDir(), LockTimeout: 50 * time.Millisecond}
 		held, err := sc.Lock(c.command, c.addr)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.listened != "" { // the port a server asked the kernel for
+			if err := held.SetAddr(c.listened); err != nil {
+				t.Fatal(err)
+			}
 		}
 		_, err = sc.Lock("reindex", "")
 		var e *apierr.Error
