@@ -76,9 +76,12 @@ var (
 	ErrBadRequest = errors.New("auth: bad token request")
 )
 
-// Tokens is the token file of a data directory. A server keeps one open
-// and sees grants created or revoked by the CLI (another process) within
-// a second: it re-reads the file when its size or time changed.
+// Tokens is the token file of a data directory. Its writers take the
+// data directory's lock (a server holds it while it runs, so the CLI
+// changes tokens through the server's API then), and each change re-reads
+// the file first, under a mutex, so none is lost. A server also re-reads
+// the file when its size or time changed, at most once a second, so a
+// file replaced by other means (a restored backup) takes effect.
 type Tokens struct {
 	path string
 	now  func() time.Time

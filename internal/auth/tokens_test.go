@@ -50,7 +50,8 @@ func TestCreateVerifyRevoke(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(dir, TokensFile)); fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode %v, want 0600", fi.Mode().Perm())
 	}
-	// Another process's view (the CLI revokes while a server runs).
+	// Another writer's change (the file replaced under a running server)
+	// is seen within a second.
 	other, err := OpenTokens(dir)
 	if err != nil {
 		t.Fatal(err)
