@@ -476,7 +476,7 @@ func TestBadPlaywright(t *testing.T) {
 		{"bad network line", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", []byte("{\"type\":\"later\"}\nhunter2\n")}), "trace.network line 2: not valid JSON"},
 		{"network not HAR", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", ndjson(obj{"type": "resource-snapshot", "snapshot": obj{"url": "hunter2"}})}), "trace.network line 1: the resource snapshot has no request or response"},
 		{"entry without url", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", ndjson(pwEntry(1, "GET", "", 200, nil, nil))}), "trace.network line 1: the resource snapshot: request.url: is required"},
-		{"newer", withTrace(pwContext(9)), "trace.trace line 1: trace format version 9 is newer than this importer reads (3 to 8)"},
+		{"newer", withTrace(pwContext(11)), "trace.trace line 1: trace format version 11 is newer than this importer reads (3 to 10)"},
 		{"older", withTrace(pwContext(2)), "trace format version 2 is older"},
 		{"no context", withTrace(obj{"type": "console", "messageType": "log", "text": "hunter2", "time": 1}), "trace.trace has no context-options event"},
 		{"no wall time", withTrace(obj{"version": 8, "type": "context-options"}, obj{"type": "console", "messageType": "log", "text": "hunter2", "time": 1}), "context-options has no wallTime"},
