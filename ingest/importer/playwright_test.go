@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -503,14 +504,18 @@ func TestBadPlaywright(t *testing.T) {
 	}
 }
 
-// TestPlaywrightTraceFromRealChromium: playwright-core drives Debian's
-// Chromium through the storefront's gift-card checkout with tracing on
-// (internal/testenv/playwright/checkout.js); the trace zip it writes
-// imports with one step per action the script made, the 500 of POST
-// /api/checkout in the Pay click's step, exactly the statuses the
+// TestPlaywrightTraceFromRealChromium: playwright-core (the release
+// internal/testenv/playwright pins: the newest, trace format 10) drives
+// Debian's Chromium through the storefront's gift-card checkout with
+// tracing on (internal/testenv/playwright/checkout.js); the trace zip it
+// writes imports with one step per action the script made, the 500 of
+// POST /api/checkout in the Pay click's step, exactly the statuses the
 // storefront served, the page's console error, frames and snapshots; the
-// server stores it without the typed secrets; a truncated copy of the zip
-// is refused.
+// server stores it, frames and all, without the secrets typed or sent in
+// it (the password and card number typed, the bearer token of every
+// request's Authorization header, the session cookie) in any byte under
+// its data directory, in any encoding a secret search knows; a truncated
+// copy of the zip is refused.
 func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	start := time.Now()
 	base, served := testenv.Shop(t, demoapp.Options{GiftCardBug: true})
@@ -653,26 +658,36 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	_ = json.Unmarshal(evs[0].Data, &meta)
 	major, _, _ := strings.Cut(run.Browser, ".")
 	if meta.Versions["browser"] != "chromium" || meta.Versions["playwright"] != run.Playwright ||
-		!strings.HasPrefix(meta.Versions["browser_version"], major+".") || meta.Viewport == nil || meta.Viewport.Width != 1280 {
+		!strings.HasPrefix(meta.Versions["browser_version"], major+".") || meta.Viewport == nil || meta.Viewport.Width != 1280 ||
+		meta.Labels["trace_version"] != "10" {
 		t.Errorf("meta: %s (browser %s)", evs[0].Data, run.Browser)
 	}
 
-	// Stored through the server: the typed password and card number were
-	// in the trace and are not served back.
+	// Stored through the server, frames and all: every secret typed or
+	// sent was in the import (so a clean search means something), and no
+	// spelling of any is in a byte under the data directory, the index's
+	// rows, or what the server serves back.
+	secrets := []string{demoapp.Password, demoapp.Card, run.Bearer, run.Cookie}
+	labels := []string{"typed password", "typed card number", "Authorization bearer token", "session cookie"}
 	imported, _ := json.Marshal(evs)
+	for i, s := range secrets {
+		if len(s) < 8 || len((testenv.Corpus{"import": imported}).Hits([]string{s}, labels[i:i+1])) == 0 {
+			t.Fatalf("the import does not hold the %s: the search below proves nothing", labels[i])
+		}
+	}
 	s := startServer(t)
 	res, stored := s.imported(evs, "checkout-with-gift-card-fails")
 	if len(stored) != len(evs) {
 		t.Fatalf("stored %d events of %d", len(stored), len(evs))
 	}
 	servedJSON, _ := json.Marshal(stored)
-	for _, secret := range []string{demoapp.Password, demoapp.Card} {
-		if !bytes.Contains(imported, []byte(secret)) {
-			t.Fatalf("the import does not hold a typed secret: it proves nothing")
-		}
-		if bytes.Contains(servedJSON, []byte(secret)) {
-			t.Errorf("a typed secret is served back from the import")
-		}
+	corpus := testenv.Corpus{"served events": servedJSON}
+	corpus.AddFiles(t, s.dir, "running")
+	s.stop()
+	corpus.AddFiles(t, s.dir, "closed")
+	corpus.AddSQLite(t, filepath.Join(s.dir, "index.sqlite"))
+	if hits := corpus.Hits(secrets, labels); len(hits) > 0 {
+		t.Errorf("secrets of the trace are stored (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
 	}
 
 	// A truncated copy is refused.
@@ -681,7 +696,7 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "the zip is truncated or damaged") {
 		t.Errorf("truncated trace: %v", err)
 	}
-	t.Logf("playwright-core %s, Chromium %s: %d actions → %d events (%d har, %d console, %d frames, %d snapshots) in %d steps, %s",
-		run.Playwright, run.Browser, len(run.Actions), len(evs), len(got), len(kinds(evs, event.KindConsole)), len(frames),
-		len(kinds(evs, event.KindSnapshot)), res.Steps, time.Since(start).Round(time.Millisecond))
+	t.Logf("playwright-core %s (trace format %s), Chromium %s: %d actions → %d events (%d har, %d console, %d frames, %d snapshots) in %d steps; %d secrets searched in %d bytes (%d files); %s",
+		run.Playwright, meta.Labels["trace_version"], run.Browser, len(run.Actions), len(evs), len(got), len(kinds(evs, event.KindConsole)), len(frames),
+		len(kinds(evs, event.KindSnapshot)), res.Steps, len(secrets), corpus.Size(), corpus.Count("file "), time.Since(start).Round(time.Millisecond))
 }
