@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +112,11 @@ func snapshotEv(name, callID, url string, mono float64, html any) obj {
 
 // pwSynthetic is a version-8 trace with every kind of line the importer
 // reads (see TestPlaywrightMapping for what each becomes).
-func pwSynthetic(t testing.TB) []byte {
+func pwSynthetic(t testing.TB) []byte { return pwSyntheticAt(t, 8) }
+
+// pwSyntheticAt is pwSynthetic's trace as Playwright writes it in format
+// version (8, 9 or 10): see pwAsFormat.
+func pwSyntheticAt(t testing.TB, version int) []byte {
 	t.Helper()
 	jpeg := tinyJPEG(t)
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
@@ -136,8 +142,8 @@ func pwSynthetic(t testing.TB) []byte {
 	welcome := []any{"HTML", obj{"lang": "en"}, []any{[]any{2, 4}},
 		[]any{"BODY", obj{}, []any{[]any{2, 6}}, []any{"P", obj{}, "Welcome back"}, []any{[]any{2, 23}}}}
 	// welcome's own nodes: 0 "Welcome back", 1 P, 2 BODY, 3 HTML.
-	trace := ndjson(
-		pwContext(8),
+	trace := ndjson(pwAsFormat(version,
+		pwContext(version),
 		obj{"type": "console", "messageType": "log", "text": "booting", "args": []any{}, "location": obj{"url": "http://shop.test/app.js", "lineNumber": 4, "columnNumber": 2}, "time": 1005, "pageId": "page@1"},
 		obj{"type": "before", "callId": "call@1", "startTime": 1010, "class": "Frame", "method": "goto",
 			"params": obj{"url": "http://shop.test/signin", "timeout": 30000, "waitUntil": "load"}, "pageId": "page@1", "beforeSnapshot": "before@call@1"},
@@ -178,8 +184,8 @@ func pwSynthetic(t testing.TB) []byte {
 		obj{"type": "console", "messageType": "warning", "text": "slow", "args": []any{}, "location": obj{"url": "", "lineNumber": 0, "columnNumber": 0}, "time": 1200},
 		obj{"type": "console", "messageType": "endGroup", "text": "", "time": 1201},
 		obj{"type": "stdout", "timestamp": 1202, "text": "ignored"},
-	)
-	network := ndjson(
+	)...)
+	network := ndjson(pwAsFormat(version,
 		pwEntry(1012, "GET", "http://shop.test/signin", 200, obj{"headers": []any{ua}},
 			obj{"content": obj{"size": 15, "mimeType": "text/html; charset=utf-8", "_sha1": "a.html"}}),
 		pwEntry(1125, "POST", "http://shop.test/api/signin", 401,
@@ -188,17 +194,127 @@ func pwSynthetic(t testing.TB) []byte {
 		pwEntry(1102, "GET", "http://shop.test/logo.png", 200, nil, obj{"content": obj{"size": 16, "mimeType": "image/png", "_sha1": "d.png"}}),
 		pwEntry(1155, "GET", "http://shop.test/gone", 200, nil, obj{"content": obj{"size": 3, "mimeType": "text/plain", "_sha1": "not-in-the-zip.txt"}}),
 		pwEntry(1185, "GET", "http://shop.test/pending", -1, nil, nil),
-	)
+	)...)
+	frameFile := "resources/page@1-1.jpeg"
+	if version >= 9 {
+		frameFile = "screencast/page@1-1.jpeg"
+	}
 	return zipOf(t,
 		member{"trace.trace", trace},
 		member{"trace.network", network},
 		member{"trace.stacks", []byte(`{"files":[],"stacks":[]}`)},
-		member{"resources/page@1-1.jpeg", jpeg},
+		member{frameFile, jpeg},
 		member{"resources/a.html", []byte("<h1>Sign in</h1>")},
 		member{"resources/b.json", []byte(`{"password":"hunter2"}`)},
 		member{"resources/c.json", []byte(`{"error":"BAD_CREDENTIALS"}`)},
 		member{"resources/d.png", png},
 	)
+}
+
+// pwAsFormat rewrites version-8 trace lines (the obj ones, in place) as
+// Playwright writes them in a later format. 9 (Playwright 1.63): files are
+// named by their path in the zip — a screencast frame's file under
+// screencast/, a body's _file under resources/ — instead of sha1 and
+// _sha1, a name under resources/; actions no longer name their snapshots
+// (beforeSnapshot, inputSnapshot, afterSnapshot), a frame snapshot says
+// its phase (before, action, after) instead of its snapshotName; a call
+// may carry the stepId of the test step it belongs to. 10 (1.64 on):
+// stepId is gone (a call's callId is its step's id).
+func pwAsFormat(version int, lines ...any) []any {
+	if version < 9 {
+		return lines
+	}
+	toPath := func(m obj, from, to, dir string) {
+		if name, ok := m[from].(string); ok {
+			m[to] = dir + name
+			delete(m, from)
+		}
+	}
+	for _, l := range lines {
+		e, ok := l.(obj)
+		if !ok {
+			continue
+		}
+		switch e["type"] {
+		case "before":
+			delete(e, "beforeSnapshot")
+			if version == 9 {
+				e["stepId"] = "step@" + e["callId"].(string)
+			}
+		case "input":
+			delete(e, "inputSnapshot")
+		case "after":
+			delete(e, "afterSnapshot")
+		case "frame-snapshot":
+			sn := e["snapshot"].(obj)
+			phase, _, _ := strings.Cut(sn["snapshotName"].(string), "@")
+			if phase == "input" {
+				phase = "action"
+			}
+			sn["phase"] = phase
+			delete(sn, "snapshotName")
+		case "screencast-frame":
+			toPath(e, "sha1", "file", "screencast/")
+		case "resource-snapshot":
+			sn := e["snapshot"].(obj)
+			if pd, ok := sn["request"].(obj)["postData"].(obj); ok {
+				toPath(pd, "_sha1", "_file", "resources/")
+			}
+			if c, ok := sn["response"].(obj)["content"].(obj); ok {
+				toPath(c, "_sha1", "_file", "resources/")
+			}
+		}
+	}
+	return lines
+}
+
+// TestPlaywrightNewerFormats: the synthetic trace written in format 9 and
+// in format 10 imports to the very events format 8 does (the meta's
+// trace_version aside), and the rewrite really took out what format 8
+// had: no snapshot names, no sha1.
+func TestPlaywrightNewerFormats(t *testing.T) {
+	want, err := importPW(pwSynthetic(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []int{9, 10} {
+		data := pwSyntheticAt(t, version)
+		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range zr.File {
+			if f.Name != "trace.trace" && f.Name != "trace.network" {
+				continue
+			}
+			rc, _ := f.Open()
+			text, _ := io.ReadAll(rc)
+			rc.Close()
+			for _, old := range []string{"sha1", "Snapshot\"", "snapshotName"} {
+				if bytes.Contains(text, []byte(old)) {
+					t.Fatalf("format %d: %s still holds %s", version, f.Name, old)
+				}
+			}
+		}
+		got, err := importPW(data)
+		if err != nil {
+			t.Fatalf("format %d: %v", version, err)
+		}
+		var meta event.Meta
+		_ = json.Unmarshal(got[0].Data, &meta)
+		if meta.Labels["trace_version"] != strconv.Itoa(version) {
+			t.Errorf("format %d: meta %s", version, got[0].Data)
+		}
+		got[0] = want[0]
+		if len(got) != len(want) {
+			t.Fatalf("format %d: %d events, format 8 %d", version, len(got), len(want))
+		}
+		for i := range got {
+			if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+				t.Errorf("format %d: event %d:\n got %s %s\nwant %s %s", version, i, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
+			}
+		}
+	}
 }
 
 // TestPlaywrightMapping: a synthetic trace with every kind of line
@@ -483,6 +599,10 @@ func TestBadPlaywright(t *testing.T) {
 		{"no wall time", withTrace(obj{"version": 8, "type": "context-options"}, obj{"type": "console", "messageType": "log", "text": "hunter2", "time": 1}), "context-options has no wallTime"},
 		{"frame image missing", withTrace(pwContext(8), obj{"type": "screencast-frame", "sha1": "hunter2.jpeg", "width": 1, "height": 1, "timestamp": 1100}),
 			"trace.trace line 2: the screencast frame's image is not in the zip"},
+		{"frame file missing", withTrace(pwContext(10), obj{"type": "screencast-frame", "file": "screencast/hunter2.jpeg", "width": 1, "height": 1, "timestamp": 1100}),
+			"trace.trace line 2: the screencast frame's image is not in the zip"},
+		{"frame names no file", withTrace(pwContext(10), obj{"type": "screencast-frame", "width": 1, "height": 1, "timestamp": 1100}),
+			"trace.trace line 2: screencast-frame without file or sha1"},
 		{"before without callId", withTrace(pwContext(8), obj{"type": "before", "startTime": 1, "method": "click"}), "trace.trace line 2: before event without callId"},
 		{"twice", withTrace(pwContext(8), obj{"type": "before", "callId": "c", "startTime": 1, "method": "click"}, obj{"type": "before", "callId": "c", "startTime": 2, "method": "click"}),
 			"trace.trace line 3: a second before event for the same callId"},
