@@ -26,8 +26,8 @@ const pwFormat = "Playwright trace"
 
 // Trace format versions Playwright writes in context-options.version that
 // the importer reads: 3 (the first whose resource snapshots are HAR
-// entries) to 10. 8 is Playwright 1.45 to 1.62, 9 is 1.63, 10 is 1.64 on
-// (see docs/design.md, Imports, for what each changed).
+// entries) to 10: 8 up to Playwright 1.62, 9 is 1.63, 10 is 1.64 on (see
+// docs/design.md, Imports, for what each changed).
 const (
 	pwMinVersion = 3
 	pwMaxVersion = 10

@@ -72,6 +72,29 @@ func zipOf(t testing.TB, members ...member) []byte {
 	return b.Bytes()
 }
 
+// unzip reads every member of a zip.
+func unzip(t testing.TB, data []byte) map[string][]byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f.Name] = b
+	}
+	return out
+}
+
 func importPW(data []byte) ([]event.Envelope, error) {
 	return importer.Playwright(bytes.NewReader(data), int64(len(data)))
 }
@@ -279,20 +302,11 @@ func TestPlaywrightNewerFormats(t *testing.T) {
 	}
 	for _, version := range []int{9, 10} {
 		data := pwSyntheticAt(t, version)
-		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range zr.File {
-			if f.Name != "trace.trace" && f.Name != "trace.network" {
-				continue
-			}
-			rc, _ := f.Open()
-			text, _ := io.ReadAll(rc)
-			rc.Close()
+		files := unzip(t, data)
+		for _, name := range []string{"trace.trace", "trace.network"} {
 			for _, old := range []string{"sha1", "Snapshot\"", "snapshotName"} {
-				if bytes.Contains(text, []byte(old)) {
-					t.Fatalf("format %d: %s still holds %s", version, f.Name, old)
+				if bytes.Contains(files[name], []byte(old)) {
+					t.Fatalf("format %d: %s still holds %s", version, name, old)
 				}
 			}
 		}
