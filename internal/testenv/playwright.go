@@ -49,7 +49,8 @@ func PlaywrightDir() string {
 // node: playwright-core drives Debian's Chromium (see ChromiumPath; no
 // browser download) through the demo storefront at base — sign in, add to
 // cart, check out with the gift card applied, pay — with tracing on
-// (screenshots and snapshots), and writes the trace zip into a t.TempDir.
+// (screenshots and snapshots) and a bearer token on every request, and
+// writes the trace zip into a t.TempDir.
 // It returns the zip's path and what the script reports.
 //
 // Without node (MinNodeMajor or newer), playwright-core (npm ci --prefix
