@@ -56,8 +56,9 @@ func PlaywrightReader(r io.Reader) ([]event.Envelope, error) {
 // refer to (format 9 on: a path in the zip, screencast-frame's file and a
 // body's _file, such as screencast/page@….jpeg and resources/<sha1>.json;
 // before: a name under resources/, sha1 and _sha1). Trace times are
-// monotonic milliseconds; context-options pairs one with the wall clock (older traces: the first action's wallTime), and
-// every time is converted to unix ns with that pair. It returns:
+// monotonic milliseconds; context-options pairs one with the wall clock
+// (older traces: the first action's wallTime), and every time is converted
+// to unix ns with that pair. It returns:
 //
 //   - seq 1, step 0: a meta event with versions.browser (context-options'
 //     browserName), versions.browser_version (from the user agent: the
@@ -106,10 +107,11 @@ func PlaywrightReader(r io.Reader) ([]event.Envelope, error) {
 // events are skipped. Traces of format versions 3 to 10 are read: steps
 // from before/after events or the older action events; a snapshot is an
 // action's before or after by the name the action gives it (to 8) or by
-// its own phase and callId (9 on, where actions name none). On any problem — not a zip, a truncated or damaged
-// zip, no trace.trace, a line that is not a trace event (named by file and
-// line number), a screencast frame whose image is not in the zip —
-// Playwright returns an *InputError and no events.
+// its own phase and callId (9 on, where actions name none). On any
+// problem — not a zip, a truncated or damaged zip, no trace.trace, a line
+// that is not a trace event (named by file and line number), a screencast
+// frame whose image is not in the zip — Playwright returns an *InputError
+// and no events.
 func Playwright(r io.ReaderAt, size int64) ([]event.Envelope, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !(errors.Is(err, zip.ErrInsecurePath) && zr != nil) {
