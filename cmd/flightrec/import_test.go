@@ -4,14 +4,18 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/jpeg"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
 )
 
@@ -284,4 +288,84 @@ func TestImportRefusesBadInput(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errOut, "READ_FAILED") {
 		t.Errorf("missing file: exit %d: %s", code, errOut)
 	}
+}
+
+// TestImportPlaywrightCurrentTrace: the trace the newest playwright-core
+// writes (trace format 10: testenv.PlaywrightCheckout drives Debian's
+// Chromium through the storefront's failing gift-card checkout) goes
+// through the binary: import playwright --data stores a step per action,
+// the 500 of POST /api/checkout in the Pay click's step, and, frames
+// included (--unmasked-frames), no byte under the data directory or row
+// of its index holds a secret typed or sent in the trace: the password
+// and card number typed, the bearer token every request sent, the
+// session cookie.
+func TestImportPlaywrightCurrentTrace(t *testing.T) {
+	shop, _ := testenv.Shop(t, demoapp.Options{GiftCardBug: true})
+	trace, run := testenv.PlaywrightCheckout(t, shop)
+	secrets := []string{demoapp.Password, demoapp.Card, run.Bearer, run.Cookie}
+	labels := []string{"typed password", "typed card number", "Authorization bearer token", "session cookie"}
+	zr, err := zip.OpenReader(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTrace := testenv.Corpus{}
+	for _, f := range zr.File {
+		if rc, err := f.Open(); err == nil {
+			inTrace[f.Name], _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	}
+	zr.Close()
+	for i, s := range secrets {
+		if len(inTrace.Hits([]string{s}, labels[i:i+1])) == 0 {
+			t.Fatalf("the trace does not hold the %s: the search below proves nothing", labels[i])
+		}
+	}
+
+	data := t.TempDir()
+	out, errOut, code := flightrec(t, "import", "playwright", "--data", data, "--unmasked-frames", "--verdict", "fail", "--json", trace)
+	if code != exitOK {
+		t.Fatalf("import playwright: exit %d: %s %s", code, out, errOut)
+	}
+	var res importResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json: %v: %s", err, out)
+	}
+	if res.Steps != len(run.Actions) || res.Verdict != "fail" {
+		t.Fatalf("%+v for the %d actions %v", res, len(run.Actions), run.Actions)
+	}
+
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	base := "http://" + p.addr
+	var hars, receipts playback.EventPage
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=har&limit=1000", &hars)
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
+	p.stop()
+	payStep := 0
+	for _, e := range receipts.Events {
+		var r event.Receipt
+		if json.Unmarshal(e.Data, &r) == nil && r.Action.Target != nil && r.Action.Target.Role == "button" && r.Action.Target.Name == "Pay" {
+			payStep = e.Step
+		}
+	}
+	var checkout []string
+	for _, e := range hars.Events {
+		var h event.HAR
+		if json.Unmarshal(e.Data, &h) == nil && h.Request.URL == shop+"/api/checkout" {
+			checkout = append(checkout, fmt.Sprintf("%s %d in step %d", h.Request.Method, h.Response.Status, e.Step))
+		}
+	}
+	if payStep == 0 || len(receipts.Events) != len(run.Actions) || fmt.Sprint(checkout) != fmt.Sprintf("[POST 500 in step %d]", payStep) {
+		t.Fatalf("%d receipts, Pay in step %d; /api/checkout: %v", len(receipts.Events), payStep, checkout)
+	}
+
+	stored := testenv.Corpus{}
+	stored.AddFiles(t, data, "after")
+	stored.AddSQLite(t, filepath.Join(data, "index.sqlite"))
+	if hits := stored.Hits(secrets, labels); len(hits) > 0 {
+		t.Errorf("secrets of the trace are stored (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+	t.Logf("playwright-core %s: %d events in %d steps; %d secrets searched in %d bytes (%d files and the index's rows)",
+		run.Playwright, res.Events, res.Steps, len(secrets), stored.Size(), stored.Count("file "))
 }

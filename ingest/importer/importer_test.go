@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ type server struct {
 	t    testing.TB
 	base string
 	c    *ingest.Client
+	dir  string // the data directory
+	stop func() // closes the server and the app (once; also on cleanup)
 }
 
 func startServer(t testing.TB) *server {
@@ -43,15 +46,16 @@ func startServer(t testing.TB) *server {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		hs.Close()
 		if err := a.Close(); err != nil {
 			t.Errorf("closing the app: %v", err)
 		}
 	})
+	t.Cleanup(stop)
 	c := ingest.NewClient(hs.URL)
 	c.RetryFor = 10 * time.Second
-	return &server{t: t, base: hs.URL, c: c}
+	return &server{t: t, base: hs.URL, c: c, dir: cfg.Store.Data, stop: stop}
 }
 
 func (s *server) get(path string, v any) {

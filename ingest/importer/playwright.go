@@ -25,11 +25,12 @@ import (
 const pwFormat = "Playwright trace"
 
 // Trace format versions Playwright writes in context-options.version that
-// Playwright reads: 3 (the first whose resource snapshots are HAR entries)
-// to 8 (Playwright 1.5x–1.6x).
+// the importer reads: 3 (the first whose resource snapshots are HAR
+// entries) to 10: 8 up to Playwright 1.62, 9 is 1.63, 10 is 1.64 on (see
+// docs/design.md, Imports, for what each changed).
 const (
 	pwMinVersion = 3
-	pwMaxVersion = 8
+	pwMaxVersion = 10
 )
 
 // maxPWMember bounds one member of the zip, uncompressed.
@@ -51,10 +52,13 @@ func PlaywrightReader(r io.Reader) ([]event.Envelope, error) {
 // Playwright reads a Playwright trace, the zip that
 // context.tracing.stop({path}) writes: trace.trace (NDJSON trace events),
 // trace.network (NDJSON resource-snapshot events, each a HAR entry) and
-// resources/<sha1> (screencast JPEGs and the bodies HAR entries refer to
-// with _sha1). Trace times are monotonic milliseconds; context-options pairs
-// one with the wall clock (older traces: the first action's wallTime), and
-// every time is converted to unix ns with that pair. It returns:
+// the files its events name: screencast JPEGs and the bodies HAR entries
+// refer to (format 9 on: a path in the zip, screencast-frame's file and a
+// body's _file, such as screencast/page@….jpeg and resources/<sha1>.json;
+// before: a name under resources/, sha1 and _sha1). Trace times are
+// monotonic milliseconds; context-options pairs one with the wall clock
+// (older traces: the first action's wallTime), and every time is converted
+// to unix ns with that pair. It returns:
 //
 //   - seq 1, step 0: a meta event with versions.browser (context-options'
 //     browserName), versions.browser_version (from the user agent: the
@@ -84,13 +88,13 @@ func PlaywrightReader(r io.Reader) ([]event.Envelope, error) {
 //     (a request's start), and whatever comes before the first action to
 //     step 0;
 //   - resource-snapshot → one har event, the entry as Playwright wrote it
-//     with its bodies inlined from resources/ (text, or base64 with encoding
-//     "base64" when not UTF-8 text) and _sha1 removed. A body whose resource
-//     is not in the zip is left out with a comment saying so; a response
-//     Playwright never got (status -1) becomes status 0;
+//     with its bodies inlined from the zip (text, or base64 with encoding
+//     "base64" when not UTF-8 text) and _file or _sha1 removed. A body
+//     whose file is not in the zip is left out with a comment saying so; a
+//     response Playwright never got (status -1) becomes status 0;
 //   - console → console (level, text, url, 1-based line and column), and a
 //     page error (event pageError) → console at level error;
-//   - screencast-frame → frame (the JPEG from resources/, width and height
+//   - screencast-frame → frame (the JPEG from the zip, width and height
 //     as recorded, at frameSwapWallTime when recorded);
 //   - the before and after frame-snapshots of a step's action (main frame)
 //     → snapshot events, view content, when before or after, origin the
@@ -98,12 +102,16 @@ func PlaywrightReader(r io.Reader) ([]event.Envelope, error) {
 //     (references to earlier snapshots resolved; no script, style or input
 //     values).
 //
-// Input snapshots, call logs, stdio and other events are skipped. Traces of
-// format versions 3 to 8 are read: steps from before/after events or the
-// older action events. On any problem — not a zip, a truncated or damaged
-// zip, no trace.trace, a line that is not a trace event (named by file and
-// line number), a screencast frame whose image is not in the zip —
-// Playwright returns an *InputError and no events.
+// Input snapshots, call logs, stdio, per-action screenshots and aria
+// snapshots (format 9 on, with tracing's snapshots option) and other
+// events are skipped. Traces of format versions 3 to 10 are read: steps
+// from before/after events or the older action events; a snapshot is an
+// action's before or after by the name the action gives it (to 8) or by
+// its own phase and callId (9 on, where actions name none). On any
+// problem — not a zip, a truncated or damaged zip, no trace.trace, a line
+// that is not a trace event (named by file and line number), a screencast
+// frame whose image is not in the zip — Playwright returns an *InputError
+// and no events.
 func Playwright(r io.ReaderAt, size int64) ([]event.Envelope, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !(errors.Is(err, zip.ErrInsecurePath) && zr != nil) {
@@ -111,7 +119,10 @@ func Playwright(r io.ReaderAt, size int64) ([]event.Envelope, error) {
 	}
 	members := map[string]*zip.File{}
 	for _, f := range zr.File {
-		if _, dup := members[f.Name]; dup && !strings.HasPrefix(f.Name, "resources/") {
+		// A body or frame is named by its content or its time, so a second
+		// copy is the same file; anything else twice is ambiguous.
+		blob := strings.HasPrefix(f.Name, "resources/") || strings.HasPrefix(f.Name, "screencast/")
+		if _, dup := members[f.Name]; dup && !blob {
 			return nil, inputErr(pwFormat, "the zip holds %s twice", f.Name)
 		}
 		if _, dup := members[f.Name]; !dup {
@@ -249,7 +260,8 @@ type pwLine struct {
 		ColumnNumber float64 `json:"columnNumber"`
 	} `json:"location"`
 
-	// screencast-frame
+	// screencast-frame: file (format 9 on) or sha1 (before) names the image
+	File              string   `json:"file"`
 	SHA1              string   `json:"sha1"`
 	Width             float64  `json:"width"`
 	Height            float64  `json:"height"`
@@ -577,13 +589,14 @@ func (p *pwParser) contextEvent(where string, pos int, l *pwLine) error {
 }
 
 func (p *pwParser) frame(where string, pos int, l *pwLine) error {
-	if l.SHA1 == "" {
-		return inputErr(pwFormat, "%s: screencast-frame without sha1", where)
+	name := pwResource(l.File, l.SHA1)
+	if name == "" {
+		return inputErr(pwFormat, "%s: screencast-frame without file or sha1", where)
 	}
 	if l.Timestamp == nil || !finite(*l.Timestamp) {
 		return inputErr(pwFormat, "%s: screencast-frame without timestamp", where)
 	}
-	rf := p.members["resources/"+l.SHA1]
+	rf := p.members[name]
 	if rf == nil {
 		return inputErr(pwFormat, "%s: the screencast frame's image is not in the zip", where)
 	}
@@ -661,8 +674,8 @@ func (p *pwParser) frameSnapshot(where string, pos int, raw json.RawMessage) err
 	return nil
 }
 
-// resource reads a resource snapshot: a HAR entry whose bodies are in
-// resources/.
+// resource reads a resource snapshot: a HAR entry whose bodies are files
+// in the zip.
 func (p *pwParser) resource(where string, pos int, raw json.RawMessage) error {
 	if firstByte(raw) != '{' {
 		return inputErr(pwFormat, "%s: resource-snapshot without a snapshot object", where)
@@ -738,18 +751,34 @@ func (p *pwParser) resource(where string, pos int, raw json.RawMessage) error {
 	return nil
 }
 
-// inlineBody replaces a body's _sha1 with the resource's bytes: text when
-// the type is textual and the bytes UTF-8, else base64.
+// pwResource is the zip member an event names: file, a path in the zip
+// (format 9 on), else sha1, a name under resources/ (earlier formats; a
+// trace written between the two may carry either).
+func pwResource(file, sha1 string) string {
+	if file != "" {
+		return file
+	}
+	if sha1 != "" {
+		return "resources/" + sha1
+	}
+	return ""
+}
+
+// inlineBody replaces a body's _file (or _sha1) with the resource's bytes:
+// text when the type is textual and the bytes UTF-8, else base64.
 func (p *pwParser) inlineBody(where string, obj map[string]any) error {
+	file, _ := obj["_file"].(string)
 	sha, _ := obj["_sha1"].(string)
-	if sha == "" {
+	name := pwResource(file, sha)
+	if name == "" {
 		return nil
 	}
+	delete(obj, "_file")
 	delete(obj, "_sha1")
 	if t, _ := obj["text"].(string); t != "" {
 		return nil // the body is there already
 	}
-	rf := p.members["resources/"+sha]
+	rf := p.members[name]
 	if rf == nil {
 		delete(obj, "text")
 		obj["comment"] = "body left out on import: its resource is not in the trace zip"

@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +72,29 @@ func zipOf(t testing.TB, members ...member) []byte {
 	return b.Bytes()
 }
 
+// unzip reads every member of a zip.
+func unzip(t testing.TB, data []byte) map[string][]byte {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f.Name] = b
+	}
+	return out
+}
+
 func importPW(data []byte) ([]event.Envelope, error) {
 	return importer.Playwright(bytes.NewReader(data), int64(len(data)))
 }
@@ -109,7 +135,11 @@ func snapshotEv(name, callID, url string, mono float64, html any) obj {
 
 // pwSynthetic is a version-8 trace with every kind of line the importer
 // reads (see TestPlaywrightMapping for what each becomes).
-func pwSynthetic(t testing.TB) []byte {
+func pwSynthetic(t testing.TB) []byte { return pwSyntheticAt(t, 8) }
+
+// pwSyntheticAt is pwSynthetic's trace as Playwright writes it in format
+// version (8, 9 or 10): see pwAsFormat.
+func pwSyntheticAt(t testing.TB, version int) []byte {
 	t.Helper()
 	jpeg := tinyJPEG(t)
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR")
@@ -135,8 +165,8 @@ func pwSynthetic(t testing.TB) []byte {
 	welcome := []any{"HTML", obj{"lang": "en"}, []any{[]any{2, 4}},
 		[]any{"BODY", obj{}, []any{[]any{2, 6}}, []any{"P", obj{}, "Welcome back"}, []any{[]any{2, 23}}}}
 	// welcome's own nodes: 0 "Welcome back", 1 P, 2 BODY, 3 HTML.
-	trace := ndjson(
-		pwContext(8),
+	trace := ndjson(pwAsFormat(version,
+		pwContext(version),
 		obj{"type": "console", "messageType": "log", "text": "booting", "args": []any{}, "location": obj{"url": "http://shop.test/app.js", "lineNumber": 4, "columnNumber": 2}, "time": 1005, "pageId": "page@1"},
 		obj{"type": "before", "callId": "call@1", "startTime": 1010, "class": "Frame", "method": "goto",
 			"params": obj{"url": "http://shop.test/signin", "timeout": 30000, "waitUntil": "load"}, "pageId": "page@1", "beforeSnapshot": "before@call@1"},
@@ -177,8 +207,8 @@ func pwSynthetic(t testing.TB) []byte {
 		obj{"type": "console", "messageType": "warning", "text": "slow", "args": []any{}, "location": obj{"url": "", "lineNumber": 0, "columnNumber": 0}, "time": 1200},
 		obj{"type": "console", "messageType": "endGroup", "text": "", "time": 1201},
 		obj{"type": "stdout", "timestamp": 1202, "text": "ignored"},
-	)
-	network := ndjson(
+	)...)
+	network := ndjson(pwAsFormat(version,
 		pwEntry(1012, "GET", "http://shop.test/signin", 200, obj{"headers": []any{ua}},
 			obj{"content": obj{"size": 15, "mimeType": "text/html; charset=utf-8", "_sha1": "a.html"}}),
 		pwEntry(1125, "POST", "http://shop.test/api/signin", 401,
@@ -187,17 +217,118 @@ func pwSynthetic(t testing.TB) []byte {
 		pwEntry(1102, "GET", "http://shop.test/logo.png", 200, nil, obj{"content": obj{"size": 16, "mimeType": "image/png", "_sha1": "d.png"}}),
 		pwEntry(1155, "GET", "http://shop.test/gone", 200, nil, obj{"content": obj{"size": 3, "mimeType": "text/plain", "_sha1": "not-in-the-zip.txt"}}),
 		pwEntry(1185, "GET", "http://shop.test/pending", -1, nil, nil),
-	)
+	)...)
+	frameFile := "resources/page@1-1.jpeg"
+	if version >= 9 {
+		frameFile = "screencast/page@1-1.jpeg"
+	}
 	return zipOf(t,
 		member{"trace.trace", trace},
 		member{"trace.network", network},
 		member{"trace.stacks", []byte(`{"files":[],"stacks":[]}`)},
-		member{"resources/page@1-1.jpeg", jpeg},
+		member{frameFile, jpeg},
 		member{"resources/a.html", []byte("<h1>Sign in</h1>")},
 		member{"resources/b.json", []byte(`{"password":"hunter2"}`)},
 		member{"resources/c.json", []byte(`{"error":"BAD_CREDENTIALS"}`)},
 		member{"resources/d.png", png},
 	)
+}
+
+// pwAsFormat rewrites version-8 trace lines (the obj ones, in place) as
+// Playwright writes them in a later format. 9 (Playwright 1.63): files are
+// named by their path in the zip — a screencast frame's file under
+// screencast/, a body's _file under resources/ — instead of sha1 and
+// _sha1, a name under resources/; actions no longer name their snapshots
+// (beforeSnapshot, inputSnapshot, afterSnapshot), a frame snapshot says
+// its phase (before, action, after) instead of its snapshotName; a call
+// may carry the stepId of the test step it belongs to. 10 (1.64 on):
+// stepId is gone (a call's callId is its step's id).
+func pwAsFormat(version int, lines ...any) []any {
+	if version < 9 {
+		return lines
+	}
+	toPath := func(m obj, from, to, dir string) {
+		if name, ok := m[from].(string); ok {
+			m[to] = dir + name
+			delete(m, from)
+		}
+	}
+	for _, l := range lines {
+		e, ok := l.(obj)
+		if !ok {
+			continue
+		}
+		switch e["type"] {
+		case "before":
+			delete(e, "beforeSnapshot")
+			if version == 9 {
+				e["stepId"] = "step@" + e["callId"].(string)
+			}
+		case "input":
+			delete(e, "inputSnapshot")
+		case "after":
+			delete(e, "afterSnapshot")
+		case "frame-snapshot":
+			sn := e["snapshot"].(obj)
+			phase, _, _ := strings.Cut(sn["snapshotName"].(string), "@")
+			if phase == "input" {
+				phase = "action"
+			}
+			sn["phase"] = phase
+			delete(sn, "snapshotName")
+		case "screencast-frame":
+			toPath(e, "sha1", "file", "screencast/")
+		case "resource-snapshot":
+			sn := e["snapshot"].(obj)
+			if pd, ok := sn["request"].(obj)["postData"].(obj); ok {
+				toPath(pd, "_sha1", "_file", "resources/")
+			}
+			if c, ok := sn["response"].(obj)["content"].(obj); ok {
+				toPath(c, "_sha1", "_file", "resources/")
+			}
+		}
+	}
+	return lines
+}
+
+// TestPlaywrightNewerFormats: the synthetic trace written in format 9 and
+// in format 10 imports to the very events format 8 does (the meta's
+// trace_version aside), and the rewrite really took out what format 8
+// had: no snapshot names, no sha1.
+func TestPlaywrightNewerFormats(t *testing.T) {
+	want, err := importPW(pwSynthetic(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []int{9, 10} {
+		data := pwSyntheticAt(t, version)
+		files := unzip(t, data)
+		for _, name := range []string{"trace.trace", "trace.network"} {
+			for _, old := range []string{"sha1", "Snapshot\"", "snapshotName"} {
+				if bytes.Contains(files[name], []byte(old)) {
+					t.Fatalf("format %d: %s still holds %s", version, name, old)
+				}
+			}
+		}
+		got, err := importPW(data)
+		if err != nil {
+			t.Fatalf("format %d: %v", version, err)
+		}
+		var meta event.Meta
+		_ = json.Unmarshal(got[0].Data, &meta)
+		if meta.Labels["trace_version"] != strconv.Itoa(version) {
+			t.Errorf("format %d: meta %s", version, got[0].Data)
+		}
+		got[0] = want[0]
+		if len(got) != len(want) {
+			t.Fatalf("format %d: %d events, format 8 %d", version, len(got), len(want))
+		}
+		for i := range got {
+			if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+				t.Errorf("format %d: event %d:\n got %s %s\nwant %s %s", version, i, got[i].Kind, got[i].Data, want[i].Kind, want[i].Data)
+			}
+		}
+	}
 }
 
 // TestPlaywrightMapping: a synthetic trace with every kind of line
@@ -476,12 +607,16 @@ func TestBadPlaywright(t *testing.T) {
 		{"bad network line", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", []byte("{\"type\":\"later\"}\nhunter2\n")}), "trace.network line 2: not valid JSON"},
 		{"network not HAR", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", ndjson(obj{"type": "resource-snapshot", "snapshot": obj{"url": "hunter2"}})}), "trace.network line 1: the resource snapshot has no request or response"},
 		{"entry without url", zipOf(t, member{"trace.trace", ctx}, member{"trace.network", ndjson(pwEntry(1, "GET", "", 200, nil, nil))}), "trace.network line 1: the resource snapshot: request.url: is required"},
-		{"newer", withTrace(pwContext(9)), "trace.trace line 1: trace format version 9 is newer than this importer reads (3 to 8)"},
+		{"newer", withTrace(pwContext(11)), "trace.trace line 1: trace format version 11 is newer than this importer reads (3 to 10)"},
 		{"older", withTrace(pwContext(2)), "trace format version 2 is older"},
 		{"no context", withTrace(obj{"type": "console", "messageType": "log", "text": "hunter2", "time": 1}), "trace.trace has no context-options event"},
 		{"no wall time", withTrace(obj{"version": 8, "type": "context-options"}, obj{"type": "console", "messageType": "log", "text": "hunter2", "time": 1}), "context-options has no wallTime"},
 		{"frame image missing", withTrace(pwContext(8), obj{"type": "screencast-frame", "sha1": "hunter2.jpeg", "width": 1, "height": 1, "timestamp": 1100}),
 			"trace.trace line 2: the screencast frame's image is not in the zip"},
+		{"frame file missing", withTrace(pwContext(10), obj{"type": "screencast-frame", "file": "screencast/hunter2.jpeg", "width": 1, "height": 1, "timestamp": 1100}),
+			"trace.trace line 2: the screencast frame's image is not in the zip"},
+		{"frame names no file", withTrace(pwContext(10), obj{"type": "screencast-frame", "width": 1, "height": 1, "timestamp": 1100}),
+			"trace.trace line 2: screencast-frame without file or sha1"},
 		{"before without callId", withTrace(pwContext(8), obj{"type": "before", "startTime": 1, "method": "click"}), "trace.trace line 2: before event without callId"},
 		{"twice", withTrace(pwContext(8), obj{"type": "before", "callId": "c", "startTime": 1, "method": "click"}, obj{"type": "before", "callId": "c", "startTime": 2, "method": "click"}),
 			"trace.trace line 3: a second before event for the same callId"},
@@ -503,14 +638,18 @@ func TestBadPlaywright(t *testing.T) {
 	}
 }
 
-// TestPlaywrightTraceFromRealChromium: playwright-core drives Debian's
-// Chromium through the storefront's gift-card checkout with tracing on
-// (internal/testenv/playwright/checkout.js); the trace zip it writes
-// imports with one step per action the script made, the 500 of POST
-// /api/checkout in the Pay click's step, exactly the statuses the
+// TestPlaywrightTraceFromRealChromium: playwright-core (the release
+// internal/testenv/playwright pins: the newest, trace format 10) drives
+// Debian's Chromium through the storefront's gift-card checkout with
+// tracing on (internal/testenv/playwright/checkout.js); the trace zip it
+// writes imports with one step per action the script made, the 500 of
+// POST /api/checkout in the Pay click's step, exactly the statuses the
 // storefront served, the page's console error, frames and snapshots; the
-// server stores it without the typed secrets; a truncated copy of the zip
-// is refused.
+// server stores it, frames and all, without the secrets typed or sent in
+// it (the password and card number typed, the bearer token of every
+// request's Authorization header, the session cookie) in any byte under
+// its data directory, in any encoding a secret search knows; a truncated
+// copy of the zip is refused.
 func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	start := time.Now()
 	base, served := testenv.Shop(t, demoapp.Options{GiftCardBug: true})
@@ -653,26 +792,36 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	_ = json.Unmarshal(evs[0].Data, &meta)
 	major, _, _ := strings.Cut(run.Browser, ".")
 	if meta.Versions["browser"] != "chromium" || meta.Versions["playwright"] != run.Playwright ||
-		!strings.HasPrefix(meta.Versions["browser_version"], major+".") || meta.Viewport == nil || meta.Viewport.Width != 1280 {
+		!strings.HasPrefix(meta.Versions["browser_version"], major+".") || meta.Viewport == nil || meta.Viewport.Width != 1280 ||
+		meta.Labels["trace_version"] != "10" {
 		t.Errorf("meta: %s (browser %s)", evs[0].Data, run.Browser)
 	}
 
-	// Stored through the server: the typed password and card number were
-	// in the trace and are not served back.
+	// Stored through the server, frames and all: every secret typed or
+	// sent was in the import (so a clean search means something), and no
+	// spelling of any is in a byte under the data directory, the index's
+	// rows, or what the server serves back.
+	secrets := []string{demoapp.Password, demoapp.Card, run.Bearer, run.Cookie}
+	labels := []string{"typed password", "typed card number", "Authorization bearer token", "session cookie"}
 	imported, _ := json.Marshal(evs)
+	for i, s := range secrets {
+		if len(s) < 8 || len((testenv.Corpus{"import": imported}).Hits([]string{s}, labels[i:i+1])) == 0 {
+			t.Fatalf("the import does not hold the %s: the search below proves nothing", labels[i])
+		}
+	}
 	s := startServer(t)
 	res, stored := s.imported(evs, "checkout-with-gift-card-fails")
 	if len(stored) != len(evs) {
 		t.Fatalf("stored %d events of %d", len(stored), len(evs))
 	}
 	servedJSON, _ := json.Marshal(stored)
-	for _, secret := range []string{demoapp.Password, demoapp.Card} {
-		if !bytes.Contains(imported, []byte(secret)) {
-			t.Fatalf("the import does not hold a typed secret: it proves nothing")
-		}
-		if bytes.Contains(servedJSON, []byte(secret)) {
-			t.Errorf("a typed secret is served back from the import")
-		}
+	corpus := testenv.Corpus{"served events": servedJSON}
+	corpus.AddFiles(t, s.dir, "running")
+	s.stop()
+	corpus.AddFiles(t, s.dir, "closed")
+	corpus.AddSQLite(t, filepath.Join(s.dir, "index.sqlite"))
+	if hits := corpus.Hits(secrets, labels); len(hits) > 0 {
+		t.Errorf("secrets of the trace are stored (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
 	}
 
 	// A truncated copy is refused.
@@ -681,7 +830,7 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "the zip is truncated or damaged") {
 		t.Errorf("truncated trace: %v", err)
 	}
-	t.Logf("playwright-core %s, Chromium %s: %d actions → %d events (%d har, %d console, %d frames, %d snapshots) in %d steps, %s",
-		run.Playwright, run.Browser, len(run.Actions), len(evs), len(got), len(kinds(evs, event.KindConsole)), len(frames),
-		len(kinds(evs, event.KindSnapshot)), res.Steps, time.Since(start).Round(time.Millisecond))
+	t.Logf("playwright-core %s (trace format %s), Chromium %s: %d actions → %d events (%d har, %d console, %d frames, %d snapshots) in %d steps; %d secrets searched in %d bytes (%d files); %s",
+		run.Playwright, meta.Labels["trace_version"], run.Browser, len(run.Actions), len(evs), len(got), len(kinds(evs, event.KindConsole)), len(frames),
+		len(kinds(evs, event.KindSnapshot)), res.Steps, len(secrets), corpus.Size(), corpus.Count("file "), time.Since(start).Round(time.Millisecond))
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,16 @@ type PlaywrightRun struct {
 	// Browser is the browser's version, Playwright playwright-core's.
 	Browser    string `json:"browser"`
 	Playwright string `json:"playwright"`
+	// Bearer is the token every request carried in its Authorization
+	// header (random per run); Cookie the value of the session cookie the
+	// storefront set at sign-in. Both are in the trace.
+	Bearer string `json:"bearer"`
+	Cookie string `json:"cookie"`
 }
+
+// MinNodeMajor is the oldest Node.js the pinned playwright-core runs on
+// (its package.json's engines); .ci/run checks the same.
+const MinNodeMajor = 20
 
 // PlaywrightDir is internal/testenv/playwright: its package.json pins
 // playwright-core, its checkout.js records the trace.
@@ -38,10 +49,11 @@ func PlaywrightDir() string {
 // node: playwright-core drives Debian's Chromium (see ChromiumPath; no
 // browser download) through the demo storefront at base — sign in, add to
 // cart, check out with the gift card applied, pay — with tracing on
-// (screenshots and snapshots), and writes the trace zip into a t.TempDir.
+// (screenshots and snapshots) and a bearer token on every request, and
+// writes the trace zip into a t.TempDir.
 // It returns the zip's path and what the script reports.
 //
-// Without node, playwright-core (npm ci --prefix
+// Without node (MinNodeMajor or newer), playwright-core (npm ci --prefix
 // internal/testenv/playwright) or a browser, the test is skipped on a
 // developer's machine and fails in CI (CI set).
 func PlaywrightCheckout(t testing.TB, base string) (zip string, run PlaywrightRun) {
@@ -56,7 +68,13 @@ func PlaywrightCheckout(t testing.TB, base string) (zip string, run PlaywrightRu
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("node not found on $PATH (apt-get install nodejs npm, then npm ci --prefix internal/testenv/playwright)")
+		missing(fmt.Sprintf("node not found on $PATH (install Node.js %d or newer, then npm ci --prefix internal/testenv/playwright)", MinNodeMajor))
+	}
+	// Debian's nodejs is 18: playwright-core would fail to load on it.
+	if v, err := exec.Command(node, "--version").Output(); err != nil {
+		missing(fmt.Sprintf("node --version: %v", err))
+	} else if major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(v)), ".", 2)[0], "v")); major < MinNodeMajor {
+		missing(fmt.Sprintf("node is %s; playwright-core needs Node.js %d or newer", strings.TrimSpace(string(v)), MinNodeMajor))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
 		missing("playwright-core is not installed: run npm ci --prefix internal/testenv/playwright")

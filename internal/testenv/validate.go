@@ -43,7 +43,7 @@ func npmPackage(t testing.TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(PlaywrightDir(), "node_modules", name)
 	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		npmMissing(t, name+" is not installed: run npm ci --prefix internal/testenv/playwright (with node and npm: apt-get install nodejs npm)")
+		npmMissing(t, fmt.Sprintf("%s is not installed: run npm ci --prefix internal/testenv/playwright (with Node.js %d or newer and npm)", name, MinNodeMajor))
 	}
 	return dir
 }
@@ -96,7 +96,7 @@ func ValidateHAR(t testing.TB, har []byte) error {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		npmMissing(t, "node not found on $PATH (apt-get install nodejs npm, then npm ci --prefix internal/testenv/playwright)")
+		npmMissing(t, fmt.Sprintf("node not found on $PATH (install Node.js %d or newer and npm, then npm ci --prefix internal/testenv/playwright)", MinNodeMajor))
 	}
 	npmPackage(t, "har-validator")
 	dir := PlaywrightDir()

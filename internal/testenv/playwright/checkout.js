@@ -6,14 +6,18 @@
 //
 // It launches Debian's Chromium ($CHROMIUM, else /usr/bin/chromium; no
 // browser download), opens a context with tracing on (screenshots and
-// snapshots), signs in, adds the product to the cart, checks out with the
-// gift card applied and pays, then stops tracing into TRACE_ZIP. On
-// stdout it prints one JSON object: the API calls it made while tracing
+// snapshots) whose every request carries a bearer token in its
+// Authorization header, signs in, adds the product to the cart, checks out
+// with the gift card applied and pays, then stops tracing into TRACE_ZIP.
+// On stdout it prints one JSON object: the API calls it made while tracing
 // that are actions ("actions", in order: what the trace's steps should
 // be), the text the page showed after paying, the browser's version and
-// playwright-core's.
+// playwright-core's, and the secrets the trace holds beyond the typed
+// password and card number: the bearer token (random per run) and the
+// session cookie the storefront set.
 "use strict";
 
+const crypto = require("crypto");
 const { chromium } = require("playwright-core");
 
 const EMAIL = "buyer@acme.example";
@@ -40,8 +44,13 @@ async function main() {
     return fn();
   };
   let shown = "";
+  let cookie = "";
+  const bearer = "fr-bearer-" + crypto.randomBytes(16).toString("hex");
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 800 },
+      extraHTTPHeaders: { Authorization: "Bearer " + bearer },
+    });
     await context.tracing.start({ screenshots: true, snapshots: true });
     const page = await act("browserContext.newPage", () => context.newPage());
     await act("page.goto", () => page.goto(base + "/signin"));
@@ -68,6 +77,8 @@ async function main() {
     // no step of it, so it is not an action here.
     shown = await page.locator("#pay-error").textContent();
     await context.tracing.stop({ path: out });
+    // After tracing: not a call the trace records.
+    cookie = ((await context.cookies()).find((c) => c.name === "shop_session") || {}).value || "";
     await context.close();
   } finally {
     await browser.close();
@@ -77,6 +88,8 @@ async function main() {
     shown,
     browser: browser.version(),
     playwright: require("playwright-core/package.json").version,
+    bearer,
+    cookie,
   }) + "\n");
 }
 
