@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Limits bound what a client may send. Zero disables a limit.
@@ -23,6 +24,11 @@ type Limits struct {
 	MaxVideoChunkBytes int
 	MaxVideoBlockBytes int
 	MaxVideoGOPBytes   int
+	// MaxRecordingSpan bounds a recording's events from its earliest ts to
+	// its latest; MaxClockSkew how far past the server's clock an event's
+	// ts may lie. Together they bound every ts playback ever works over.
+	MaxRecordingSpan time.Duration
+	MaxClockSkew     time.Duration
 }
 
 // Config configures ingest.
@@ -45,6 +51,9 @@ var DefaultLimits = Limits{
 	MaxVideoChunkBytes: 8 << 20,
 	MaxVideoBlockBytes: 16 << 20,
 	MaxVideoGOPBytes:   64 << 20,
+
+	MaxRecordingSpan: 24 * time.Hour,
+	MaxClockSkew:     5 * time.Minute,
 }
 
 // RegisterFlags adds ingest's flags, each with a FLIGHTREC_… environment
@@ -59,6 +68,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	intFlag(fs, &c.MaxVideoChunkBytes, "max-video-chunk-bytes", "largest chunk of one video event in bytes")
 	intFlag(fs, &c.MaxVideoBlockBytes, "max-video-block-bytes", "largest encoded video frame in bytes")
 	intFlag(fs, &c.MaxVideoGOPBytes, "max-video-gop-bytes", "largest video GOP (keyframe to keyframe) in bytes, held in memory until complete")
+	durationFlag(fs, &c.MaxRecordingSpan, "max-recording-span", "longest time from a recording's earliest event ts to its latest")
+	durationFlag(fs, &c.MaxClockSkew, "max-clock-skew", "how far past the server's clock an event's ts may lie")
 }
 
 // EnvName is the environment variable that backs a flag.
@@ -82,6 +93,13 @@ func intFlag(fs *flag.FlagSet, p *int, name, usage string) {
 		*p = v
 	}
 	fs.IntVar(p, name, *p, usage+" (env "+EnvName(name)+")")
+}
+
+func durationFlag(fs *flag.FlagSet, p *time.Duration, name, usage string) {
+	if v, err := time.ParseDuration(os.Getenv(EnvName(name))); err == nil {
+		*p = v
+	}
+	fs.DurationVar(p, name, *p, usage+" (env "+EnvName(name)+")")
 }
 
 func int64Flag(fs *flag.FlagSet, p *int64, name, usage string) {

@@ -69,6 +69,8 @@ type recording struct {
 	// lastStep is the newest stored event's step (a server-made event,
 	// which finish may append, takes it).
 	lastStep int
+	// ts is the range of the stored events' ts (checkTimes).
+	ts tsRange
 }
 
 // New returns a Service over st. It recovers every recording in st: open
@@ -133,7 +135,7 @@ func (s *Service) recover() error {
 		if cut := lg.Recovered(); cut > 0 {
 			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
 		}
-		red, err := s.rebuildRedactor(id)
+		red, ts, err := s.rebuildRedactor(id)
 		if err != nil {
 			lg.Close()
 			return fmt.Errorf("recover %s: %w", id, err)
@@ -143,7 +145,7 @@ func (s *Service) recover() error {
 			lg.Close()
 			return fmt.Errorf("recover %s: %w", id, err)
 		}
-		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video}
+		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video, ts: ts}
 		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 		s.proj.Notify(id, lg.LastSeq())
 	}
@@ -152,26 +154,29 @@ func (s *Service) recover() error {
 
 // rebuildRedactor makes an open recording's redactor from its saved plan
 // and feeds it the events already stored, so state that spans events (which
-// DOM nodes are masked) is what it was before the restart.
-func (s *Service) rebuildRedactor(id string) (*redact.Redactor, error) {
+// DOM nodes are masked) is what it was before the restart. On the way it
+// measures the stored events' ts range.
+func (s *Service) rebuildRedactor(id string) (*redact.Redactor, tsRange, error) {
+	var ts tsRange
 	raw, err := s.st.Plan(id)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
 	var plan policy.Plan
 	if err := json.Unmarshal(raw, &plan); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, ts, fmt.Errorf("plan: %w", err)
 	}
 	red, err := redact.New(&plan, s.key)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
 	s.configureVideo(red, id)
 	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
 		red.Observe(r.Kind, r.Data)
+		ts = ts.with(r.TS)
 		return nil
 	})
-	return red, err
+	return red, ts, err
 }
 
 // Close closes every open log. Recordings stay open on disk.
@@ -370,10 +375,14 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		return reply, nil
 	}
 
+	ts, err := checkTimes(r.ts, fresh, s.cfg.Limits, s.now())
+	if err != nil {
+		return AppendReply{}, err
+	}
 	if r.redStale {
 		// An earlier batch failed after redaction had advanced the
 		// redactor's state: rebuild it from what is stored.
-		red, err := s.rebuildRedactor(id)
+		red, _, err := s.rebuildRedactor(id)
 		if err != nil {
 			s.log.Error("rebuilding the redactor failed", "recording", id, "err", err)
 			return AppendReply{}, storageError(err)
@@ -409,6 +418,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 	}
 	r.redStale, stored = false, true
 	r.lastStep = recs[len(recs)-1].Step
+	r.ts = ts
 	r.bytes += r.log.Size() - before + blobSize
 	r.next = recs[len(recs)-1].Seq + 1
 	reply.AckedThrough = r.next - 1
