@@ -68,6 +68,11 @@ type Config struct {
 	// directory without tokens is served anonymously, and one with tokens
 	// needs them.
 	RequireTokens bool
+	// RecordPolicy writes the policy's digest into the data directory
+	// (retention.RecordPolicy): serve sets it, since the policy serve runs
+	// with is the one every retention sweep must use; a command's
+	// in-process server does not.
+	RecordPolicy bool
 	// RetentionInterval is how often the retention sweeper runs; 0 never
 	// (flightrec retention sweep runs it on demand).
 	RetentionInterval time.Duration
@@ -165,6 +170,13 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		idx.Close()
 		st.Close()
 		return nil, err
+	}
+	if cfg.RecordPolicy {
+		if err := retention.RecordPolicy(st.Dir(), pol.Digest()); err != nil {
+			idx.Close()
+			st.Close()
+			return nil, err
+		}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
