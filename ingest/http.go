@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -181,6 +182,12 @@ func readBodyInto(buf *bytes.Buffer, r *http.Request, max int64) ([]byte, error)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(max)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The server's body deadline (--body-timeout) passed.
+			return nil, apierr.New(http.StatusRequestTimeout, "BODY_TIMEOUT",
+				"send the body faster, or in smaller batches, or raise the server's --body-timeout; nothing of this batch was stored",
+				"the request body did not arrive in time")
 		}
 		if r.Header.Get("Content-Encoding") != "" {
 			return nil, badEncoding(r.Header.Get("Content-Encoding"))

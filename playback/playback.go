@@ -41,12 +41,21 @@ type Service struct {
 	// Signer signs attestations (the server's key, kept in the data
 	// directory); without one the attestation routes answer 501.
 	Signer *attest.Signer
+	// MaxVideoDuration bounds a video's span (frames' video and the
+	// executor's): a longer one is refused before any work (a video's
+	// frame count, its encoding time and the bytes held while it is built
+	// all grow with it), and a clip of steps asked for instead.
+	MaxVideoDuration time.Duration
 }
+
+// DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
+// encoder's 2 Mbit/s cap, a video at most 900 MB.
+const DefaultMaxVideoDuration = time.Hour
 
 // New returns a playback service.
 func New(st *store.Store, idx store.Index, log *slog.Logger) *Service {
 	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {},
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery)}
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), MaxVideoDuration: DefaultMaxVideoDuration}
 }
 
 // Close releases cached segment handles.
