@@ -163,7 +163,9 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var env struct{ Error struct{ Code, Message, Next string } }
+	var env struct {
+		Error struct{ Code, Message, Next string }
+	}
 	if err := json.Unmarshal(body, &env); err != nil || resp.StatusCode != 422 || env.Error.Code != "VIDEO_TOO_LONG" ||
 		!strings.Contains(env.Error.Next, "from_step") {
 		t.Fatalf("video of a wild ts: %d %s; want 422 VIDEO_TOO_LONG with a next", resp.StatusCode, body)
@@ -216,4 +218,3 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 		return err != nil
 	})
 }
-
