@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"image/jpeg"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -217,4 +219,55 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(enc[0]), "stat"))
 		return err != nil
 	})
+}
+
+// TestSlowBodyIsCut: a body trickled a byte at a time is cut once the
+// server's --body-timeout passes: the client gets 408 BODY_TIMEOUT with a
+// next (or, where the connection no longer allows a reply, its end), and
+// an append that arrives in time afterwards is stored.
+func TestSlowBodyIsCut(t *testing.T) {
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(), args: []string{"--body-timeout", "1s"}}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	id := openRec(t, base, "shop")
+	for _, path := range []string{"/v1/recordings", "/v1/recordings/" + id + "/events"} {
+		conn, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\n", path, p.addr)
+		stop := make(chan struct{})
+		go func() {
+			// A byte every 100 ms: the whole body would take hours.
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if _, err := conn.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		close(stop)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var env struct{ Error struct{ Code, Next string } }
+			if json.Unmarshal(body, &env) != nil || resp.StatusCode != http.StatusRequestTimeout ||
+				env.Error.Code != "BODY_TIMEOUT" || env.Error.Next == "" {
+				t.Errorf("%s: slow body answered %d %s; want 408 BODY_TIMEOUT with a next", path, resp.StatusCode, body)
+			}
+		} else {
+			t.Logf("%s: the connection ended without a reply: %v", path, err)
+		}
+		conn.Close()
+	}
+	// The recording is unharmed: an append in time is taken.
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, time.Now().UnixNano())}); code != 200 {
+		t.Fatalf("append after the slow bodies: %d %s", code, body)
+	}
 }
