@@ -29,6 +29,11 @@ type Limits struct {
 	// ts may lie. Together they bound every ts playback ever works over.
 	MaxRecordingSpan time.Duration
 	MaxClockSkew     time.Duration
+	// MaxBodyMemory bounds the memory request bodies being read take
+	// together (decompressed): 32 MiB for bodies up to 4 MiB, 32 MiB for
+	// four zstd decoders, the rest in slots of MaxBatchBytes plus 4 MiB,
+	// at least one (bodyMem).
+	MaxBodyMemory int64
 }
 
 // Config configures ingest.
@@ -54,6 +59,7 @@ var DefaultLimits = Limits{
 
 	MaxRecordingSpan: 24 * time.Hour,
 	MaxClockSkew:     5 * time.Minute,
+	MaxBodyMemory:    160 << 20,
 }
 
 // RegisterFlags adds ingest's flags, each with a FLIGHTREC_… environment
@@ -68,6 +74,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	intFlag(fs, &c.MaxVideoChunkBytes, "max-video-chunk-bytes", "largest chunk of one video event in bytes")
 	intFlag(fs, &c.MaxVideoBlockBytes, "max-video-block-bytes", "largest encoded video frame in bytes")
 	intFlag(fs, &c.MaxVideoGOPBytes, "max-video-gop-bytes", "largest video GOP (keyframe to keyframe) in bytes, held in memory until complete")
+	int64Flag(fs, &c.MaxBodyMemory, "max-body-memory", "memory in bytes that request bodies being read take together: 32 MiB for bodies up to 4 MiB, the rest in slots of --max-batch-bytes plus 4 MiB, at least one (plus 32 MiB for four zstd decoders)")
 	durationFlag(fs, &c.MaxRecordingSpan, "max-recording-span", "longest time from a recording's earliest event ts to its latest")
 	durationFlag(fs, &c.MaxClockSkew, "max-clock-skew", "how far past the server's clock an event's ts may lie")
 }

@@ -40,6 +40,9 @@ type Service struct {
 	m      *Metrics
 	now    func() time.Time
 
+	// bodies is the memory request bodies share.
+	bodies *bodyMem
+
 	// maskSlots bounds the ffmpeg processes masking video GOPs at once,
 	// across recordings: one per core (each runs one thread).
 	maskSlots chan struct{}
@@ -82,8 +85,8 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 		return nil, err
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
-		maskSlots: make(chan struct{}, runtime.NumCPU()),
-		open:      map[string]*recording{}, sealed: map[string]sealedRec{}}
+		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),
+		open: map[string]*recording{}, sealed: map[string]sealedRec{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store"
 )
@@ -269,5 +271,82 @@ func TestSlowBodyIsCut(t *testing.T) {
 	// The recording is unharmed: an append in time is taken.
 	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, time.Now().UnixNano())}); code != 200 {
 		t.Fatalf("append after the slow bodies: %d %s", code, body)
+	}
+}
+
+// zstdBomb is 1 GiB of zeros compressed (a few tens of KB), as one
+// frame that declares its size, the way klauspost's EncodeAll writes it.
+func zstdBomb(t *testing.T) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	var out bytes.Buffer
+	enc.Reset(&out)
+	zero := make([]byte, 1<<20)
+	for range 1024 {
+		if _, err := enc.Write(zero); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestConcurrentZstdBombs: ten appends at once, each 1 GiB of zeros as
+// zstd, are each refused with 413 BATCH_TOO_LARGE, the server's peak
+// RSS stays under 512 MB, and a real append is taken afterwards.
+func TestConcurrentZstdBombs(t *testing.T) {
+	bomb := zstdBomb(t)
+	t.Logf("bomb: %d bytes", len(bomb))
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	pid := p.cmd.Process.Pid
+	id := openRec(t, base, "shop")
+	type result struct {
+		code int
+		body []byte
+		err  error
+	}
+	res := make(chan result, 10)
+	for range 10 {
+		go func() {
+			req, _ := http.NewRequest("POST", base+"/v1/recordings/"+id+"/events", bytes.NewReader(bomb))
+			req.Header.Set("Content-Encoding", "zstd")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				res <- result{err: err}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			res <- result{code: resp.StatusCode, body: b}
+		}()
+	}
+	for range 10 {
+		r := <-res
+		var env struct{ Error struct{ Code, Next string } }
+		if r.err != nil || json.Unmarshal(r.body, &env) != nil || r.code != http.StatusRequestEntityTooLarge ||
+			env.Error.Code != "BATCH_TOO_LARGE" || env.Error.Next == "" {
+			t.Errorf("bomb: %d %s %v; want 413 BATCH_TOO_LARGE with a next", r.code, r.body, r.err)
+		}
+	}
+	hwm := procStatus(t, pid, "VmHWM")
+	t.Logf("peak RSS under 10 concurrent zstd bombs: %d MB", hwm/1024)
+	if hwm > 512<<10 {
+		t.Errorf("peak RSS %d MB, over 512 MB", hwm/1024)
+	}
+	// The memory is handed back: RSS falls to half the peak (the server
+	// does so a second after the last large body).
+	waitFor(t, "RSS falling after the bombs", func() bool { return procStatus(t, pid, "VmRSS") < hwm/2 })
+	t.Logf("RSS after: %d MB", procStatus(t, pid, "VmRSS")/1024)
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, time.Now().UnixNano())}); code != 200 {
+		t.Fatalf("append after the bombs: %d %s", code, body)
 	}
 }
