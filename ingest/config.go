@@ -16,6 +16,13 @@ type Limits struct {
 	MaxEventBytes     int   // one NDJSON line
 	MaxEventsPerBatch int
 	MaxOpenRecordings int
+	// MaxOpenPerProject bounds one project's open recordings, so that one
+	// project's abandoned recordings cannot take every slot.
+	MaxOpenPerProject int
+	// OpenIdleTimeout aborts an open recording nothing was appended to for
+	// this long (measured from its last write on disk, so across
+	// restarts); 0 never.
+	OpenIdleTimeout   time.Duration
 	MaxRecordingBytes int64 // stored bytes of one recording (log plus its blobs)
 	MaxStep           int
 	// MaxVideoChunkBytes bounds one video event's chunk (decoded bytes);
@@ -50,6 +57,8 @@ var DefaultLimits = Limits{
 	MaxEventBytes:     16 << 20,
 	MaxEventsPerBatch: 50_000,
 	MaxOpenRecordings: 10_000,
+	MaxOpenPerProject: 1_000,
+	OpenIdleTimeout:   24 * time.Hour,
 	MaxRecordingBytes: 16 << 30,
 	MaxStep:           1_000_000,
 
@@ -70,6 +79,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	intFlag(fs, &c.MaxEventBytes, "max-event-bytes", "largest single event (NDJSON line) in bytes")
 	intFlag(fs, &c.MaxEventsPerBatch, "max-events-per-batch", "most events in one append")
 	intFlag(fs, &c.MaxOpenRecordings, "max-open-recordings", "most recordings open at once")
+	intFlag(fs, &c.MaxOpenPerProject, "max-open-recordings-per-project", "most recordings one project may have open at once")
+	durationFlag(fs, &c.OpenIdleTimeout, "open-idle-timeout", "abort an open recording nothing was appended to for this long, measured from its last write on disk (0: never)")
 	int64Flag(fs, &c.MaxRecordingBytes, "max-recording-bytes", "largest recording in stored bytes")
 	intFlag(fs, &c.MaxVideoChunkBytes, "max-video-chunk-bytes", "largest chunk of one video event in bytes")
 	intFlag(fs, &c.MaxVideoBlockBytes, "max-video-block-bytes", "largest encoded video frame in bytes")

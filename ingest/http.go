@@ -23,6 +23,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Post("/v1/recordings", s.handleOpen)
 	r.Post("/v1/recordings/{id}/events", s.handleAppend)
 	r.Post("/v1/recordings/{id}/finish", s.handleFinish)
+	r.Post("/v1/recordings/{id}/abort", s.handleAbort)
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {
@@ -65,6 +66,17 @@ func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep, err := s.Finish(r.Context(), chi.URLParam(r, "id"), req)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// handleAbort seals an open recording with the verdict aborted. It takes
+// no body.
+func (s *Service) handleAbort(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Abort(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, err)
 		return
