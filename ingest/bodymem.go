@@ -95,6 +95,12 @@ func (m *bodyMem) decoder(ctx context.Context) (release func(), err error) {
 // -1), into a buffer within the budget. done gives the memory back; the
 // bytes must not be used after it. More than max bytes is
 // *http.MaxBytesError.
+//
+// A body takes what it starts with from the small pool (waiting, holding
+// nothing), grows there while the pool has room (never waiting), and past
+// smallBody or when the pool is full waits for a large slot, which lets it
+// grow to the limit. A buffer from bodyPool is written only as far as the
+// memory taken for it.
 func (m *bodyMem) read(ctx context.Context, src io.Reader, max, hint int64) (body []byte, done func(), err error) {
 	limit := max + 1 // one byte more than allowed says there was more
 	first := int64(minBodyBuf)
@@ -102,20 +108,10 @@ func (m *bodyMem) read(ctx context.Context, src io.Reader, max, hint int64) (bod
 		first = hint + 1
 	}
 	first = min(first, limit)
+	var smallHeld int64
+	large := false
 	p := bodyPool.Get().(*[]byte)
 	buf := (*p)[:0]
-	if int64(cap(buf)) < first {
-		buf = nil
-	}
-	smallHeld := min(first, smallBody)
-	if buf != nil {
-		smallHeld = int64(cap(buf))
-	}
-	if err := m.acquire(ctx, m.small, smallHeld); err != nil {
-		bodyPool.Put(p)
-		return nil, nil, err
-	}
-	large := false
 	done = func() {
 		if cap(buf) <= smallBody {
 			*p = buf[:0]
@@ -127,58 +123,71 @@ func (m *bodyMem) read(ctx context.Context, src io.Reader, max, hint int64) (bod
 			m.giveBack()
 		}
 	}
-	takeLarge := func() error {
+	fail := func(err error) ([]byte, func(), error) {
+		done()
+		return nil, nil, err
+	}
+	// room is how far buf may be filled with the memory held.
+	room := func() int {
 		if large {
-			return nil
+			return cap(buf)
 		}
+		return int(min(int64(cap(buf)), smallHeld))
+	}
+	// resize makes buf's capacity at least n.
+	resize := func(n int64) {
+		if int64(cap(buf)) < n {
+			nb := make([]byte, len(buf), n)
+			copy(nb, buf)
+			buf = nb
+		}
+	}
+	if first > smallBody {
 		if err := m.acquire(ctx, m.large, 1); err != nil {
-			return err
+			return fail(err)
 		}
 		large = true
-		return nil
-	}
-	if buf == nil {
-		if first > smallBody {
-			if err := takeLarge(); err != nil {
-				done()
-				return nil, nil, err
-			}
+	} else {
+		if err := m.acquire(ctx, m.small, first); err != nil {
+			return fail(err)
 		}
-		buf = make([]byte, 0, first)
+		smallHeld = first
 	}
+	resize(first)
 	for {
-		if len(buf) == cap(buf) {
+		if len(buf) == room() {
 			if int64(len(buf)) >= limit {
 				break
 			}
-			next := min(int64(cap(buf))*2, limit)
-			if next > smallBody {
-				if err := takeLarge(); err != nil {
-					done()
-					return nil, nil, err
+			next := min(int64(len(buf))*2, limit)
+			switch {
+			case large:
+				resize(limit)
+			case next <= smallBody && m.small.TryAcquire(next-smallHeld):
+				smallHeld = next
+				resize(next)
+			default:
+				if err := m.acquire(ctx, m.large, 1); err != nil {
+					return fail(err)
 				}
 				// The slot is worth a body at the limit: grow there at
 				// once rather than leave a trail of halved buffers for
 				// the collector (pages never written stay unmapped).
-				next = limit
+				large = true
+				resize(limit)
 			}
-			nb := make([]byte, len(buf), next)
-			copy(nb, buf)
-			buf = nb
 		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
+		n, err := src.Read(buf[len(buf):room()])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			done()
-			return nil, nil, err
+			return fail(err)
 		}
 	}
 	if int64(len(buf)) > max {
-		done()
-		return nil, nil, &http.MaxBytesError{Limit: max}
+		return fail(&http.MaxBytesError{Limit: max})
 	}
 	return buf, done, nil
 }
