@@ -1,12 +1,13 @@
 package ingest
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Post("/v1/recordings", s.handleOpen)
 	r.Post("/v1/recordings/{id}/events", s.handleAppend)
 	r.Post("/v1/recordings/{id}/finish", s.handleFinish)
+	r.Post("/v1/recordings/{id}/abort", s.handleAbort)
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {
@@ -44,7 +46,7 @@ const maxControlBody = 1 << 20
 
 func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 	var req OpenRequest
-	if err := decodeJSONBody(r, maxControlBody, &req); err != nil {
+	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -59,11 +61,22 @@ func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 	var req FinishRequest
-	if err := decodeJSONBody(r, maxControlBody, &req); err != nil {
+	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
 		s.fail(w, err)
 		return
 	}
 	rep, err := s.Finish(r.Context(), chi.URLParam(r, "id"), req)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// handleAbort seals an open recording with the verdict aborted. It takes
+// no body.
+func (s *Service) handleAbort(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.Abort(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -78,19 +91,14 @@ func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	defer func() {
-		// Nothing holds the body after Append returns: records were
-		// written to the log and blobs copied into their pack.
-		if buf.Cap() <= maxPooledBody {
-			bodyPool.Put(buf)
-		}
-	}()
-	body, err := readBodyInto(buf, r, s.cfg.MaxBatchBytes)
+	body, done, err := s.readBody(r, s.cfg.MaxBatchBytes)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	// Nothing holds the body after Append returns: records were written
+	// to the log and blobs copied into their pack.
+	defer done()
 	s.m.Bytes.Add(float64(len(body)))
 	batch, err := DecodeBatch(body, s.cfg.Limits)
 	if err != nil {
@@ -107,11 +115,12 @@ func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func decodeJSONBody(r *http.Request, max int64, v any) error {
-	body, err := readBody(r, max)
+func (s *Service) decodeJSONBody(r *http.Request, max int64, v any) error {
+	body, done, err := s.readBody(r, max)
 	if err != nil {
 		return err
 	}
+	defer done()
 	if len(strings.TrimSpace(string(body))) == 0 {
 		body = []byte("{}")
 	}
@@ -124,73 +133,80 @@ func decodeJSONBody(r *http.Request, max int64, v any) error {
 	return nil
 }
 
+// zstdPool recycles decoders. A decoder's memory is its window and its
+// blocks: the window is capped at maxZstdWindow (what zstd's levels 1-19
+// use; --long frames are refused), and it decodes on the calling goroutine.
 var zstdPool = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<30))
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxZstdWindow), zstd.WithDecoderMaxMemory(maxZstdWindow))
 	if err != nil {
 		panic(err)
 	}
 	return d
 }}
 
-// readBody reads a request body, decompressing gzip or zstd, and refuses
-// more than max decompressed bytes (so a small compressed bomb cannot
-// exhaust memory).
-func readBody(r *http.Request, max int64) ([]byte, error) {
-	var buf bytes.Buffer
-	return readBodyInto(&buf, r, max)
-}
+const maxZstdWindow = 8 << 20
 
-// bodyPool recycles append bodies. A fresh megabyte buffer costs a page
-// fault per 4 KiB as the kernel copies the request into it, which measured
-// as much as everything else the append does; a reused one does not.
-var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBody keeps an unusually large body's buffer out of the pool.
-const maxPooledBody = 16 << 20
-
-// readBodyInto is readBody into buf; the bytes it returns alias buf.
-func readBodyInto(buf *bytes.Buffer, r *http.Request, max int64) ([]byte, error) {
+// readBody reads a request body, decompressing gzip or zstd, within the
+// shared body memory budget (bodyMem), and refuses more than max
+// decompressed bytes (so a small compressed bomb cannot exhaust memory,
+// nor can many at once). done gives the body's memory back; the bytes
+// must not be used after it.
+func (s *Service) readBody(r *http.Request, max int64) (body []byte, done func(), err error) {
 	var src io.Reader = r.Body
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 	case "gzip":
 		gz, err := gzip.NewReader(r.Body)
 		if err != nil {
-			return nil, badEncoding("gzip")
+			return nil, nil, badEncoding("gzip")
 		}
 		defer gz.Close()
 		src = gz
 	case "zstd":
+		release, err := s.bodies.decoder(r.Context())
+		if err != nil {
+			return nil, nil, err
+		}
+		defer release()
 		d := zstdPool.Get().(*zstd.Decoder)
 		if err := d.Reset(r.Body); err != nil {
-			return nil, badEncoding("zstd")
+			return nil, nil, badEncoding("zstd")
 		}
 		defer func() { _ = d.Reset(nil); zstdPool.Put(d) }()
 		src = d
 	default:
-		return nil, apierr.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_ENCODING",
+		return nil, nil, apierr.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_ENCODING",
 			"send the body plain, gzip or zstd", "Content-Encoding %q is not supported", clipHeader(enc))
 	}
-	buf.Reset()
-	if n := r.ContentLength; n > 0 && src == r.Body && n <= max {
-		buf.Grow(int(n) + 1) // one allocation for a plain body of known size
+	hint := int64(-1)
+	if src == r.Body {
+		hint = r.ContentLength // one allocation for a plain body of known size
 	}
-	_, err := buf.ReadFrom(io.LimitReader(src, max+1))
-	body := buf.Bytes()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge(max)
-		}
-		if r.Header.Get("Content-Encoding") != "" {
-			return nil, badEncoding(r.Header.Get("Content-Encoding"))
-		}
-		return nil, apierr.New(http.StatusBadRequest, "BAD_BODY", "resend the batch", "reading the body failed")
+	body, done, err = s.bodies.read(r.Context(), src, max, hint)
+	if err == nil {
+		return body, done, nil
 	}
-	if int64(len(body)) > max {
-		return nil, tooLarge(max)
+	var mbe *http.MaxBytesError
+	var ae *apierr.Error
+	switch {
+	case errors.As(err, &ae):
+		return nil, nil, ae
+	case errors.As(err, &mbe):
+		return nil, nil, tooLarge(max)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The server's body deadline (--body-timeout) passed.
+		return nil, nil, apierr.New(http.StatusRequestTimeout, "BODY_TIMEOUT",
+			"send the body faster, or in smaller batches, or raise the server's --body-timeout; nothing of this batch was stored",
+			"the request body did not arrive in time")
+	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, nil, apierr.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
+			fmt.Sprintf("compress with a zstd window of at most %d MiB (levels 1-19 without --long)", maxZstdWindow>>20),
+			"the body's zstd window exceeds %d bytes", maxZstdWindow)
+	case r.Header.Get("Content-Encoding") != "":
+		return nil, nil, badEncoding(r.Header.Get("Content-Encoding"))
 	}
-	return body, nil
+	return nil, nil, apierr.New(http.StatusBadRequest, "BAD_BODY", "resend the batch", "reading the body failed")
 }
 
 func tooLarge(max int64) error {

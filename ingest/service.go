@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,9 @@ type Service struct {
 	m      *Metrics
 	now    func() time.Time
 
+	// bodies is the memory request bodies share.
+	bodies *bodyMem
+
 	// maskSlots bounds the ffmpeg processes masking video GOPs at once,
 	// across recordings: one per core (each runs one thread).
 	maskSlots chan struct{}
@@ -49,6 +53,10 @@ type Service struct {
 	// Finished recordings' roots and verdicts, so a retried finish is
 	// answered without reading the manifest.
 	sealed map[string]sealedRec
+
+	stopIdle  chan struct{} // closed by Close: ends expireIdle
+	idle      sync.WaitGroup
+	closeOnce sync.Once
 }
 
 type sealedRec struct{ root, verdict string }
@@ -69,6 +77,11 @@ type recording struct {
 	// lastStep is the newest stored event's step (a server-made event,
 	// which finish may append, takes it).
 	lastStep int
+	// ts is the range of the stored events' ts (checkTimes).
+	ts tsRange
+	// lastWrite is when the recording was last written (unix ns): its
+	// open, or its last append; at recovery, its files' modification time.
+	lastWrite atomic.Int64
 }
 
 // New returns a Service over st. It recovers every recording in st: open
@@ -80,8 +93,8 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 		return nil, err
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
-		maskSlots: make(chan struct{}, runtime.NumCPU()),
-		open:      map[string]*recording{}, sealed: map[string]sealedRec{}}
+		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),
+		open: map[string]*recording{}, sealed: map[string]sealedRec{}, stopIdle: make(chan struct{})}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -91,6 +104,10 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 	if err := s.recover(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if cfg.OpenIdleTimeout > 0 {
+		s.idle.Add(1)
+		go s.expireIdle(cfg.OpenIdleTimeout)
 	}
 	return s, nil
 }
@@ -126,6 +143,12 @@ func (s *Service) recover() error {
 			s.proj.Notify(id, m.LastSeq)
 			continue
 		}
+		// Before the log is opened, which may cut a torn tail and so
+		// change its files' times.
+		last, err := s.st.LastWrite(id)
+		if err != nil {
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
 		lg, err := s.st.OpenLog(id)
 		if err != nil {
 			return fmt.Errorf("recover %s: %w", id, err)
@@ -133,7 +156,7 @@ func (s *Service) recover() error {
 		if cut := lg.Recovered(); cut > 0 {
 			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
 		}
-		red, err := s.rebuildRedactor(id)
+		red, ts, err := s.rebuildRedactor(id)
 		if err != nil {
 			lg.Close()
 			return fmt.Errorf("recover %s: %w", id, err)
@@ -143,7 +166,9 @@ func (s *Service) recover() error {
 			lg.Close()
 			return fmt.Errorf("recover %s: %w", id, err)
 		}
-		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video}
+		r := &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video, ts: ts}
+		r.lastWrite.Store(last.UnixNano())
+		s.open[id] = r
 		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 		s.proj.Notify(id, lg.LastSeq())
 	}
@@ -152,33 +177,44 @@ func (s *Service) recover() error {
 
 // rebuildRedactor makes an open recording's redactor from its saved plan
 // and feeds it the events already stored, so state that spans events (which
-// DOM nodes are masked) is what it was before the restart.
-func (s *Service) rebuildRedactor(id string) (*redact.Redactor, error) {
+// DOM nodes are masked) is what it was before the restart. On the way it
+// measures the stored events' ts range.
+func (s *Service) rebuildRedactor(id string) (*redact.Redactor, tsRange, error) {
+	var ts tsRange
 	raw, err := s.st.Plan(id)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
 	var plan policy.Plan
 	if err := json.Unmarshal(raw, &plan); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+		return nil, ts, fmt.Errorf("plan: %w", err)
 	}
 	red, err := redact.New(&plan, s.key)
 	if err != nil {
-		return nil, err
+		return nil, ts, err
 	}
 	s.configureVideo(red, id)
 	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
 		red.Observe(r.Kind, r.Data)
+		ts = ts.with(r.TS)
 		return nil
 	})
-	return red, err
+	return red, ts, err
 }
 
 // Close closes every open log. Recordings stay open on disk.
 func (s *Service) Close() {
+	s.closeOnce.Do(func() { close(s.stopIdle) })
+	s.idle.Wait() // no abort runs from here on
+	// A recording's lock is taken without s.mu held: finishing one takes
+	// s.mu under the recording's lock.
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	open := make([]*recording, 0, len(s.open))
 	for _, r := range s.open {
+		open = append(open, r)
+	}
+	s.mu.Unlock()
+	for _, r := range open {
 		r.mu.Lock()
 		if !r.closed {
 			r.log.Close()
@@ -248,16 +284,9 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	if err := req.validate(); err != nil {
 		return OpenReply{}, err
 	}
-	s.mu.Lock()
-	if max := s.cfg.MaxOpenRecordings; max > 0 && len(s.open) >= max {
-		s.mu.Unlock()
-		e := apierr.New(http.StatusTooManyRequests, "TOO_MANY_OPEN_RECORDINGS",
-			"finish recordings that are done, or retry later",
-			"%d recordings are open, the limit", max)
-		e.RetryAfter = 5
-		return OpenReply{}, e
+	if err := s.checkOpenLimits(req.Project); err != nil {
+		return OpenReply{}, err
 	}
-	s.mu.Unlock()
 	now := s.now()
 	meta := store.RecordingMeta{
 		ID: store.NewRecordingID(now), Project: req.Project, Flow: req.Flow, Labels: req.Labels,
@@ -295,8 +324,10 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	if err != nil {
 		return OpenReply{}, storageError(err)
 	}
+	r := &recording{meta: meta, red: red, log: lg, next: 1}
+	r.lastWrite.Store(now.UnixNano())
 	s.mu.Lock()
-	s.open[meta.ID] = &recording{meta: meta, red: red, log: lg, next: 1}
+	s.open[meta.ID] = r
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
 	if s.OnOpen != nil {
@@ -326,9 +357,27 @@ func (s *Service) lookup(id string) (*recording, error) {
 		return r, nil
 	}
 	if sealed {
-		return nil, finished()
+		return nil, s.sealedError(id)
 	}
 	return nil, notFound(id)
+}
+
+// sealedError is the refusal of an append to a sealed recording: an
+// aborted one says so, since its executor did not finish it.
+func (s *Service) sealedError(id string) error {
+	s.mu.Lock()
+	done := s.sealed[id]
+	s.mu.Unlock()
+	if done.verdict == store.VerdictAborted {
+		return aborted()
+	}
+	return finished()
+}
+
+func aborted() error {
+	return apierr.New(http.StatusConflict, "RECORDING_ABORTED",
+		"the recording was aborted (POST …/abort, or no append for --open-idle-timeout) and sealed with what was acknowledged; open a new recording and send the rest there",
+		"the recording was aborted; it takes no more events")
 }
 
 func notFound(string) error { return apierr.RecordingNotFound(false) }
@@ -349,7 +398,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return AppendReply{}, finished()
+		return AppendReply{}, s.sealedError(id)
 	}
 	first := batch[0].Seq
 	if first > r.next {
@@ -370,10 +419,14 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		return reply, nil
 	}
 
+	ts, err := checkTimes(r.ts, fresh, s.cfg.Limits, s.now())
+	if err != nil {
+		return AppendReply{}, err
+	}
 	if r.redStale {
 		// An earlier batch failed after redaction had advanced the
 		// redactor's state: rebuild it from what is stored.
-		red, err := s.rebuildRedactor(id)
+		red, _, err := s.rebuildRedactor(id)
 		if err != nil {
 			s.log.Error("rebuilding the redactor failed", "recording", id, "err", err)
 			return AppendReply{}, storageError(err)
@@ -409,6 +462,8 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 	}
 	r.redStale, stored = false, true
 	r.lastStep = recs[len(recs)-1].Step
+	r.ts = ts
+	r.lastWrite.Store(s.now().UnixNano())
 	r.bytes += r.log.Size() - before + blobSize
 	r.next = recs[len(recs)-1].Seq + 1
 	reply.AckedThrough = r.next - 1
@@ -577,8 +632,21 @@ type FinishReply struct {
 func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (FinishReply, error) {
 	if i := sort.SearchStrings(sortedVerdicts, req.Verdict); i == len(sortedVerdicts) || sortedVerdicts[i] != req.Verdict {
 		return FinishReply{}, apierr.New(http.StatusBadRequest, "BAD_VERDICT",
-			"send verdict pass, fail, flaky, blocked or not_run", "unknown verdict")
+			"send verdict pass, fail, flaky, blocked or not_run (aborted is the server's: POST …/abort)", "unknown verdict")
 	}
+	return s.seal(ctx, id, req.Verdict, nil)
+}
+
+// Abort seals an open recording with the verdict aborted: what was
+// acknowledged is kept, and appends afterwards are 409 RECORDING_ABORTED.
+// A retried abort returns the same root.
+func (s *Service) Abort(ctx context.Context, id string) (FinishReply, error) {
+	return s.seal(ctx, id, store.VerdictAborted, nil)
+}
+
+// seal finishes recording id with verdict, if still holds of it (checked
+// under its lock; nil: always).
+func (s *Service) seal(ctx context.Context, id, verdict string, still func(*recording) bool) (FinishReply, error) {
 	if !store.ValidRecordingID(id) {
 		return FinishReply{}, notFound(id)
 	}
@@ -587,7 +655,7 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 	done, sealed := s.sealed[id]
 	s.mu.Unlock()
 	if r == nil {
-		if sealed && done.verdict == req.Verdict {
+		if sealed && done.verdict == verdict {
 			m, err := s.st.ReadManifest(done.root)
 			if err != nil {
 				return FinishReply{}, storageError(err)
@@ -595,14 +663,17 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 			return FinishReply{Root: done.root, AckedThrough: m.LastSeq}, nil
 		}
 		if sealed {
-			return FinishReply{}, finished()
+			return FinishReply{}, s.sealedError(id)
 		}
 		return FinishReply{}, notFound(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return s.Finish(ctx, id, req) // sealed meanwhile: answer as a retry
+		return s.seal(ctx, id, verdict, still) // sealed meanwhile: answer as a retry
+	}
+	if still != nil && !still(r) {
+		return FinishReply{}, errNotStill
 	}
 	if err := s.finishVideo(ctx, r); err != nil {
 		return FinishReply{}, err
@@ -611,7 +682,7 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 		return FinishReply{}, storageError(err)
 	}
 	meta := r.meta
-	meta.Verdict = req.Verdict
+	meta.Verdict = verdict
 	meta.FinishedAt = s.now().UnixNano()
 	root, err := s.st.Seal(meta)
 	if err != nil {
@@ -627,15 +698,22 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 	r.closed = true
 	s.mu.Lock()
 	delete(s.open, id)
-	s.sealed[id] = sealedRec{root, req.Verdict}
+	s.sealed[id] = sealedRec{root, verdict}
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
 	s.proj.Notify(id, r.next-1)
 	return FinishReply{Root: root, AckedThrough: r.next - 1}, nil
 }
 
+// sortedVerdicts are the verdicts an executor may finish with: every one
+// but the server's own, aborted.
 var sortedVerdicts = func() []string {
-	v := append([]string(nil), store.Verdicts...)
+	var v []string
+	for _, x := range store.Verdicts {
+		if x != store.VerdictAborted {
+			v = append(v, x)
+		}
+	}
 	sort.Strings(v)
 	return v
 }()

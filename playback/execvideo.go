@@ -101,6 +101,9 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 	if end < start+int64(videoFrame) {
 		end = start + int64(videoFrame)
 	}
+	if err := s.checkVideoSpan(start, end); err != nil {
+		return err
+	}
 	chapters := make([]webm.Chapter, len(chosen))
 	for i, st := range chosen {
 		chapters[i] = webm.Chapter{Step: st.Step, Title: chapterTitle(st), Start: st.StartTS, End: st.EndTS}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -40,12 +41,21 @@ type Service struct {
 	// Signer signs attestations (the server's key, kept in the data
 	// directory); without one the attestation routes answer 501.
 	Signer *attest.Signer
+	// MaxVideoDuration bounds a video's span (frames' video and the
+	// executor's): a longer one is refused before any work (a video's
+	// frame count, its encoding time and the bytes held while it is built
+	// all grow with it), and a clip of steps asked for instead.
+	MaxVideoDuration time.Duration
 }
+
+// DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
+// encoder's 2 Mbit/s cap, a video at most 900 MB.
+const DefaultMaxVideoDuration = time.Hour
 
 // New returns a playback service.
 func New(st *store.Store, idx store.Index, log *slog.Logger) *Service {
 	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {},
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery)}
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), MaxVideoDuration: DefaultMaxVideoDuration}
 }
 
 // Close releases cached segment handles.
@@ -101,6 +111,27 @@ func badParam(name, want string) error {
 		"query parameter %s is not %s", name, want)
 }
 
+// enumParam refuses a filter value outside its enumeration: a filter that
+// matched nothing would answer an empty page, which reads as "no such
+// recordings" when the caller misspelled the value.
+func enumParam(name, v string, allowed []string) error {
+	if v == "" || slices.Contains(allowed, v) {
+		return nil
+	}
+	list := strings.Join(allowed, ", ")
+	return apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as one of "+list+", or leave it out",
+		"query parameter %s is not one of %s", name, list).With("allowed", allowed)
+}
+
+// kindNames are the event kinds as filter values.
+var kindNames = func() []string {
+	out := make([]string, len(event.Kinds))
+	for i, k := range event.Kinds {
+		out[i] = string(k)
+	}
+	return out
+}()
+
 func notFound() error { return apierr.RecordingNotFound(true) }
 
 // RecordingList answers GET /v1/recordings.
@@ -114,6 +145,11 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.RecordingFilter{Project: q.Get("project"), Flow: q.Get("flow"), Verdict: q.Get("verdict"),
 		State: q.Get("state"), After: q.Get("after")}
+	if err := errors.Join(enumParam("state", f.State, []string{store.StateOpen, store.StateFinished}),
+		enumParam("verdict", f.Verdict, store.Verdicts)); err != nil {
+		s.fail(w, err)
+		return
+	}
 	var err error
 	if f.Since, err = timeParam(q.Get("since")); err != nil {
 		s.fail(w, badParam("since", "RFC 3339 time or unix nanoseconds"))
@@ -359,8 +395,8 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	qv := r.URL.Query()
 	q := store.EventQuery{Recording: row.ID, Kind: event.Kind(qv.Get("kind"))}
-	if q.Kind != "" && !q.Kind.Valid() {
-		s.fail(w, badParam("kind", "an event kind"))
+	if err := enumParam("kind", string(q.Kind), kindNames); err != nil {
+		s.fail(w, err)
 		return
 	}
 	if v := qv.Get("step"); v != "" {

@@ -64,7 +64,7 @@ func parseSearch(q string) (searchTerms, error) {
 			t.q.URL = val
 		case ok && key == "kind":
 			if !event.Kind(val).Valid() {
-				return t, badParam("q", "kind:K with K one of the event kinds (receipt, har, console…)")
+				return t, badParam("q", "kind:K with K one of "+strings.Join(kindNames, ", "))
 			}
 			t.kind = event.Kind(val)
 		default:

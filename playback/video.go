@@ -205,6 +205,10 @@ func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, c
 	if opt.End < opt.Start+int64(videoFrame) {
 		opt.End = opt.Start + int64(videoFrame)
 	}
+	if err := s.checkVideoSpan(opt.Start, opt.End); err != nil {
+		return err
+	}
+	opt.MaxDuration = s.MaxVideoDuration
 	chapters := make([]webm.Chapter, len(chosen))
 	for i, st := range chosen {
 		chapters[i] = webm.Chapter{Step: st.Step, Title: chapterTitle(st), Start: st.StartTS, End: st.EndTS}
@@ -218,12 +222,30 @@ func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, c
 	case errors.Is(err, webm.ErrNoFrames):
 		return apierr.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video; see the DOM at each step instead",
 			"the recording has no frames in that span")
+	case ctx.Err() != nil:
+		return ctx.Err()
 	case err != nil:
 		s.log.Error("encoding a video failed", "recording", row.ID, "err", err)
 		return apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
 			"the video could not be encoded")
 	}
 	return nil
+}
+
+// checkVideoSpan refuses a video longer than MaxVideoDuration before any
+// work is done. A recording stored before ingest bounded timestamps may
+// span centuries (one event at ts 2^63−1): its video would be billions of
+// frames.
+func (s *Service) checkVideoSpan(start, end int64) error {
+	max := s.MaxVideoDuration
+	// Timestamps are > 0, so end-start cannot overflow once end >= start.
+	if max <= 0 || (end >= start && end-start <= int64(max)) {
+		return nil
+	}
+	return apierr.New(http.StatusUnprocessableEntity, "VIDEO_TOO_LONG",
+		fmt.Sprintf("ask for a clip of steps (?from_step=N&to_step=M) spanning at most %s, or play the frames: GET …/events?kind=frame", max),
+		"the video would span more than %s (the server's --max-video-duration)", max).
+		With("max_duration_ns", int64(max))
 }
 
 // chapterTitle names a step as a reviewer scans a chapter list.

@@ -2,7 +2,9 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +60,7 @@ type AppMap struct {
 // modules, prepared once at start.
 type Engine struct {
 	modules map[string]*ast.Module
+	digest  string
 	redact  rego.PreparedEvalQuery
 	access  rego.PreparedEvalQuery
 	retain  rego.PreparedEvalQuery
@@ -78,6 +81,9 @@ func (e *CompileError) Error() string {
 // does not compile is a *CompileError naming each file, line and column.
 func Load(ctx context.Context, dir string) (*Engine, error) {
 	modules := map[string]*ast.Module{}
+	// sources are the modules' bytes by a name that does not depend on
+	// where the directory was named from (digest).
+	sources := map[string][]byte{}
 	var errs []string
 	parse := func(name string, src []byte) {
 		m, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
@@ -86,6 +92,11 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 			return
 		}
 		modules[name] = m
+		if rel, err := filepath.Rel(dir, name); err == nil && !strings.HasPrefix(name, "default/") {
+			sources["user/"+filepath.ToSlash(rel)] = src
+		} else {
+			sources[name] = src
+		}
 	}
 	err := fs.WalkDir(defaultPolicy, "rego", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -146,8 +157,31 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{modules: modules, redact: red, access: acc, retain: ret, timeout: time.Second}, nil
+	return &Engine{modules: modules, digest: digestOf(sources), redact: red, access: acc, retain: ret, timeout: time.Second}, nil
 }
+
+// digestOf is "sha256:" and the hex digest of every module's name and
+// bytes, in name order: two loads have one digest exactly when they read
+// the same files (tests included, which decide nothing but are cheap to
+// count), whatever path named the directory.
+func digestOf(sources map[string][]byte) string {
+	names := make([]string, 0, len(sources))
+	for n := range sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%d:%s%d:", len(n), n, len(sources[n]))
+		h.Write(sources[n])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Digest names the policy this engine loaded (the default's modules and
+// the user's): serve records it in the data directory, and a retention
+// sweep from the command line refuses to run under another.
+func (e *Engine) Digest() string { return e.digest }
 
 // replaceDefault drops a default package (and its tests) when the user's
 // modules define it: the access and retention policies are replaced whole,

@@ -20,8 +20,14 @@ const (
 	StateFinished = "finished"
 )
 
-// Verdicts a finished recording may carry.
-var Verdicts = []string{"pass", "fail", "flaky", "blocked", "not_run"}
+// Verdicts a finished recording may carry. VerdictAborted is the server's
+// own: an executor finishes with one of the others, and a recording
+// aborted (POST …/abort, or left idle past --open-idle-timeout) is sealed
+// with it.
+var Verdicts = []string{"pass", "fail", "flaky", "blocked", "not_run", VerdictAborted}
+
+// VerdictAborted seals a recording its executor abandoned.
+const VerdictAborted = "aborted"
 
 // RecordingMeta is what a recording is: set at open, completed at finish.
 // It is the JSON stored in a recording's meta file and in its manifest.

@@ -14,6 +14,7 @@ import (
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/audit"
+	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 )
 
@@ -21,19 +22,23 @@ import (
 // store through an in-process server).
 func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if len(args) == 0 || args[0] != "sweep" {
-		fmt.Fprintln(errOut, "Usage: flightrec retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR]")
+		fmt.Fprintln(errOut, "Usage: flightrec retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR [--policy DIR] [--policy-changed]]")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return exitOK
 		}
 		return exitUsage
 	}
-	fs := newFlags("retention sweep", "retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR]", errOut)
+	fs := newFlags("retention sweep", "retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR [--policy DIR] [--policy-changed]]", errOut)
 	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
 	dry := fs.Bool("dry-run", false, "only report what would be removed")
 	now := fs.String("now", "", "with --dry-run: answer what would go at this time (RFC 3339)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""),
+		"with --data: directory of Rego the sweep's retention classes come from, as serve's --policy (env FLIGHTREC_POLICY)")
+	policyChanged := fs.Bool("policy-changed", false,
+		"with --data: sweep even though serve last ran with another policy")
 	if code := parse(fs, args[1:]); code >= 0 {
 		return code
 	}
@@ -45,7 +50,19 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 	if !ok {
 		return exitUsage
 	}
-	base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
+	if local {
+		// A server sweeps under its own policy; a sweep here must use the
+		// same one, or it deletes what the server keeps.
+		pol, err := policy.Load(ctx, *policyDir)
+		if err == nil {
+			err = retention.CheckPolicy(sc.Data, pol.Digest(), *policyChanged)
+		}
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+	}
+	base, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure

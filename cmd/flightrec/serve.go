@@ -36,6 +36,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	cfg.RequireTokens = !loopback && !cfg.InsecureAnonymous
+	cfg.RecordPolicy = true
 	a, err := app.New(cfg, log)
 	if err != nil {
 		printErr(errOut, false, err)

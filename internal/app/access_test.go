@@ -28,6 +28,7 @@ var routeScope = map[string]string{
 	"POST /v1/recordings":                   "ingest",
 	"POST /v1/recordings/{id}/events":       "ingest",
 	"POST /v1/recordings/{id}/finish":       "ingest",
+	"POST /v1/recordings/{id}/abort":        "ingest",
 	"GET /v1/recordings":                    "read",
 	"GET /v1/recordings/{id}":               "read",
 	"GET /v1/recordings/{id}/steps":         "read",
@@ -209,6 +210,8 @@ func (f *fixture) requests(method, route string) []cell {
 			[]byte(`{"seq":99,"ts":1,"step":1,"kind":"console","data":{"level":"log","text":"x"}}`+"\n"))
 	case "POST /v1/recordings/{id}/finish":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/finish" }, []byte(`{"verdict":"pass"}`))
+	case "POST /v1/recordings/{id}/abort":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/abort" }, nil)
 	case "GET /v1/recordings":
 		add("list alpha", "alpha", "/v1/recordings?project=alpha", nil)
 		add("list beta", "beta", "/v1/recordings?project=beta", nil)

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -82,9 +83,39 @@ type Config struct {
 	// directory without tokens is served anonymously, and one with tokens
 	// needs them.
 	RequireTokens bool
+	// RecordPolicy writes the policy's digest into the data directory
+	// (retention.RecordPolicy): serve sets it, since the policy serve runs
+	// with is the one every retention sweep must use; a command's
+	// in-process server does not.
+	RecordPolicy bool
 	// RetentionInterval is how often the retention sweeper runs; 0 never
 	// (flightrec retention sweep runs it on demand).
 	RetentionInterval time.Duration
+	HTTP              HTTPLimits
+	// MaxVideoDuration bounds a video's span (playback.Service); 0 is
+	// playback's default.
+	MaxVideoDuration time.Duration
+}
+
+// HTTPLimits bound how long a client may take to send a request, so a
+// body trickled a byte a second cannot hold a connection (and an append's
+// buffers) forever.
+type HTTPLimits struct {
+	// HeaderTimeout bounds reading a request's headers.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds reading a whole request, headers and body; a body
+	// not in by then is cut (408 BODY_TIMEOUT where the client still
+	// listens). 0 is DefaultHTTPLimits'.
+	BodyTimeout time.Duration
+}
+
+// DefaultHTTPLimits: a 64 MiB batch still arrives at 256 KiB/s.
+var DefaultHTTPLimits = HTTPLimits{HeaderTimeout: 10 * time.Second, BodyTimeout: 5 * time.Minute}
+
+func (l HTTPLimits) apply(srv *http.Server) {
+	d := DefaultHTTPLimits
+	srv.ReadHeaderTimeout = cmp.Or(l.HeaderTimeout, d.HeaderTimeout)
+	srv.ReadTimeout = cmp.Or(l.BodyTimeout, d.BodyTimeout)
 }
 
 // RegisterFlags adds serve's flags.
@@ -100,6 +131,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Ingest.RegisterFlags(fs)
 	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Hour,
 		"how often expired recordings and unreferenced blobs are swept (0: only on demand)")
+	c.HTTP = DefaultHTTPLimits
+	fs.DurationVar(&c.HTTP.BodyTimeout, "body-timeout", c.HTTP.BodyTimeout,
+		"longest time a client may take to send one request, body included; a slower body is cut")
+	c.MaxVideoDuration = playback.DefaultMaxVideoDuration
+	fs.DurationVar(&c.MaxVideoDuration, "max-video-duration", c.MaxVideoDuration,
+		"longest video.webm served; a longer recording's video is asked for as clips of steps")
 }
 
 func envOr(name, def string) string {
@@ -155,6 +192,7 @@ type App struct {
 	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
 	lock     *store.DirLock // the data directory's, held until Close
+	cfg      Config
 	log      *slog.Logger
 	router   *chi.Mux
 	cancel   context.CancelFunc
@@ -200,6 +238,13 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		st.Close()
 		return nil, err
 	}
+	if cfg.RecordPolicy {
+		if err := retention.RecordPolicy(st.Dir(), pol.Digest()); err != nil {
+			idx.Close()
+			st.Close()
+			return nil, err
+		}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	proj := store.NewProjector(st, idx, log)
@@ -224,6 +269,9 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		idx.Close()
 		st.Close()
 		return nil, err
+	}
+	if cfg.MaxVideoDuration != 0 {
+		pb.MaxVideoDuration = cfg.MaxVideoDuration
 	}
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
 	tokens, err := auth.OpenTokens(st.Dir())
@@ -251,7 +299,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
 	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
-		Audit: auditLog, Registry: reg, log: log, cancel: cancel}
+		Audit: auditLog, Registry: reg, log: log, cfg: cfg, cancel: cancel}
 	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
 	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
 		return a.Sweeper.Status(ctx, row, time.Now())
@@ -373,7 +421,13 @@ func (a *App) Close() error {
 
 // Serve listens on addr until ctx ends, then shuts down gracefully.
 func (a *App) Serve(ctx context.Context, addr string, ready func(url string)) error {
-	srv := &http.Server{Addr: addr, Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Requests run under base: a graceful shutdown lets them finish for
+	// a while, then cancels what still runs (a long video build stops its
+	// encoder) rather than leaving it to outlive the server.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{Addr: addr, Handler: a.Handler(), BaseContext: func(net.Listener) context.Context { return base }}
+	a.cfg.HTTP.apply(srv)
 	ln, err := listen(addr)
 	if err != nil {
 		return err
@@ -392,6 +446,11 @@ func (a *App) Serve(ctx context.Context, addr string, ready func(url string)) er
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
+		if err != nil {
+			cancelBase()
+			err = errors.Join(err, srv.Close())
+		}
+		return err
 	}
 }

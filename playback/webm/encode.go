@@ -79,11 +79,25 @@ type Options struct {
 	TempDir string
 	// Threads is libvpx's thread count (default 1; see encoder.args).
 	Threads int
+	// MaxDuration bounds End−Start (default 24 h): the output's frame
+	// count, and so the encoder's work and the slots it lays out, grow
+	// with it. A longer video is ErrTooLong, before any work.
+	MaxDuration time.Duration
 }
+
+// ErrTooLong is a video longer than Options.MaxDuration.
+var ErrTooLong = errors.New("webm: the video is longer than its bound")
 
 func (o *Options) defaults() error {
 	if o.End <= o.Start {
 		return fmt.Errorf("webm: end %d is not after start %d", o.End, o.Start)
+	}
+	if o.MaxDuration == 0 {
+		o.MaxDuration = 24 * time.Hour
+	}
+	// End−Start overflows when they are far apart: then it is negative.
+	if d := o.End - o.Start; d <= 0 || d > int64(o.MaxDuration) {
+		return fmt.Errorf("%w: %d ns from start to end, at most %v", ErrTooLong, uint64(o.End)-uint64(o.Start), o.MaxDuration)
 	}
 	if o.FPS == 0 {
 		o.FPS = 5

@@ -6,8 +6,10 @@
 # flightrec.retention there replaces this file).
 package flightrec.retention
 
-# Failures are evidence: kept longer than passing runs.
-failing := {"fail", "flaky", "blocked"}
+# Failures are evidence: kept longer than passing runs. An aborted
+# recording (its executor abandoned it) is kept like a failure: why it was
+# abandoned is what someone will look for.
+failing := {"fail", "flaky", "blocked", "aborted"}
 
 default class := {"name": "passing", "days": 14}
 

@@ -7,7 +7,7 @@ test_passing_runs_keep_14_days if {
 }
 
 test_failing_runs_keep_90_days if {
-	every v in {"fail", "flaky", "blocked"} {
+	every v in {"fail", "flaky", "blocked", "aborted"} {
 		retention.class.days == 90 with input as {"recording": {"verdict": v}}
 	}
 }
