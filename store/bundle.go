@@ -1045,6 +1045,9 @@ func (v *bundleScan) finish() {
 // before the failure are referenced by nothing, and the next sweep
 // collects them. The caller indexes the recording (IndexRecording).
 func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
+	if err := s.writable(); err != nil {
+		return "", "", err
+	}
 	defer s.Blobs.Hold()()
 	const batchBytes, batchCount = 8 << 20, 256
 	var (

@@ -232,6 +232,9 @@ type CollectReport struct {
 // whose kept entries fail their checksum is left as it was, the others are
 // collected, and the error (wrapping a corruption) is returned at the end.
 func (sw *Sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)) (CollectReport, error) {
+	if sw.b.readOnly {
+		return CollectReport{}, ErrReadOnly
+	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	b := sw.b

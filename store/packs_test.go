@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,8 +30,9 @@ func blobsOf(t *testing.T, n, size int) [][]byte {
 }
 
 // TestPackTornTail cuts the last batch's pack bytes at every point of its
-// last entry (and flips a byte in it): reopening keeps every earlier blob,
-// drops the torn one, and later puts append cleanly.
+// last entry: reopening keeps every earlier blob, drops the torn one, and
+// later puts append cleanly. A flipped byte in a whole last entry is no torn
+// tail: nothing is cut, and the blob is reported corrupt by its CID.
 func TestPackTornTail(t *testing.T) {
 	dir := t.TempDir()
 	b, err := OpenFSBlobs(dir)
@@ -52,7 +55,7 @@ func TestPackTornTail(t *testing.T) {
 		t.Fatalf("pack of %d bytes is shorter than what was put", len(whole))
 	}
 	whole = whole[:start+entry] // the rest is preallocated zeros
-	damage := func(name string, bs []byte) {
+	damage := func(name string, bs []byte, torn bool) {
 		t.Helper()
 		if err := os.WriteFile(pack, bs, 0o644); err != nil {
 			t.Fatal(err)
@@ -67,11 +70,19 @@ func TestPackTornTail(t *testing.T) {
 				t.Fatalf("%s: earlier blob %d lost", name, i)
 			}
 		}
-		if _, err := b.Stat(lc); err == nil {
-			t.Fatalf("%s: the torn blob is still listed", name)
+		_, err = b.Stat(lc)
+		switch {
+		case err == nil:
+			t.Fatalf("%s: the damaged blob is still listed", name)
+		case !torn && !errors.Is(err, ErrBlobCorrupt):
+			t.Fatalf("%s: Stat of the flipped blob: %v, want ErrBlobCorrupt", name, err)
 		}
-		if b.PackCut() != int64(len(bs)-start) {
-			t.Fatalf("%s: cut %d bytes, want %d", name, b.PackCut(), len(bs)-start)
+		wantCut := int64(len(bs) - start)
+		if !torn {
+			wantCut = 0
+		}
+		if b.PackCut() != wantCut {
+			t.Fatalf("%s: cut %d bytes, want %d", name, b.PackCut(), wantCut)
 		}
 		again := putAll(t, b, [][]byte{last})[0]
 		if got := readBlob(t, b, again); !bytes.Equal(got, last) {
@@ -79,11 +90,99 @@ func TestPackTornTail(t *testing.T) {
 		}
 	}
 	for cut := start + 1; cut < len(whole); cut += 37 {
-		damage("cut", append([]byte(nil), whole[:cut]...))
+		damage("cut", append([]byte(nil), whole[:cut]...), true)
 	}
 	flipped := append([]byte(nil), whole...)
 	flipped[start+packEntryHdr+10] ^= 0x40
-	damage("flip", flipped)
+	damage("flip", flipped, false)
+}
+
+// TestPackFlippedByteMidPack flips one byte of one blob in the middle of
+// the pack being filled, and one byte of another blob's length: reopening
+// (writer and read-only) cuts and zeroes nothing, reports the first blob by
+// CID, and serves every other blob with its bytes.
+func TestPackFlippedByteMidPack(t *testing.T) {
+	for _, where := range []string{"body", "length"} {
+		dir := t.TempDir()
+		b, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		datas := blobsOf(t, 20, 5000)
+		var cids []cid.Cid
+		for i := range datas { // one batch each, as frames arrive
+			cids = append(cids, putAll(t, b, datas[i:i+1])...)
+		}
+		b.Close()
+		pack := filepath.Join(dir, "packs", "00000001.pack")
+		bs, err := os.ReadFile(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const victim = 7
+		at := len(packMagic) + victim*(packEntryHdr+5000)
+		if where == "body" {
+			bs[at+packEntryHdr+123] ^= 0x08
+		} else {
+			bs[at+2] ^= 0x20 // the length runs far past the entry
+		}
+		if err := os.WriteFile(pack, bs, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check := func(name string, b *FSBlobs) {
+			t.Helper()
+			for i, c := range cids {
+				r, err := b.Open(c)
+				if i == victim {
+					if err == nil {
+						r.Close()
+						t.Fatalf("%s %s: the damaged blob is served", where, name)
+					}
+					if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
+						t.Fatalf("%s %s: %v, want ErrBlobCorrupt", where, name, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s %s: blob %d: %v", where, name, i, err)
+				}
+				got, _ := io.ReadAll(r)
+				r.Close()
+				if !bytes.Equal(got, datas[i]) {
+					t.Fatalf("%s %s: blob %d served with other bytes", where, name, i)
+				}
+			}
+			after, err := os.ReadFile(pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(after[:len(bs)], bs) || b.PackCut() != 0 {
+				t.Fatalf("%s %s: the pack was changed (cut %d)", where, name, b.PackCut())
+			}
+		}
+		ro, err := openFSBlobs(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("read-only", ro)
+		ro.Close()
+		rw, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("writer", rw)
+		_, corrupt := rw.PackDamage()
+		if _, ok := corrupt[cids[victim].String()]; where == "body" && (!ok || len(corrupt) != 1) {
+			t.Fatalf("PackDamage: %v, want just %s", corrupt, cids[victim])
+		}
+		// Appends continue after the damage, which stays.
+		more := randBytes(t, 900)
+		mc := putAll(t, rw, [][]byte{more})[0]
+		if got := readBlob(t, rw, mc); !bytes.Equal(got, more) {
+			t.Fatalf("%s: put after damage reads back wrong", where)
+		}
+		rw.Close()
+	}
 }
 
 func TestPackRollAndIndex(t *testing.T) {

@@ -46,14 +46,27 @@ var ErrReadOnly = errors.New("store: opened read-only")
 // read (verify, export, audit verify and scan): it creates nothing, cuts
 // no torn tail, removes no leftovers, preallocates no pack and writes no
 // byte, whether or not a server runs on the directory.
+//
+// A server may be appending meanwhile: a pack or log tail that is torn now
+// is an append in progress, so it is read around, never cut.
 func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
-	// TODO(integrity): a truly read-only open of blobs, packs and logs.
-	s, err := OpenStore(dir, lo)
+	if fi, err := os.Stat(filepath.Join(dir, "recordings")); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
+	}
+	b, err := openFSBlobs(filepath.Join(dir, "blobs"), true)
 	if err != nil {
 		return nil, err
 	}
-	s.readOnly = true
-	return s, nil
+	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
+}
+
+// writable returns ErrReadOnly for a store opened read-only; every method
+// that changes the data directory calls it first.
+func (s *Store) writable() error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	return nil
 }
 
 // ReadOnly reports whether the store was opened read-only.
@@ -142,6 +155,9 @@ func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), 
 
 // Create makes a recording's directory and writes its metadata durably.
 func (s *Store) Create(m RecordingMeta) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if !ValidRecordingID(m.ID) {
 		return fmt.Errorf("store: invalid recording id")
 	}
@@ -213,6 +229,9 @@ func (s *Store) IDs() ([]string, error) {
 // OpenLog opens a recording's log for appending; recovery of a torn tail
 // happens here.
 func (s *Store) OpenLog(id string) (*Log, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
 	return OpenLog(s.logDir(id), s.LogOptions)
 }
 
@@ -278,6 +297,9 @@ func (s *Store) ReadManifest(root string) (*Manifest, error) {
 // final metadata (verdict, finished_at). It returns the root CID. Calling
 // it again on a sealed recording returns the same root.
 func (s *Store) Seal(meta RecordingMeta) (string, error) {
+	if err := s.writable(); err != nil {
+		return "", err
+	}
 	id := meta.ID
 	if root, err := s.Root(id); err != nil || root != "" {
 		if _, statErr := os.Stat(s.logDir(id)); root != "" && statErr == nil {
