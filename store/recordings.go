@@ -587,10 +587,26 @@ func scanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) 
 	}
 	for {
 		rec, loc, err := sr.Next()
-		if err == io.EOF || errors.Is(err, ErrTornTail) {
-			// A torn tail can only be the unacknowledged end of an open
-			// log being written right now: stop there, resume later.
+		if err == io.EOF {
 			return pos, nil
+		}
+		if errors.Is(err, ErrTornTail) {
+			// A torn tail is the unacknowledged end of an open log
+			// being written right now: stop there, resume later. A bad
+			// frame with good frames after it is damage: read past it
+			// (CheckLog reports it).
+			bad := sr.Offset()
+			next, rerr := nextFrameAfter(f, bad)
+			if rerr != nil {
+				return pos, rerr
+			}
+			if next < 0 {
+				return pos, nil
+			}
+			if sr, err = NewSegmentReaderAt(f, next); err != nil {
+				return pos, err
+			}
+			continue
 		}
 		if err != nil {
 			return pos, err
