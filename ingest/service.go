@@ -49,6 +49,8 @@ type Service struct {
 	// Finished recordings' roots and verdicts, so a retried finish is
 	// answered without reading the manifest.
 	sealed map[string]sealedRec
+	// damaged holds the recordings recovery found damaged (damage.go).
+	damaged map[string]Damage
 }
 
 type sealedRec struct{ root, verdict string }
@@ -81,13 +83,14 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
 		maskSlots: make(chan struct{}, runtime.NumCPU()),
-		open:      map[string]*recording{}, sealed: map[string]sealedRec{}}
+		open:      map[string]*recording{}, sealed: map[string]sealedRec{}, damaged: map[string]Damage{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return float64(len(s.open))
 	}, func() float64 { return float64(proj.Lag()) })
 	proj.Errors = s.m.IndexErrs.Inc
+	registerDamageMetric(reg, s)
 	if err := s.recover(); err != nil {
 		s.Close()
 		return nil, err
@@ -105,49 +108,75 @@ func (s *Service) recover() error {
 		return err
 	}
 	for _, id := range ids {
-		meta, err := s.st.Meta(id)
-		if err != nil {
-			return err
+		// One damaged recording is reported and contained; the others
+		// are served (damage.go).
+		if err := s.recoverOne(id); err != nil {
+			s.markDamaged(id, err)
 		}
-		root, err := s.st.Root(id)
-		if err != nil {
-			return err
-		}
-		if root != "" {
-			m, err := s.st.ReadManifest(root)
-			if err != nil {
-				return fmt.Errorf("recover %s: %w", id, err)
-			}
-			if _, err := s.st.Seal(m.Recording); err != nil { // removes a leftover log
-				return fmt.Errorf("recover %s: %w", id, err)
-			}
-			s.sealed[id] = sealedRec{root, m.Recording.Verdict}
-			s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
-			s.proj.Notify(id, m.LastSeq)
-			continue
-		}
-		lg, err := s.st.OpenLog(id)
-		if err != nil {
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		if cut := lg.Recovered(); cut > 0 {
-			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
-		}
-		red, err := s.rebuildRedactor(id)
-		if err != nil {
-			lg.Close()
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		video, err := resumeVideo(s.st, id, s.videoLimits())
-		if err != nil {
-			lg.Close()
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video}
-		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
-		s.proj.Notify(id, lg.LastSeq())
 	}
 	return nil
+}
+
+func (s *Service) recoverOne(id string) error {
+	meta, err := s.st.Meta(id)
+	if err != nil {
+		return err
+	}
+	root, err := s.st.Root(id)
+	if err != nil {
+		return err
+	}
+	if root != "" {
+		m, err := s.st.ReadManifest(root)
+		if err != nil {
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		if _, err := s.st.Seal(m.Recording); err != nil { // removes a leftover log
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		s.sealed[id] = sealedRec{root, m.Recording.Verdict}
+		s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
+		s.proj.Notify(id, m.LastSeq)
+		return nil
+	}
+	lg, err := s.st.OpenLog(id)
+	var de *store.DamagedError
+	if errors.As(err, &de) {
+		// Index what is intact: the projector reads around the damage.
+		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+		s.proj.Notify(id, lastSeqOf(s.st, id))
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	if cut := lg.Recovered(); cut > 0 {
+		s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
+	}
+	red, err := s.rebuildRedactor(id)
+	if err != nil {
+		lg.Close()
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	video, err := resumeVideo(s.st, id, s.videoLimits())
+	if err != nil {
+		lg.Close()
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	s.open[id] = &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video}
+	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+	s.proj.Notify(id, lg.LastSeq())
+	return nil
+}
+
+// lastSeqOf is the last intact seq of a damaged log.
+func lastSeqOf(st *store.Store, id string) uint64 {
+	var last uint64
+	_, _ = st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		last = r.Seq
+		return nil
+	})
+	return last
 }
 
 // rebuildRedactor makes an open recording's redactor from its saved plan
@@ -321,7 +350,11 @@ func (s *Service) lookup(id string) (*recording, error) {
 	s.mu.Lock()
 	r := s.open[id]
 	_, sealed := s.sealed[id]
+	d, damaged := s.damaged[id]
 	s.mu.Unlock()
+	if damaged {
+		return nil, d.Error()
+	}
 	if r != nil {
 		return r, nil
 	}
@@ -585,7 +618,11 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 	s.mu.Lock()
 	r := s.open[id]
 	done, sealed := s.sealed[id]
+	d, damaged := s.damaged[id]
 	s.mu.Unlock()
+	if damaged {
+		return FinishReply{}, d.Error()
+	}
 	if r == nil {
 		if sealed && done.verdict == req.Verdict {
 			m, err := s.st.ReadManifest(done.root)
