@@ -232,6 +232,13 @@ func (s *Store) OpenLog(id string) (*Log, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
+	if gaps, err := s.pendingGaps(id); err != nil || len(gaps) > 0 {
+		if err == nil {
+			err = &DamagedError{Dir: s.logDir(id), Damage: []LogDamage{{
+				AfterSeq: gaps[0].From - 1, BeforeSeq: gaps[0].To + 1, Why: "a repair was interrupted; run it again"}}}
+		}
+		return nil, err
+	}
 	return OpenLog(s.logDir(id), s.LogOptions)
 }
 
@@ -260,6 +267,9 @@ type Manifest struct {
 	// Redaction is the recording's redaction report (the plan digest is in
 	// Recording.PlanDigest and here).
 	Redaction *RedactionReport `json:"redaction,omitempty"`
+	// Gaps lists the seqs a repair found lost to damage (repair.go);
+	// empty for every recording sealed by finish.
+	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // Manifest reads a finished recording's manifest.
@@ -296,7 +306,10 @@ func (s *Store) ReadManifest(root string) (*Manifest, error) {
 // Seal finishes a recording: the caller has closed its Log. meta is the
 // final metadata (verdict, finished_at). It returns the root CID. Calling
 // it again on a sealed recording returns the same root.
-func (s *Store) Seal(meta RecordingMeta) (string, error) {
+func (s *Store) Seal(meta RecordingMeta) (string, error) { return s.seal(meta, nil) }
+
+// seal is Seal with the gaps a repair declares (repair.go).
+func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
 	if err := s.writable(); err != nil {
 		return "", err
 	}
@@ -311,7 +324,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 	// stored here are referenced by nothing a sweep's mark phase reads: a
 	// sweep beginning meanwhile waits for this (FSBlobs.Hold).
 	defer s.Blobs.Hold()()
-	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
+	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}, Gaps: gaps}
 	report := NewReportBuilder(id, meta.PlanDigest)
 	blobs := map[string]int64{}
 	steps := map[int]struct{}{}

@@ -29,8 +29,11 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	idx.Close()
+	defer idx.Close()
 	rep, err := st.Verify(ctx, progress(errOut, "verified"))
+	if err == nil {
+		err = st.VerifyIndex(ctx, idx, rep)
+	}
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
