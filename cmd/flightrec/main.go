@@ -47,6 +47,7 @@ var commands = []command{
 	{"export", "write a finished recording as a bundle (CARv1: manifest and blobs) or a signed attestation (DSSE, in-toto)", runExport},
 	{"verify", "re-hash every blob that a manifest references; check open logs; or check a bundle, or an attestation", runVerify},
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
+	{"repair", "seal a recording whose log is damaged: quarantine the damaged bytes, declare the lost seqs as gaps", runRepair},
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"diff", "align two recordings step by step and name the first divergence, or --group: reproduced k of n", runDiff},

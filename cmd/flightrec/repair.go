@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/store"
+)
+
+// repairReport is what repair prints with --json.
+type repairReport struct {
+	Recording  string      `json:"recording"`
+	Root       string      `json:"root"`
+	Gaps       []store.Gap `json:"gaps"`
+	Quarantine string      `json:"quarantine"`
+}
+
+// runRepair seals a recording whose log is damaged: the damaged bytes go to
+// a quarantine file under the recording's directory, the recording is
+// sealed with a manifest that lists the lost seqs as gaps, and it is
+// indexed again. It takes the data directory's lock: a running server
+// holds it, so repair refuses and says so.
+func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := newFlags("repair", "repair REC [--data DIR] [--index DSN] [--json]", errOut)
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	ids, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(ids) != 1 || !store.ValidRecordingID(ids[0]) {
+		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "flightrec repair REC --data DIR (REC as flightrec verify names it)",
+			"repair takes one recording id"))
+		return exitUsage
+	}
+	id := ids[0]
+	lock, err := lockForRepair(sc.Data)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer lock.Close()
+	st, idx, err := sc.Open()
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer st.Close()
+	defer idx.Close()
+	root, gaps, err := st.Repair(id)
+	switch {
+	case errors.Is(err, store.ErrNotDamaged):
+		fmt.Fprintf(out, "recording %s is not damaged: nothing to repair\n", id)
+		return exitOK
+	case errors.Is(err, store.ErrFinished):
+		fmt.Fprintf(out, "recording %s is finished: nothing to repair (flightrec verify checks it)\n", id)
+		return exitOK
+	case err != nil:
+		printErr(errOut, *asJSON, apierr.New(0, "REPAIR_FAILED", "see the message; flightrec verify --data DIR lists what is damaged", "%v", err))
+		return exitFailure
+	}
+	// The records after a damaged region moved: index the recording anew.
+	if err := idx.DeleteRecording(ctx, id); err == nil {
+		err = st.IndexRecording(ctx, idx, id)
+	}
+	if err != nil {
+		printErr(errOut, *asJSON, apierr.New(0, "INDEX_FAILED", "run flightrec reindex --data DIR",
+			"recording %s is repaired and sealed as %s, but indexing it failed: %v", id, root, err))
+		return exitFailure
+	}
+	rep := repairReport{Recording: id, Root: root, Gaps: gaps,
+		Quarantine: filepath.Join(sc.Data, "recordings", id, "quarantine")}
+	if *asJSON {
+		printJSON(out, rep)
+		return exitOK
+	}
+	fmt.Fprintf(out, "repaired %s: sealed as %s\n", id, root)
+	printGaps(out, gaps)
+	fmt.Fprintf(out, "the damaged bytes are kept in %s\n", rep.Quarantine)
+	return exitOK
+}
+
+// lockForRepair takes the data directory's lock for repair, waiting for a
+// short command that holds it; a server's lock is refused at once.
+func lockForRepair(dir string) (*store.DirLock, error) {
+	lock, err := store.LockDir(dir, store.LockOptions{Holder: store.LockHolder{Command: "repair"}, Wait: 10 * time.Second})
+	var le *store.LockedError
+	if errors.As(err, &le) {
+		return nil, apierr.New(http.StatusConflict, "DATA_DIR_LOCKED", "stop the server or use --server URL", "%v", le)
+	}
+	return lock, err
+}
