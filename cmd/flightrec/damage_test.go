@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store"
+)
+
+// damageFixture is a stopped server's data directory holding one open
+// recording of 200 acknowledged and indexed events (frames among them).
+type damageFixture struct {
+	p    *serverProc
+	base string
+	id   string
+	evs  int
+}
+
+func newDamageFixture(t *testing.T) damageFixture {
+	t.Helper()
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
+	p.start()
+	base := "http://" + p.addr
+	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 20, EventsPerStep: 10, FrameBytes: 3000})
+	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ingest.NewClient(base)
+	ctx := context.Background()
+	rep, err := c.Open(ctx, ingest.OpenRequest{Project: "damage", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked, err := c.Send(ctx, rep.ID, lines, 25, 1<<20, nil)
+	if err != nil || acked != uint64(len(evs)) {
+		t.Fatalf("send: acked %d of %d: %v", acked, len(evs), err)
+	}
+	waitIndexedThrough(t, base, rep.ID, uint64(len(evs)))
+	p.stop()
+	return damageFixture{p: p, base: base, id: rep.ID, evs: len(evs)}
+}
+
+func waitIndexedThrough(t *testing.T, base, id string, through uint64) store.RecordingRow {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var rec store.RecordingRow
+		getJSON(t, base+"/v1/recordings/"+id, &rec)
+		if rec.IndexedTo >= through {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index did not reach seq %d: %+v", through, rec)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// runBinary runs the real binary and returns its exit code and output.
+func runBinary(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String()
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func request(t *testing.T, method, url, body string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+// readSeqs reads every event of a recording through the read API.
+func readSeqs(t *testing.T, base, id string) []uint64 {
+	t.Helper()
+	var page playback.EventPage
+	getJSON(t, base+"/v1/recordings/"+id+"/events?limit=10000", &page)
+	seqs := make([]uint64, len(page.Events))
+	for i, e := range page.Events {
+		seqs[i] = e.Seq
+	}
+	return seqs
+}
+
+func wantSeqsBut(t *testing.T, got []uint64, n int, lost uint64) {
+	t.Helper()
+	var want []uint64
+	for s := uint64(1); s <= uint64(n); s++ {
+		if s != lost {
+			want = append(want, s)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %d seqs %v…, want every seq 1..%d but %d", len(got), got[:min(len(got), 5)], n, lost)
+	}
+}
+
+// TestDamageMidLogContainedAndRepaired flips one bit in the middle of an
+// open recording's log: the server starts, reports the damage (/readyz,
+// metric), serves every intact record before and after it, refuses appends
+// with RECORDING_DAMAGED; verify finds it and exits 1; repair quarantines
+// the damaged bytes and seals the recording with the gap; verify then
+// passes, and the bundle states the gap, which VerifyBundle accepts.
+func TestDamageMidLogContainedAndRepaired(t *testing.T) {
+	fx := newDamageFixture(t)
+	p, base, id := fx.p, fx.base, fx.id
+	logDir := filepath.Join(p.data, "recordings", id, "log")
+	var victim store.Locator
+	_ = store.ScanLog(logDir, func(r store.Record, loc store.Locator) error {
+		if r.Seq == 102 {
+			victim = loc
+		}
+		return nil
+	})
+	seg := filepath.Join(logDir, fmt.Sprintf("%08d.seg", victim.Segment))
+	b, err := os.ReadFile(seg)
+	if err != nil || victim.Length == 0 {
+		t.Fatalf("seq 102 not found in the log: %v", err)
+	}
+	b[victim.Offset+int64(victim.Length)/2] ^= 0x10
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p.start()
+	if r := request(t, "GET", base+"/readyz", ""); r.status != 200 || !strings.Contains(string(r.body), "damaged recording "+id) ||
+		!strings.Contains(string(r.body), "flightrec repair "+id) {
+		t.Fatalf("/readyz: %d %s", r.status, r.body)
+	}
+	if m := string(getBytes(t, base+"/metrics")); !strings.Contains(m, "flightrec_damaged_recordings 1") {
+		t.Fatal("the damaged recordings metric is not 1")
+	}
+	wantSeqsBut(t, readSeqs(t, base, id), fx.evs, 102)
+	more := testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 8, Steps: 1, EventsPerStep: 1}))
+	more = bytes.Replace(more, []byte(`"seq":1,`), []byte(fmt.Sprintf(`"seq":%d,`, fx.evs+1)), 1)
+	r := request(t, "POST", base+"/v1/recordings/"+id+"/events", string(more))
+	if r.status != http.StatusConflict || !strings.Contains(string(r.body), `"RECORDING_DAMAGED"`) ||
+		!strings.Contains(string(r.body), "flightrec repair "+id) {
+		t.Fatalf("append to the damaged recording: %d %s", r.status, r.body)
+	}
+	// Every other recording works.
+	other, err := ingest.NewClient(base).Open(context.Background(), ingest.OpenRequest{Project: "damage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := request(t, "POST", base+"/v1/recordings/"+other.ID+"/events", string(testgen.NDJSON(
+		testgen.Recording(testgen.Options{Seed: 9, Steps: 1, EventsPerStep: 1})))); r.status != 200 {
+		t.Fatalf("append to another recording: %d %s", r.status, r.body)
+	}
+	p.stop()
+	after, _ := os.ReadFile(seg)
+	if !bytes.Equal(after, b) {
+		t.Fatal("the server changed the damaged log")
+	}
+
+	code, out := runBinary(t, "verify", "--data", p.data)
+	if code != exitFound || !strings.Contains(out, "log damaged") || !strings.Contains(out, "seqs 102–102 lost") {
+		t.Fatalf("verify of the damaged store: exit %d\n%s", code, out)
+	}
+	code, out = runBinary(t, "repair", id, "--data", p.data)
+	if code != 0 || !strings.Contains(out, "GAP seqs 102–102") {
+		t.Fatalf("repair: exit %d\n%s", code, out)
+	}
+	q, _ := filepath.Glob(filepath.Join(p.data, "recordings", id, "quarantine", "*.bad"))
+	if len(q) != 1 {
+		t.Fatalf("quarantine files: %v", q)
+	}
+	if qb, _ := os.ReadFile(q[0]); len(qb) != victim.Length || !bytes.Equal(qb, b[victim.Offset:victim.Offset+int64(victim.Length)]) {
+		t.Fatalf("the quarantine holds %d bytes, not the damaged frame's %d", len(qb), victim.Length)
+	}
+	if code, out = runBinary(t, "verify", "--data", p.data); code != 0 {
+		t.Fatalf("verify after repair: exit %d\n%s", code, out)
+	}
+
+	p.start()
+	defer p.stop()
+	var rec store.RecordingRow
+	getJSON(t, base+"/v1/recordings/"+id, &rec)
+	if rec.State != store.StateFinished || rec.Events != int64(fx.evs-1) {
+		t.Fatalf("after repair: %+v", rec)
+	}
+	wantSeqsBut(t, readSeqs(t, base, id), fx.evs, 102)
+	r = request(t, "GET", base+"/v1/recordings/"+id+"/bundle", "")
+	if r.status != 200 || r.header.Get("X-Flightrec-Gaps") != "102-102" {
+		t.Fatalf("bundle: %d gaps %q", r.status, r.header.Get("X-Flightrec-Gaps"))
+	}
+	br, err := store.VerifyBundle(bytes.NewReader(r.body))
+	if err != nil || !br.OK() || len(br.Gaps) != 1 || br.Gaps[0].From != 102 || br.Gaps[0].To != 102 {
+		t.Fatalf("VerifyBundle: %v %+v", err, br)
+	}
+	bundle := filepath.Join(t.TempDir(), "r.car")
+	os.WriteFile(bundle, r.body, 0o644)
+	if code, out := runBinary(t, "verify", bundle); code != 0 || !strings.Contains(out, "GAP seqs 102–102") {
+		t.Fatalf("verify BUNDLE: exit %d\n%s", code, out)
+	}
+	if r := request(t, "GET", base+"/v1/recordings/"+id+"/attestation", ""); r.status == 200 {
+		var env struct{ Payload []byte }
+		json.Unmarshal(r.body, &env)
+		if !bytes.Contains(env.Payload, []byte(`"gaps":[{"from":102,"to":102`)) {
+			t.Fatalf("the attestation does not state the gap: %s", env.Payload)
+		}
+	} else {
+		t.Fatalf("attestation: %d %s", r.status, r.body)
+	}
+}
