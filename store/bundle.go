@@ -83,13 +83,13 @@ var (
 
 // BundleReport is what VerifyBundle read and found.
 type BundleReport struct {
-	Root      string    `json:"root"`      // from the header
-	Recording string    `json:"recording"` // from the manifest
-	Blocks    int       `json:"blocks"`    // sections read, the manifest included
-	Segments  int       `json:"segments"`  // log segment sections checked
-	Blobs     int       `json:"blobs"`     // blob sections checked
-	Events    int64     `json:"events"`    // log records decoded
-	Bytes     int64     `json:"bytes"`     // bundle bytes read
+	Root      string `json:"root"`      // from the header
+	Recording string `json:"recording"` // from the manifest
+	Blocks    int    `json:"blocks"`    // sections read, the manifest included
+	Segments  int    `json:"segments"`  // log segment sections checked
+	Blobs     int    `json:"blobs"`     // blob sections checked
+	Events    int64  `json:"events"`    // log records decoded
+	Bytes     int64  `json:"bytes"`     // bundle bytes read
 	// Gaps are the seqs the manifest declares lost (a repaired
 	// recording): accepted, and stated.
 	Gaps     []Gap     `json:"gaps,omitempty"`
