@@ -529,6 +529,12 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, c cid.Cid, c
 			s.fail(w, apierr.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
 			return
 		}
+		if errors.Is(err, store.ErrBlobCorrupt) {
+			s.log.Error("a stored blob is corrupt; not served", "cid", c.String(), "err", err)
+			s.fail(w, apierr.New(http.StatusInternalServerError, "BLOB_CORRUPT",
+				"run flightrec verify --data DIR: it lists the damage", "the blob's stored bytes do not match its CID"))
+			return
+		}
 		s.fail(w, err)
 		return
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	bin "encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -235,5 +236,110 @@ func TestDamageMidLogContainedAndRepaired(t *testing.T) {
 		}
 	} else {
 		t.Fatalf("attestation: %d %s", r.status, r.body)
+	}
+}
+
+// TestDamageFlippedPackByte flips one byte in the middle of one blob in the
+// pack being filled: the server starts, serves every other blob with its
+// bytes and refuses the corrupt one; verify reports that blob's CID alone
+// and exits 1; nothing in the pack is cut or zeroed.
+func TestDamageFlippedPackByte(t *testing.T) {
+	fx := newDamageFixture(t)
+	p, base := fx.p, fx.base
+	pack := filepath.Join(p.data, "blobs", "packs", "00000001.pack")
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Walk the entries (u32 length, u32 CRC, 32-byte digest, data) to the
+	// tenth, and flip a byte in the middle of its data.
+	off, victim := 8, ""
+	var cids []string
+	for i := 0; off+40 <= len(b); i++ {
+		n := int(bin.LittleEndian.Uint32(b[off:]))
+		if n == 0 {
+			break
+		}
+		data := b[off+40 : off+40+n]
+		cids = append(cids, store.SumString(data))
+		if i == 9 {
+			victim = cids[i]
+			data[n/2] ^= 0x01
+		}
+		off += 40 + n
+	}
+	if victim == "" {
+		t.Fatalf("the pack holds %d blobs, want ≥ 10", len(cids))
+	}
+	if err := os.WriteFile(pack, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.start()
+	for _, c := range cids {
+		r := request(t, "GET", base+"/v1/blobs/"+c, "")
+		if c == victim {
+			if r.status != 500 || !strings.Contains(string(r.body), "BLOB_CORRUPT") {
+				t.Fatalf("the corrupt blob: %d %s", r.status, r.body)
+			}
+			continue
+		}
+		if r.status != 200 || store.SumString(r.body) != c {
+			t.Fatalf("blob %s: %d, served bytes hash to %s", c, r.status, store.SumString(r.body))
+		}
+	}
+	p.stop()
+	after, _ := os.ReadFile(pack)
+	if len(after) < len(b) || !bytes.Equal(after[:len(b)], b) {
+		t.Fatal("the pack was cut or rewritten")
+	}
+	code, out := runBinary(t, "verify", "--data", p.data)
+	if code != exitFound || strings.Count(out, "PROBLEM") != 1 || !strings.Contains(out, "cid="+victim) {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+}
+
+// TestDamageTruncatedMeta truncates one recording's meta.json: the server
+// starts, lists it on /readyz, answers RECORDING_DAMAGED on its routes, and
+// serves every other recording; verify reports it and exits 1.
+func TestDamageTruncatedMeta(t *testing.T) {
+	fx := newDamageFixture(t)
+	p, base, id := fx.p, fx.base, fx.id
+	meta := filepath.Join(p.data, "recordings", id, "meta.json")
+	mb, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, mb[:len(mb)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.start()
+	if r := request(t, "GET", base+"/readyz", ""); r.status != 200 || !strings.Contains(string(r.body), "damaged recording "+id) {
+		t.Fatalf("/readyz: %d %s", r.status, r.body)
+	}
+	for _, route := range []string{"", "/events", "/steps", "/bundle"} {
+		r := request(t, "GET", base+"/v1/recordings/"+id+route, "")
+		if r.status != http.StatusConflict || !strings.Contains(string(r.body), `"RECORDING_DAMAGED"`) || !strings.Contains(string(r.body), `"next"`) {
+			t.Fatalf("GET %s: %d %s", route, r.status, r.body)
+		}
+	}
+	if r := request(t, "POST", base+"/v1/recordings/"+id+"/events", "{}\n"); r.status != http.StatusConflict {
+		t.Fatalf("append: %d %s", r.status, r.body)
+	}
+	c := ingest.NewClient(base)
+	other, err := c.Open(context.Background(), ingest.OpenRequest{Project: "damage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := ingest.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 3})))
+	if _, err := c.Send(context.Background(), other.ID, lines, 10, 1<<20, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finish(context.Background(), other.ID, "pass"); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	code, out := runBinary(t, "verify", "--data", p.data)
+	if code != exitFound || !strings.Contains(out, "recording="+id) || !strings.Contains(out, "meta.json unreadable") {
+		t.Fatalf("verify: exit %d\n%s", code, out)
 	}
 }
