@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
@@ -79,7 +78,6 @@ type FSBlobs struct {
 	// readOnly is set by a read-only open: no write, and nothing on disk
 	// tidied (see openFSBlobs).
 	readOnly bool
-	reloaded atomic.Bool // a read-only miss is reloading the packs
 }
 
 var _ Blobs = (*FSBlobs)(nil)
@@ -440,7 +438,9 @@ type fileBlob struct {
 func (f *fileBlob) Size() int64 { return f.size }
 
 // Open opens blob c for reading.
-func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
+func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) { return b.open(c, false) }
+
+func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 	key, _, path, err := b.name(c)
 	if err != nil {
 		return nil, err
@@ -466,7 +466,10 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, b.missing(c, key, func() (BlobReader, error) { return b.Open(c) })
+		if b.reloadOnMiss(retried) {
+			return b.open(c, true)
+		}
+		return nil, b.missing(c, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: blob %s: %w", key, err)
@@ -484,31 +487,31 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 var ErrBlobCorrupt = errors.New("blob is corrupt: its stored bytes do not match its CID")
 
 // missing says why blob c is neither packed nor loose: corrupt in a pack,
-// or not stored. A read-only store looks once more after reloading the
-// pack index (a writer beside it may have packed c since it opened), by
-// calling again.
-func (b *FSBlobs) missing(c cid.Cid, key string, again func() (BlobReader, error)) error {
+// or not stored.
+func (b *FSBlobs) missing(c cid.Cid, key string) error {
 	d, _ := digestOf(c)
 	if loc, bad := b.packs.corruptAt(d); bad {
 		return fmt.Errorf("blob %s (pack %d, offset %d): %w", key, loc.pack, loc.off, ErrBlobCorrupt)
 	}
-	if b.readOnly && !b.reloaded.Swap(true) {
-		b.packs.reload()
-		r, err := again()
-		b.reloaded.Store(false)
-		if err == nil {
-			if r != nil {
-				r.Close()
-			}
-			return nil
-		}
-		return err
-	}
 	return fmt.Errorf("blob %s: %w", key, ErrNotFound)
 }
 
+// reloadOnMiss is a read-only store's second look for a blob it did not
+// find: a writer beside it may have packed the blob since it loaded the
+// pack index, so it loads the index again. It reports whether to look
+// again.
+func (b *FSBlobs) reloadOnMiss(retried bool) bool {
+	if !b.readOnly || retried {
+		return false
+	}
+	b.packs.reload()
+	return true
+}
+
 // Stat returns the size of blob c.
-func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
+func (b *FSBlobs) Stat(c cid.Cid) (int64, error) { return b.stat(c, false) }
+
+func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	key, _, path, err := b.name(c)
 	if err != nil {
 		return 0, err
@@ -520,13 +523,10 @@ func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
 	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		var n int64
-		err := b.missing(c, key, func() (BlobReader, error) {
-			var err error
-			n, err = b.Stat(c)
-			return nil, err
-		})
-		return n, err
+		if b.reloadOnMiss(retried) {
+			return b.stat(c, true)
+		}
+		return 0, b.missing(c, key)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store: blob %s: %w", key, err)
