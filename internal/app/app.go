@@ -152,9 +152,10 @@ type App struct {
 func New(cfg Config, log *slog.Logger) (*App, error) {
 	st, idx, err := cfg.Store.Open()
 	if err != nil {
-		return nil, err
+		return nil, startError(cfg.Store.Data, err)
 	}
-	return NewWith(cfg, log, st, idx)
+	a, err := NewWith(cfg, log, st, idx)
+	return a, startError(cfg.Store.Data, err)
 }
 
 // NewWith is New over a store and index the caller opened (tests wrap the
@@ -283,6 +284,11 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := a.Index.Recordings(ctx, store.RecordingFilter{Limit: 1}); err != nil {
+		if sqlite.Corrupt(err) {
+			a.log.Error("the index is damaged", "err", err)
+			apierr.Write(w, indexCorrupt(a.Store.Dir(), err))
+			return
+		}
 		e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
 		e.RetryAfter = 1
 		apierr.Write(w, e)
