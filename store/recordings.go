@@ -234,8 +234,11 @@ func (s *Store) OpenLog(id string) (*Log, error) {
 	}
 	if gaps, err := s.pendingGaps(id); err != nil || len(gaps) > 0 {
 		if err == nil {
-			err = &DamagedError{Dir: s.logDir(id), Damage: []LogDamage{{
-				AfterSeq: gaps[0].From - 1, BeforeSeq: gaps[0].To + 1, Why: "a repair was interrupted; run it again"}}}
+			d := LogDamage{AfterSeq: gaps[0].From - 1, Why: "a repair was interrupted; run it again"}
+			if gaps[0].To > 0 {
+				d.BeforeSeq = gaps[0].To + 1
+			}
+			err = &DamagedError{Dir: s.logDir(id), Damage: []LogDamage{d}}
 		}
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -342,4 +343,76 @@ func TestDamageTruncatedMeta(t *testing.T) {
 	if code != exitFound || !strings.Contains(out, "recording="+id) || !strings.Contains(out, "meta.json unreadable") {
 		t.Fatalf("verify: exit %d\n%s", code, out)
 	}
+}
+
+// TestDamageCorruptIndex garbles index.sqlite past its first page: /readyz
+// fails with INDEX_CORRUPT and the cause, naming reindex, which moves the
+// damaged file aside and rebuilds the index; the server is then ready and
+// serves the recording.
+func TestDamageCorruptIndex(t *testing.T) {
+	fx := newDamageFixture(t)
+	p, base, id := fx.p, fx.base, fx.id
+	path := filepath.Join(p.data, "index.sqlite")
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 3*4096 {
+		t.Fatalf("index of %d bytes: %v", len(b), err)
+	}
+	for i := 4096; i < len(b); i++ {
+		b[i] = byte(i*7 + 3)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	cmd := exec.Command(binary(t), "serve", "--data", p.data, "--addr", p.addr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-exited:
+			// Refusing to start is as good, if it says why and what to do.
+			if s := out.String(); !strings.Contains(s, "INDEX_CORRUPT") || !strings.Contains(s, "flightrec reindex --data") {
+				t.Fatalf("serve on a damaged index: %s", s)
+			}
+			t.Logf("serve refused to start: %s", out.String())
+			goto reindex
+		default:
+		}
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve neither started nor refused")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := request(t, "GET", base+"/readyz", ""); r.status != http.StatusServiceUnavailable ||
+		!strings.Contains(string(r.body), "INDEX_CORRUPT") || !strings.Contains(string(r.body), "flightrec reindex") {
+		t.Fatalf("/readyz on a damaged index: %d %s", r.status, r.body)
+	} else {
+		t.Logf("/readyz: %d %s", r.status, r.body)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	<-exited
+reindex:
+	if code, out := runBinary(t, "reindex", "--data", p.data); code != 0 {
+		t.Fatalf("reindex: exit %d\n%s", code, out)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Fatalf("the damaged index was not kept aside: %v", aside)
+	}
+	p.start()
+	defer p.stop()
+	if r := request(t, "GET", base+"/readyz", ""); r.status != 200 {
+		t.Fatalf("/readyz after reindex: %d %s", r.status, r.body)
+	}
+	wantSeqsBut(t, readSeqs(t, base, id), fx.evs, 0)
 }

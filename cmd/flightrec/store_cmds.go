@@ -63,7 +63,7 @@ func runReindex(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	st, idx, err := sc.OpenForReindex()
+	st, idx, err := sc.OpenForReindex(ctx)
 	if err != nil {
 		printErr(errOut, false, err)
 		return exitFailure

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -51,10 +52,21 @@ func indexCorrupt(dir string, err error) *apierr.Error {
 // index SQLite finds damaged is moved aside (index.sqlite.corrupt-TIME,
 // kept for inspection) and a new one made, since nothing in it is the
 // only copy of anything.
-func (c StoreConfig) OpenForReindex() (*store.Store, store.Index, error) {
+//
+// The index is reset here, as reindex does first anyway: a file SQLite
+// opens may still be malformed past its first page, which only a write
+// finds.
+func (c StoreConfig) OpenForReindex(ctx context.Context) (*store.Store, store.Index, error) {
 	st, idx, err := c.Open()
-	if err == nil || !sqlite.Corrupt(err) || c.Index != "" {
-		return st, idx, err
+	if err == nil {
+		if err = idx.Reset(ctx); err == nil {
+			return st, idx, nil
+		}
+		idx.Close()
+		st.Close()
+	}
+	if !sqlite.Corrupt(err) || c.Index != "" {
+		return nil, nil, err
 	}
 	path := filepath.Join(c.Data, "index.sqlite")
 	aside := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
