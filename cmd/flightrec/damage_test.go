@@ -416,3 +416,26 @@ reindex:
 	}
 	wantSeqsBut(t, readSeqs(t, base, id), fx.evs, 0)
 }
+
+// TestOneRecordingStoreSize: the data directory of a server that took one
+// small recording (200 events, frames among them) stays under 16 MiB on
+// disk, counted as du counts (allocated blocks), preallocation included.
+func TestOneRecordingStoreSize(t *testing.T) {
+	fx := newDamageFixture(t)
+	var blocks int64
+	filepath.WalkDir(fx.p.data, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				blocks += st.Blocks
+			}
+		}
+		return nil
+	})
+	t.Logf("one-recording store: %d bytes on disk", blocks*512)
+	if blocks*512 >= 16<<20 {
+		t.Fatalf("a store holding one small recording takes %d bytes on disk", blocks*512)
+	}
+}
