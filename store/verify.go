@@ -223,13 +223,21 @@ func (s *Store) rehash(cs string, seen map[string]bool, rep *VerifyReport, bad f
 // recording the index holds, the events it counts must be the records the
 // store holds up to the recording's indexed-through seq (the index lags
 // the log by design, so nothing past that point is compared). It adds to
-// rep's problems.
+// rep's problems; a recording rep already holds a problem of (damage
+// Verify found, which skews any count) is not compared.
 func (s *Store) VerifyIndex(ctx context.Context, idx Index, rep *VerifyReport) error {
 	ids, err := s.IDs()
 	if err != nil {
 		return err
 	}
+	damaged := map[string]bool{}
+	for _, p := range rep.Problems {
+		damaged[p.Recording] = true
+	}
 	for _, id := range ids {
+		if damaged[id] {
+			continue
+		}
 		row, err := idx.Recording(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // not indexed yet: the projection lags
