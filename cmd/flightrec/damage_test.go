@@ -131,6 +131,30 @@ func wantSeqsBut(t *testing.T, got []uint64, n int, lost uint64) {
 	}
 }
 
+// flipBitOfSeq flips one bit in the middle of seq's frame in recording
+// id's log and returns the segment's path, its damaged bytes and the frame.
+func flipBitOfSeq(t *testing.T, data, id string, seq uint64) (string, []byte, store.Locator) {
+	t.Helper()
+	logDir := filepath.Join(data, "recordings", id, "log")
+	var victim store.Locator
+	_ = store.ScanLog(logDir, func(r store.Record, loc store.Locator) error {
+		if r.Seq == seq {
+			victim = loc
+		}
+		return nil
+	})
+	seg := filepath.Join(logDir, fmt.Sprintf("%08d.seg", victim.Segment))
+	b, err := os.ReadFile(seg)
+	if err != nil || victim.Length == 0 {
+		t.Fatalf("seq %d not found in the log: %v", seq, err)
+	}
+	b[victim.Offset+int64(victim.Length)/2] ^= 0x10
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return seg, b, victim
+}
+
 // TestDamageMidLogContainedAndRepaired flips one bit in the middle of an
 // open recording's log: the server starts, reports the damage (/readyz,
 // metric), serves every intact record before and after it, refuses appends
@@ -140,23 +164,7 @@ func wantSeqsBut(t *testing.T, got []uint64, n int, lost uint64) {
 func TestDamageMidLogContainedAndRepaired(t *testing.T) {
 	fx := newDamageFixture(t)
 	p, base, id := fx.p, fx.base, fx.id
-	logDir := filepath.Join(p.data, "recordings", id, "log")
-	var victim store.Locator
-	_ = store.ScanLog(logDir, func(r store.Record, loc store.Locator) error {
-		if r.Seq == 102 {
-			victim = loc
-		}
-		return nil
-	})
-	seg := filepath.Join(logDir, fmt.Sprintf("%08d.seg", victim.Segment))
-	b, err := os.ReadFile(seg)
-	if err != nil || victim.Length == 0 {
-		t.Fatalf("seq 102 not found in the log: %v", err)
-	}
-	b[victim.Offset+int64(victim.Length)/2] ^= 0x10
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	seg, b, victim := flipBitOfSeq(t, p.data, id, 102)
 
 	p.start()
 	if r := request(t, "GET", base+"/readyz", ""); r.status != 200 || !strings.Contains(string(r.body), "damaged recording "+id) ||
@@ -437,5 +445,52 @@ func TestOneRecordingStoreSize(t *testing.T) {
 	t.Logf("one-recording store: %d bytes on disk", blocks*512)
 	if blocks*512 >= 16<<20 {
 		t.Fatalf("a store holding one small recording takes %d bytes on disk", blocks*512)
+	}
+}
+
+// TestDamageRepairThroughServer repairs a damaged recording on the running
+// server (flightrec repair --server): it is sealed with the gap, its intact
+// records stay readable, appends get RECORDING_FINISHED, and the damage is
+// no longer reported. repair --data on a directory a server holds is
+// refused with DATA_DIR_LOCKED.
+func TestDamageRepairThroughServer(t *testing.T) {
+	fx := newDamageFixture(t)
+	p, base, id := fx.p, fx.base, fx.id
+	flipBitOfSeq(t, p.data, id, 50)
+
+	// A server's lock refuses repair --data at once.
+	lock, err := store.LockDir(p.data, store.LockOptions{Holder: store.LockHolder{Command: "serve", Addr: p.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := runBinary(t, "repair", id, "--data", p.data)
+	lock.Close()
+	if code != exitFailure || !strings.Contains(out, "DATA_DIR_LOCKED") || !strings.Contains(out, "stop the server or use --server URL") {
+		t.Fatalf("repair --data under a server's lock: exit %d\n%s", code, out)
+	}
+
+	p.start()
+	defer p.stop()
+	code, out = runBinary(t, "repair", "--server", base, id)
+	if code != 0 || !strings.Contains(out, "GAP seqs 50–50") {
+		t.Fatalf("repair --server: exit %d\n%s", code, out)
+	}
+	rec := waitIndexedThrough(t, base, id, uint64(fx.evs))
+	if rec.State != store.StateFinished || rec.Events != int64(fx.evs-1) {
+		t.Fatalf("after repair: %+v", rec)
+	}
+	wantSeqsBut(t, readSeqs(t, base, id), fx.evs, 50)
+	if r := request(t, "POST", base+"/v1/recordings/"+id+"/events", "{}\n"); r.status != http.StatusConflict ||
+		!strings.Contains(string(r.body), "RECORDING_FINISHED") {
+		t.Fatalf("append after repair: %d %s", r.status, r.body)
+	}
+	if r := request(t, "GET", base+"/readyz", ""); r.status != 200 || strings.Contains(string(r.body), "damaged") {
+		t.Fatalf("/readyz after repair: %d %s", r.status, r.body)
+	}
+	if m := string(getBytes(t, base+"/metrics")); !strings.Contains(m, "flightrec_damaged_recordings 0") {
+		t.Fatal("the damaged recordings metric is not 0 after repair")
+	}
+	if code, out := runBinary(t, "repair", "--server", base, id); code != 0 || !strings.Contains(out, "not damaged") {
+		t.Fatalf("a second repair: exit %d\n%s", code, out)
 	}
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flightrec/flightrec/internal/apierr"
@@ -25,13 +27,17 @@ type repairReport struct {
 // runRepair seals a recording whose log is damaged: the damaged bytes go to
 // a quarantine file under the recording's directory, the recording is
 // sealed with a manifest that lists the lost seqs as gaps, and it is
-// indexed again. It takes the data directory's lock: a running server
-// holds it, so repair refuses and says so.
+// indexed again. With --data it takes the data directory's lock (a running
+// server holds it, so repair refuses and says so); with --server it asks
+// the running server (POST /v1/recordings/{id}/repair, an admin token in
+// FLIGHTREC_TOKEN).
 func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("repair", "repair REC [--data DIR] [--index DSN] [--json]", errOut)
+	fs := newFlags("repair", "repair REC [--data DIR] [--index DSN] [--json]\n"+
+		"       flightrec repair REC --server URL [--json]", errOut)
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	server := fs.String("server", "", "repair through this running server instead of --data (token in FLIGHTREC_TOKEN)")
 	ids, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -42,6 +48,9 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	id := ids[0]
+	if *server != "" {
+		return repairThroughServer(ctx, *server, id, *asJSON, out, errOut)
+	}
 	lock, err := lockForRepair(sc.Data)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
@@ -76,15 +85,39 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 			"recording %s is repaired and sealed as %s, but indexing it failed: %v", id, root, err))
 		return exitFailure
 	}
-	rep := repairReport{Recording: id, Root: root, Gaps: gaps,
-		Quarantine: filepath.Join(sc.Data, "recordings", id, "quarantine")}
-	if *asJSON {
+	printRepair(out, *asJSON, repairReport{Recording: id, Root: root, Gaps: gaps,
+		Quarantine: filepath.Join(sc.Data, "recordings", id, "quarantine")})
+	return exitOK
+}
+
+func printRepair(out io.Writer, asJSON bool, rep repairReport) {
+	if asJSON {
 		printJSON(out, rep)
+		return
+	}
+	fmt.Fprintf(out, "repaired %s: sealed as %s\n", rep.Recording, rep.Root)
+	printGaps(out, rep.Gaps)
+	fmt.Fprintf(out, "the damaged bytes are kept in %s\n", rep.Quarantine)
+}
+
+// repairThroughServer asks a running server to repair recording id.
+func repairThroughServer(ctx context.Context, base, id string, asJSON bool, out, errOut io.Writer) int {
+	body, err := callAPI(ctx, "POST", strings.TrimRight(base, "/")+"/v1/recordings/"+id+"/repair", nil)
+	if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Code == "RECORDING_NOT_DAMAGED" {
+		fmt.Fprintf(out, "recording %s is not damaged: nothing to repair\n", id)
 		return exitOK
 	}
-	fmt.Fprintf(out, "repaired %s: sealed as %s\n", id, root)
-	printGaps(out, gaps)
-	fmt.Fprintf(out, "the damaged bytes are kept in %s\n", rep.Quarantine)
+	if err != nil {
+		printErr(errOut, asJSON, err)
+		return exitFailure
+	}
+	var rep app.RepairReply
+	if err := json.Unmarshal(body, &rep); err != nil {
+		printErr(errOut, asJSON, err)
+		return exitFailure
+	}
+	printRepair(out, asJSON, repairReport{Recording: rep.Recording, Root: rep.Root, Gaps: rep.Gaps,
+		Quarantine: filepath.Join("DATA", "recordings", id, "quarantine") + " on the server"})
 	return exitOK
 }
 

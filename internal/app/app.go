@@ -272,6 +272,7 @@ func (a *App) routes() *chi.Mux {
 		_, _ = w.Write(OpenAPI)
 	})
 	a.Ingest.Routes(r)
+	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
 	auth.Routes(r, a.Tokens)
 	a.Sweeper.Routes(r)

@@ -17,6 +17,7 @@ route_scopes := {
 	"POST /v1/recordings": "ingest",
 	"POST /v1/recordings/{id}/events": "ingest",
 	"POST /v1/recordings/{id}/finish": "ingest",
+	"POST /v1/recordings/{id}/repair": "admin",
 	"GET /v1/recordings": "read",
 	"GET /v1/recordings/{id}": "read",
 	"GET /v1/recordings/{id}/steps": "read",
