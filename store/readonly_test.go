@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,14 +66,7 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	}
 	// What a writable open would change: a torn log tail of a recording
 	// nobody writes, and the leftovers of a crash.
-	still := RecordingMeta{ID: NewRecordingID(timeAt(1)), Project: "p"}
-	if err := w.Create(still); err != nil {
-		t.Fatal(err)
-	}
-	sl, err := w.OpenLog(still.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	still, sl := openRecording(t, w, 1)
 	recs := logRecs(1, 20, 100)
 	for _, r := range recs {
 		if r.CID != "" { // the blobs logRecs' frames name
@@ -89,14 +84,7 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "blobs", "aa"), 0o755)
 	os.WriteFile(filepath.Join(dir, "blobs", "aa", tmpPrefix+"y"), []byte("half"), 0o644)
 
-	live := RecordingMeta{ID: NewRecordingID(timeAt(2)), Project: "p"}
-	if err := w.Create(live); err != nil {
-		t.Fatal(err)
-	}
-	ll, err := w.OpenLog(live.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	live, ll := openRecording(t, w, 2)
 	writerOnly := func(rel string) bool {
 		return strings.HasPrefix(rel, filepath.Join("recordings", live.ID)) || strings.HasPrefix(rel, filepath.Join("blobs", "packs", "0000000")) ||
 			(len(rel) > 7 && strings.HasPrefix(rel, "blobs"+string(filepath.Separator)) && !strings.Contains(rel, tmpPrefix) && rel != filepath.Join("blobs", "aa"))
@@ -109,9 +97,11 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 		blob []byte
 	}
 	done := make(chan []acked)
+	var written atomic.Uint64
+	var writerDone atomic.Bool
 	go func() {
 		var out []acked
-		defer func() { done <- out }()
+		defer func() { writerDone.Store(true); done <- out }()
 		for seq := uint64(1); ; seq++ {
 			select {
 			case <-stop:
@@ -131,10 +121,17 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 				return
 			}
 			out = append(out, acked{seq, blob})
+			written.Store(seq)
 		}
 	}()
+	// Each read-only open and verify starts after the writer appended
+	// since the last one began, so they overlap its appends.
 	var failure string
-	for i := 0; i < 8 && failure == ""; i++ {
+	for i, seen := 0, uint64(0); i < 8 && failure == ""; i++ {
+		for written.Load() == seen && !writerDone.Load() {
+			runtime.Gosched()
+		}
+		seen = written.Load()
 		ro, err := OpenStoreReadOnly(dir, LogOptions{})
 		if err != nil {
 			failure = err.Error()
@@ -154,8 +151,8 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	}
 	ll.Close()
 	w.Close()
-	if len(got) == 0 {
-		t.Fatal("the writer wrote nothing")
+	if len(got) < 8 {
+		t.Fatalf("the writer wrote %d records", len(got))
 	}
 	after := fileSums(t, dir, writerOnly)
 	for k, v := range before {
@@ -193,6 +190,20 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	}); err != nil || n != len(got) {
 		t.Fatalf("read back %d of %d acknowledged records: %v", n, len(got), err)
 	}
+}
+
+// openRecording creates recording number i of a test and opens its log.
+func openRecording(t *testing.T, st *Store, i int) (RecordingMeta, *Log) {
+	t.Helper()
+	meta := RecordingMeta{ID: NewRecordingID(timeAt(i)), Project: "p"}
+	if err := st.Create(meta); err != nil {
+		t.Fatal(err)
+	}
+	lg, err := st.OpenLog(meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meta, lg
 }
 
 func timeAt(i int) time.Time { return time.Unix(1764483600+int64(i), 0) }

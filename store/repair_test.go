@@ -37,14 +37,7 @@ func TestRepairSealsWithTheGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	meta := RecordingMeta{ID: NewRecordingID(timeAt(5)), Project: "p"}
-	if err := st.Create(meta); err != nil {
-		t.Fatal(err)
-	}
-	lg, err := st.OpenLog(meta.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta, lg := openRecording(t, st, 5)
 	var recs []Record
 	for seq := uint64(1); seq <= 50; seq++ {
 		recs = append(recs, Record{Seq: seq, TS: int64(seq), Step: int(seq / 10), Kind: event.KindConsole,

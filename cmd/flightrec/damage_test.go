@@ -58,15 +58,22 @@ func newDamageFixture(t *testing.T) damageFixture {
 
 func waitIndexedThrough(t *testing.T, base, id string, through uint64) store.RecordingRow {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return waitRecording(t, base, id, func(rec store.RecordingRow) bool { return rec.IndexedTo >= through })
+}
+
+// waitRecording polls GET /v1/recordings/{id} until done says the row is
+// what the test waits for.
+func waitRecording(t *testing.T, base, id string, done func(store.RecordingRow) bool) store.RecordingRow {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var rec store.RecordingRow
 		getJSON(t, base+"/v1/recordings/"+id, &rec)
-		if rec.IndexedTo >= through {
+		if done(rec) {
 			return rec
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("index did not reach seq %d: %+v", through, rec)
+			t.Fatalf("the index did not catch up: %+v", rec)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
