@@ -495,9 +495,21 @@ func (p *packs) fullPacks() ([]int, error) {
 		}
 	}
 	curN, _ := p.current()
+	// A pack holding damage (a corrupt entry, an unreadable region) is not
+	// rewritten: a rewrite would keep only its good entries, and the
+	// damaged bytes are evidence that verify reports.
+	damaged := map[int]bool{}
+	p.mu.Lock()
+	for _, loc := range p.corrupt {
+		damaged[loc.pack] = true
+	}
+	for _, d := range p.damaged {
+		damaged[d.Pack] = true
+	}
+	p.mu.Unlock()
 	var out []int
 	for n := range idxs {
-		if packs[n] && n != curN {
+		if packs[n] && n != curN && !damaged[n] {
 			out = append(out, n)
 		}
 	}

@@ -181,6 +181,20 @@ func TestPackFlippedByteMidPack(t *testing.T) {
 		if got := readBlob(t, rw, mc); !bytes.Equal(got, more) {
 			t.Fatalf("%s: put after damage reads back wrong", where)
 		}
+		// A sweep that finds every blob dead does not rewrite the
+		// damaged pack: its bytes are evidence.
+		if err := rw.packs.finishCurrent(); err != nil {
+			t.Fatal(err)
+		}
+		sw := rw.BeginSweep()
+		if _, err := sw.Collect(func(cid.Cid) bool { return false }, nil); err != nil {
+			t.Fatal(err)
+		}
+		sw.End()
+		end := len(packMagic) + len(datas)*(packEntryHdr+5000) // the entries, without the preallocated rest
+		if after, err := os.ReadFile(pack); err != nil || len(after) < end || !bytes.Equal(after[:end], bs[:end]) {
+			t.Fatalf("%s: a sweep rewrote the damaged pack: %v", where, err)
+		}
 		rw.Close()
 	}
 }
