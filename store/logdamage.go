@@ -299,9 +299,16 @@ func nextFrameAfter(f SegmentFile, off int64) (int64, error) {
 	}
 	// A frame being appended right now can look bad to a reader that saw
 	// part of it, while the frames after it are whole by the time it
-	// reads them: look at it again.
+	// reads them: look at it again, in this read and in a fresh one (the
+	// frame after it was whole, so an append in progress has finished it).
 	if st, _ := frameAt(rest, 0); st == frameGood {
 		return off, nil
+	}
+	again := make([]byte, next)
+	if n, _ := f.ReadAt(again, off); n == len(again) {
+		if st, _ := frameAt(again, 0); st == frameGood {
+			return off, nil
+		}
 	}
 	return off + next, nil
 }
