@@ -318,7 +318,7 @@ func orNone(s string) string {
 // predicateKeys are the predicate's fields, in the order checkPredicate
 // reports them.
 var predicateKeys = []string{"recording", "root", "key_id", "project", "flow", "executor", "verdict",
-	"failure_signature", "steps", "events", "redaction_plan_digest", "created_at", "finished_at", "versions", "labels"}
+	"failure_signature", "steps", "events", "redaction_plan_digest", "created_at", "finished_at", "versions", "labels", "gaps"}
 
 // checkPredicate checks that every claim the signed predicate makes holds
 // of the manifest (want): each field it carries must equal the manifest's
