@@ -104,6 +104,10 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	// First the damaged bytes into quarantine and the gaps beside them,
 	// durably; only then are the segments rewritten without them.
 	segData := map[int][]byte{}
+	have := map[string]bool{}
+	for _, g := range gaps {
+		have[g.Quarantine] = true
+	}
 	for _, d := range damage {
 		b, ok := segData[d.Segment]
 		if !ok {
@@ -117,6 +121,9 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 			return "", nil, fmt.Errorf("repair %s: quarantine: %w", id, err)
 		}
 		from, to := d.Lost()
+		if have[filepath.Join(quarantineDir, name)] {
+			continue // declared by the repair a crash interrupted
+		}
 		gaps = append(gaps, Gap{From: from, To: to, Quarantine: filepath.Join(quarantineDir, name),
 			Bytes: d.End - d.Offset, Why: fmt.Sprintf("segment %d bytes %d–%d: %s", d.Segment, d.Offset, d.End, d.Why)})
 	}

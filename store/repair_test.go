@@ -38,12 +38,7 @@ func TestRepairSealsWithTheGap(t *testing.T) {
 	}
 	defer st.Close()
 	meta, lg := openRecording(t, st, 5)
-	var recs []Record
-	for seq := uint64(1); seq <= 50; seq++ {
-		recs = append(recs, Record{Seq: seq, TS: int64(seq), Step: int(seq / 10), Kind: event.KindConsole,
-			Data: json.RawMessage(fmt.Sprintf(`{"level":"log","text":"line %d %s"}`, seq, strings.Repeat("x", 40)))})
-	}
-	locs := mustAppend(t, lg, recs)
+	locs := mustAppend(t, lg, consoleRecs(50))
 	lg.Close()
 	v := locs[19] // seq 20
 	seg := filepath.Join(st.logDir(meta.ID), fmt.Sprintf("%08d.seg", v.Segment))
@@ -108,4 +103,82 @@ func TestRepairSealsWithTheGap(t *testing.T) {
 		t.Fatalf("verify of a hidden gap: %+v", rep.Problems)
 	}
 	checkBundle(false)
+}
+
+// TestRepairInterrupted: a repair a crash stopped after it declared the
+// gaps (before it rewrote the log, or after) keeps appends refused, and the
+// next repair finishes it with the same gaps, once each.
+func TestRepairInterrupted(t *testing.T) {
+	for _, stage := range []string{"declared", "rewritten"} {
+		dir := t.TempDir()
+		st, err := OpenStore(dir, LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, lg := openRecording(t, st, 6)
+		locs := mustAppend(t, lg, consoleRecs(30))
+		lg.Close()
+		seg := filepath.Join(st.logDir(meta.ID), "00000001.seg")
+		b, _ := os.ReadFile(seg)
+		b[locs[9].Offset+frameHeaderLen+2] ^= 0x01
+		os.WriteFile(seg, b, 0o644)
+		// Run a whole repair on a copy to learn what it declares, then
+		// put the recording back as the crash left it.
+		saved := filepath.Join(t.TempDir(), "rec")
+		copyTree(t, st.recDir(meta.ID), saved)
+		if _, _, err := st.Repair(meta.ID); err != nil {
+			t.Fatal(err)
+		}
+		gapsJSON, _ := os.ReadFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile))
+		os.RemoveAll(st.recDir(meta.ID))
+		copyTree(t, saved, st.recDir(meta.ID))
+		os.MkdirAll(filepath.Join(st.recDir(meta.ID), quarantineDir), 0o755)
+		os.WriteFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile), gapsJSON, 0o444)
+		if stage == "rewritten" { // the segment already without the damaged frame
+			clean := append(append([]byte(nil), b[:locs[9].Offset]...), b[locs[10].Offset:]...)
+			os.WriteFile(seg, clean, 0o644)
+		}
+		if _, err := st.OpenLog(meta.ID); !errors.Is(err, ErrDamaged) {
+			t.Fatalf("%s: OpenLog during an interrupted repair: %v", stage, err)
+		}
+		_, gaps, err := st.Repair(meta.ID)
+		if err != nil || len(gaps) != 1 || gaps[0].From != 10 || gaps[0].To != 10 {
+			t.Fatalf("%s: repair again: %+v %v", stage, gaps, err)
+		}
+		if rep, err := st.Verify(context.Background(), nil); err != nil || !rep.OK() {
+			t.Fatalf("%s: verify: %v %+v", stage, err, rep.Problems)
+		}
+		st.Close()
+	}
+}
+
+// consoleRecs are records 1..n that carry no blob.
+func consoleRecs(n int) []Record {
+	var recs []Record
+	for seq := uint64(1); seq <= uint64(n); seq++ {
+		recs = append(recs, Record{Seq: seq, TS: int64(seq), Step: int(seq / 10), Kind: event.KindConsole,
+			Data: json.RawMessage(fmt.Sprintf(`{"level":"log","text":"line %d %s"}`, seq, strings.Repeat("x", 40)))})
+	}
+	return recs
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
