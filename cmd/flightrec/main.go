@@ -45,7 +45,7 @@ var commands = []command{
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
 	{"import", "import a HAR file, a DevTools protocol log or a Playwright trace as a recording (har, cdp, playwright), or a bundle (bundle)", runImport},
 	{"export", "write a finished recording as a bundle (CARv1: manifest and blobs) or a signed attestation (DSSE, in-toto)", runExport},
-	{"verify", "re-hash every blob that a manifest references; check open logs; or check a bundle, or an attestation", runVerify},
+	{"verify", "check every meta.json, log, referenced blob and the index's counts, listing every problem; or check a bundle, or an attestation", runVerify},
 	{"reindex", "rebuild the index from the logs and manifests", runReindex},
 	{"repair", "seal a recording whose log is damaged: quarantine the damaged bytes, declare the lost seqs as gaps", runRepair},
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
