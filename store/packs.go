@@ -309,15 +309,17 @@ type packScan struct {
 // is preallocated, so an all-zero entry header marks the end of what was
 // written. Damage is told apart from a torn tail by what follows it:
 //   - a whole entry (its length fits) whose bytes do not match, followed by
-//     the end, zeros or a good entry, is corrupt: its digest is kept in
-//     corrupt so the blob is reported by CID, and the scan goes on;
+//     the end, zeros or a good entry, with no good entry inside the span
+//     its length claims, is corrupt: its digest is kept in corrupt so the
+//     blob is reported by CID, and the scan goes on;
 //   - bytes that parse as no entry, followed somewhere by a good entry,
 //     are a damaged region, skipped;
 //   - bytes that parse as no entry, with no good entry after them, are a
 //     torn tail: an append a crash interrupted (the only thing a writer's
 //     open may cut).
 //
-// Only a bad pack header is an error (errPackCorrupt).
+// A damaged pack header is a damaged region too; only failing to read the
+// file is an error.
 func (p *packs) scan(n int) (packScan, error) {
 	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
 	f, err := os.Open(p.path(n))
@@ -336,7 +338,8 @@ func (p *packs) scan(n int) (packScan, error) {
 			sc.torn = sc.size > 0
 			return sc, nil
 		}
-		return sc, fmt.Errorf("%w: bad header", errPackCorrupt)
+		// A damaged header: the entries after it are read as usual.
+		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: 0, To: int64(len(packMagic))})
 	}
 	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size}
 	pr.skip(int64(len(packMagic)))
@@ -352,7 +355,14 @@ func (p *packs) scan(n int) (packScan, error) {
 			off += packEntryHdr + e.n
 			continue
 		case entryBad:
+			// A good entry inside the span its length claims means the
+			// length is what is damaged: that is a damaged region.
 			next := off + packEntryHdr + e.n
+			if r := pr.resync(off + 1); r >= 0 && r < next {
+				sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: off, To: r})
+				off = r
+				continue
+			}
 			if next == sc.size || pr.boundary(next) {
 				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
 				off = next

@@ -311,3 +311,68 @@ func TestPackConcurrentPuts(t *testing.T) {
 		t.Fatalf("a clean close left %d torn bytes", b2.PackCut())
 	}
 }
+
+// TestPackAnyFlippedByte flips, in turn, each byte of the pack header and
+// of one entry in the middle of the pack being filled: the blob store
+// always opens, cuts nothing, and serves every other blob with its bytes.
+func TestPackAnyFlippedByte(t *testing.T) {
+	src := t.TempDir()
+	b, err := OpenFSBlobs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := blobsOf(t, 5, 300)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(t, b, datas[i:i+1])...)
+	}
+	b.Close()
+	orig, err := os.ReadFile(filepath.Join(src, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const victim = 2
+	start := len(packMagic) + victim*(packEntryHdr+300)
+	var positions []int
+	for i := 0; i < len(packMagic); i++ {
+		positions = append(positions, i)
+	}
+	for i := start; i < start+packEntryHdr+300; i++ {
+		positions = append(positions, i)
+	}
+	for _, pos := range positions {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "packs"), 0o755)
+		pack := filepath.Join(dir, "packs", "00000001.pack")
+		bs := append([]byte(nil), orig...)
+		bs[pos] ^= 0x20
+		os.WriteFile(pack, bs, 0o644)
+		b, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatalf("byte %d: open: %v", pos, err)
+		}
+		for i, c := range cids {
+			if i == victim && pos >= start {
+				if r, err := b.Open(c); err == nil {
+					r.Close()
+					t.Fatalf("byte %d: the damaged blob is served", pos)
+				}
+				continue
+			}
+			r, err := b.Open(c)
+			if err != nil {
+				t.Fatalf("byte %d: blob %d: %v", pos, i, err)
+			}
+			got, _ := io.ReadAll(r)
+			r.Close()
+			if !bytes.Equal(got, datas[i]) {
+				t.Fatalf("byte %d: blob %d served with other bytes", pos, i)
+			}
+		}
+		after, _ := os.ReadFile(pack)
+		if b.PackCut() != 0 || len(after) < len(bs) || !bytes.Equal(after[:len(bs)], bs) {
+			t.Fatalf("byte %d: the pack was changed (cut %d)", pos, b.PackCut())
+		}
+		b.Close()
+	}
+}
