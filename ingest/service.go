@@ -653,10 +653,22 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 	root, err := s.st.Seal(meta)
 	if err != nil {
 		// Keep the recording open: reopen the log so appends and a later
-		// finish still work.
-		if lg, oerr := s.st.OpenLog(id); oerr == nil {
+		// finish still work. A log found damaged meanwhile (its reopen
+		// says so) is contained like one found at start.
+		lg, oerr := s.st.OpenLog(id)
+		var de *store.DamagedError
+		switch {
+		case oerr == nil:
 			r.log = lg
-		} else {
+		case errors.As(oerr, &de):
+			r.closed = true
+			s.mu.Lock()
+			delete(s.open, id)
+			s.mu.Unlock()
+			s.markDamaged(id, oerr)
+			d, _ := s.DamageOf(id)
+			return FinishReply{}, d.Error()
+		default:
 			r.closed = true
 		}
 		return FinishReply{}, storageError(err)
