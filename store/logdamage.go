@@ -121,6 +121,11 @@ func frameAt(b []byte, off int64) (frameState, int64) {
 // after from, or -1.
 func resyncLog(b []byte, from int64) int64 {
 	for o := from; o+frameHeaderLen < int64(len(b)); o++ {
+		// A payload starts with a record version: most offsets are
+		// ruled out before any checksum is computed.
+		if v := b[o+frameHeaderLen]; v != recordV1 && v != recordV2 && v != recordV3 {
+			continue
+		}
 		if st, n := frameAt(b, o); st == frameGood {
 			if _, err := decodeRecord(b[o+frameHeaderLen:o+frameHeaderLen+n], true); err == nil {
 				return o
