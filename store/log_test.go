@@ -397,17 +397,28 @@ func TestLogTornTailFlippedByte(t *testing.T) {
 	}
 }
 
+// oneSegmentLog writes records 1..n to a new log of one segment and
+// returns its directory, the records, their locators and the segment.
+func oneSegmentLog(t *testing.T, n, pad int) (string, []Record, []Locator, []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openTestLog(t, dir, LogOptions{})
+	recs := logRecs(1, n, pad)
+	locs := mustAppend(t, l, recs)
+	l.Close()
+	b, err := os.ReadFile(filepath.Join(dir, "00000001.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, recs, locs, b
+}
+
 // TestLogDamageMidSegment flips one bit in a frame in the middle of the last
 // segment: OpenLog reports the region and the seqs lost and cuts nothing;
 // a scan reads every record before and after it.
 func TestLogDamageMidSegment(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "log")
-	l := openTestLog(t, dir, LogOptions{})
-	recs := logRecs(1, 200, 30)
-	locs := mustAppend(t, l, recs)
-	l.Close()
+	dir, recs, locs, b := oneSegmentLog(t, 200, 30)
 	p := filepath.Join(dir, "00000001.seg")
-	b, _ := os.ReadFile(p)
 	for _, victim := range []int{101, 0, 150} { // seq 102's frame (payload), seq 1's (length), 151 (checksum)
 		bb := append([]byte(nil), b...)
 		switch victim {
@@ -895,12 +906,7 @@ func BenchmarkLogAppend(b *testing.B) {
 // the frame hit (or no seq, for the header), changes nothing, and every
 // other record is read.
 func TestLogAnyFlippedBit(t *testing.T) {
-	src := filepath.Join(t.TempDir(), "src")
-	l := openTestLog(t, src, LogOptions{})
-	recs := logRecs(1, 12, 10)
-	locs := mustAppend(t, l, recs)
-	l.Close()
-	orig, _ := os.ReadFile(filepath.Join(src, "00000001.seg"))
+	_, recs, locs, orig := oneSegmentLog(t, 12, 10)
 	victimOf := func(pos int64) int {
 		for i, loc := range locs {
 			if pos >= loc.Offset && pos < loc.Offset+int64(loc.Length) {

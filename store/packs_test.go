@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -104,21 +105,8 @@ func TestPackTornTail(t *testing.T) {
 func TestPackFlippedByteMidPack(t *testing.T) {
 	for _, where := range []string{"body", "length"} {
 		dir := t.TempDir()
-		b, err := OpenFSBlobs(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		datas := blobsOf(t, 20, 5000)
-		var cids []cid.Cid
-		for i := range datas { // one batch each, as frames arrive
-			cids = append(cids, putAll(t, b, datas[i:i+1])...)
-		}
-		b.Close()
+		datas, cids, bs := packOneByOne(t, dir, 20, 5000)
 		pack := filepath.Join(dir, "packs", "00000001.pack")
-		bs, err := os.ReadFile(pack)
-		if err != nil {
-			t.Fatal(err)
-		}
 		const victim = 7
 		at := len(packMagic) + victim*(packEntryHdr+5000)
 		if where == "body" {
@@ -131,33 +119,9 @@ func TestPackFlippedByteMidPack(t *testing.T) {
 		}
 		check := func(name string, b *FSBlobs) {
 			t.Helper()
-			for i, c := range cids {
-				r, err := b.Open(c)
-				if i == victim {
-					if err == nil {
-						r.Close()
-						t.Fatalf("%s %s: the damaged blob is served", where, name)
-					}
-					if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
-						t.Fatalf("%s %s: %v, want ErrBlobCorrupt", where, name, err)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("%s %s: blob %d: %v", where, name, i, err)
-				}
-				got, _ := io.ReadAll(r)
-				r.Close()
-				if !bytes.Equal(got, datas[i]) {
-					t.Fatalf("%s %s: blob %d served with other bytes", where, name, i)
-				}
-			}
-			after, err := os.ReadFile(pack)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(after[:len(bs)], bs) || b.PackCut() != 0 {
-				t.Fatalf("%s %s: the pack was changed (cut %d)", where, name, b.PackCut())
+			err := checkAroundDamage(t, where+" "+name, b, pack, bs, cids, datas, victim)
+			if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
+				t.Fatalf("%s %s: %v, want ErrBlobCorrupt", where, name, err)
 			}
 		}
 		ro, err := openFSBlobs(dir, true)
@@ -316,21 +280,7 @@ func TestPackConcurrentPuts(t *testing.T) {
 // of one entry in the middle of the pack being filled: the blob store
 // always opens, cuts nothing, and serves every other blob with its bytes.
 func TestPackAnyFlippedByte(t *testing.T) {
-	src := t.TempDir()
-	b, err := OpenFSBlobs(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	datas := blobsOf(t, 5, 300)
-	var cids []cid.Cid
-	for i := range datas {
-		cids = append(cids, putAll(t, b, datas[i:i+1])...)
-	}
-	b.Close()
-	orig, err := os.ReadFile(filepath.Join(src, "packs", "00000001.pack"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	datas, cids, orig := packOneByOne(t, t.TempDir(), 5, 300)
 	const victim = 2
 	start := len(packMagic) + victim*(packEntryHdr+300)
 	var positions []int
@@ -351,28 +301,66 @@ func TestPackAnyFlippedByte(t *testing.T) {
 		if err != nil {
 			t.Fatalf("byte %d: open: %v", pos, err)
 		}
-		for i, c := range cids {
-			if i == victim && pos >= start {
-				if r, err := b.Open(c); err == nil {
-					r.Close()
-					t.Fatalf("byte %d: the damaged blob is served", pos)
-				}
-				continue
-			}
-			r, err := b.Open(c)
-			if err != nil {
-				t.Fatalf("byte %d: blob %d: %v", pos, i, err)
-			}
-			got, _ := io.ReadAll(r)
-			r.Close()
-			if !bytes.Equal(got, datas[i]) {
-				t.Fatalf("byte %d: blob %d served with other bytes", pos, i)
-			}
+		v := victim
+		if pos < start {
+			v = -1 // the header: every blob is served
 		}
-		after, _ := os.ReadFile(pack)
-		if b.PackCut() != 0 || len(after) < len(bs) || !bytes.Equal(after[:len(bs)], bs) {
-			t.Fatalf("byte %d: the pack was changed (cut %d)", pos, b.PackCut())
-		}
+		checkAroundDamage(t, fmt.Sprintf("byte %d", pos), b, pack, bs, cids, datas, v)
 		b.Close()
 	}
+}
+
+// packOneByOne puts n blobs of size bytes into a new blob store at dir, one
+// batch each (as frames arrive), closes it, and returns the blobs, their
+// CIDs and the pack's bytes.
+func packOneByOne(t *testing.T, dir string, n, size int) ([][]byte, []cid.Cid, []byte) {
+	t.Helper()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := blobsOf(t, n, size)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(t, b, datas[i:i+1])...)
+	}
+	b.Close()
+	bs, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return datas, cids, bs
+}
+
+// checkAroundDamage checks a blob store opened over a damaged pack that
+// held bs: every blob but the victim (-1: none) is served with its bytes,
+// the victim is not served (its error is returned), and the pack was
+// neither cut nor changed.
+func checkAroundDamage(t *testing.T, what string, b *FSBlobs, pack string, bs []byte, cids []cid.Cid, datas [][]byte, victim int) error {
+	t.Helper()
+	var victimErr error
+	for i, c := range cids {
+		r, err := b.Open(c)
+		if i == victim {
+			if err == nil {
+				r.Close()
+				t.Fatalf("%s: the damaged blob is served", what)
+			}
+			victimErr = err
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: blob %d: %v", what, i, err)
+		}
+		got, _ := io.ReadAll(r)
+		r.Close()
+		if !bytes.Equal(got, datas[i]) {
+			t.Fatalf("%s: blob %d served with other bytes", what, i)
+		}
+	}
+	after, err := os.ReadFile(pack)
+	if err != nil || b.PackCut() != 0 || len(after) < len(bs) || !bytes.Equal(after[:len(bs)], bs) {
+		t.Fatalf("%s: the pack was changed (cut %d): %v", what, b.PackCut(), err)
+	}
+	return victimErr
 }
