@@ -244,6 +244,14 @@ func TestDamageMidLogContainedAndRepaired(t *testing.T) {
 	if code, out := runBinary(t, "verify", bundle); code != 0 || !strings.Contains(out, "GAP seqs 102–102") {
 		t.Fatalf("verify BUNDLE: exit %d\n%s", code, out)
 	}
+	// The bundle imports elsewhere as the same recording, gap and all.
+	elsewhere := t.TempDir()
+	if code, out := runBinary(t, "import", "bundle", bundle, "--data", elsewhere); code != 0 {
+		t.Fatalf("import bundle: exit %d\n%s", code, out)
+	}
+	if code, out := runBinary(t, "verify", "--data", elsewhere); code != 0 {
+		t.Fatalf("verify of the imported recording: exit %d\n%s", code, out)
+	}
 	if r := request(t, "GET", base+"/v1/recordings/"+id+"/attestation", ""); r.status == 200 {
 		var env struct{ Payload []byte }
 		json.Unmarshal(r.body, &env)
