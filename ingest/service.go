@@ -57,6 +57,8 @@ type Service struct {
 	stopIdle  chan struct{} // closed by Close: ends expireIdle
 	idle      sync.WaitGroup
 	closeOnce sync.Once
+	// damaged holds the recordings recovery found damaged (damage.go).
+	damaged map[string]Damage
 }
 
 type sealedRec struct{ root, verdict string }
@@ -94,13 +96,14 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
 		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),
-		open: map[string]*recording{}, sealed: map[string]sealedRec{}, stopIdle: make(chan struct{})}
+		open: map[string]*recording{}, sealed: map[string]sealedRec{}, stopIdle: make(chan struct{}), damaged: map[string]Damage{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return float64(len(s.open))
 	}, func() float64 { return float64(proj.Lag()) })
 	proj.Errors = s.m.IndexErrs.Inc
+	registerDamageMetric(reg, s)
 	if err := s.recover(); err != nil {
 		s.Close()
 		return nil, err
@@ -122,57 +125,83 @@ func (s *Service) recover() error {
 		return err
 	}
 	for _, id := range ids {
-		meta, err := s.st.Meta(id)
-		if err != nil {
-			return err
+		// One damaged recording is reported and contained; the others
+		// are served (damage.go).
+		if err := s.recoverOne(id); err != nil {
+			s.markDamaged(id, err)
 		}
-		root, err := s.st.Root(id)
-		if err != nil {
-			return err
-		}
-		if root != "" {
-			m, err := s.st.ReadManifest(root)
-			if err != nil {
-				return fmt.Errorf("recover %s: %w", id, err)
-			}
-			if _, err := s.st.Seal(m.Recording); err != nil { // removes a leftover log
-				return fmt.Errorf("recover %s: %w", id, err)
-			}
-			s.sealed[id] = sealedRec{root, m.Recording.Verdict}
-			s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
-			s.proj.Notify(id, m.LastSeq)
-			continue
-		}
-		// Before the log is opened, which may cut a torn tail and so
-		// change its files' times.
-		last, err := s.st.LastWrite(id)
-		if err != nil {
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		lg, err := s.st.OpenLog(id)
-		if err != nil {
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		if cut := lg.Recovered(); cut > 0 {
-			s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
-		}
-		red, ts, err := s.rebuildRedactor(id)
-		if err != nil {
-			lg.Close()
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		video, err := resumeVideo(s.st, id, s.videoLimits())
-		if err != nil {
-			lg.Close()
-			return fmt.Errorf("recover %s: %w", id, err)
-		}
-		r := &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video, ts: ts}
-		r.lastWrite.Store(last.UnixNano())
-		s.open[id] = r
-		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
-		s.proj.Notify(id, lg.LastSeq())
 	}
 	return nil
+}
+
+func (s *Service) recoverOne(id string) error {
+	meta, err := s.st.Meta(id)
+	if err != nil {
+		return err
+	}
+	root, err := s.st.Root(id)
+	if err != nil {
+		return err
+	}
+	if root != "" {
+		m, err := s.st.ReadManifest(root)
+		if err != nil {
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		if _, err := s.st.Seal(m.Recording); err != nil { // removes a leftover log
+			return fmt.Errorf("recover %s: %w", id, err)
+		}
+		s.sealed[id] = sealedRec{root, m.Recording.Verdict}
+		s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
+		s.proj.Notify(id, m.LastSeq)
+		return nil
+	}
+	// Before the log is opened, which may cut a torn tail and so change
+	// its files' times.
+	last, err := s.st.LastWrite(id)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	lg, err := s.st.OpenLog(id)
+	var de *store.DamagedError
+	if errors.As(err, &de) {
+		// Index what is intact: the projector reads around the damage.
+		s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+		s.proj.Notify(id, lastSeqOf(s.st, id))
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	if cut := lg.Recovered(); cut > 0 {
+		s.log.Warn("cut a torn log tail (never acknowledged)", "recording", id, "bytes", cut)
+	}
+	red, ts, err := s.rebuildRedactor(id)
+	if err != nil {
+		lg.Close()
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	video, err := resumeVideo(s.st, id, s.videoLimits())
+	if err != nil {
+		lg.Close()
+		return fmt.Errorf("recover %s: %w", id, err)
+	}
+	r := &recording{meta: meta, red: red, log: lg, next: lg.LastSeq() + 1, bytes: lg.Size(), video: video, ts: ts}
+	r.lastWrite.Store(last.UnixNano())
+	s.open[id] = r
+	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
+	s.proj.Notify(id, lg.LastSeq())
+	return nil
+}
+
+// lastSeqOf is the last intact seq of a damaged log.
+func lastSeqOf(st *store.Store, id string) uint64 {
+	var last uint64
+	_, _ = st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		last = r.Seq
+		return nil
+	})
+	return last
 }
 
 // rebuildRedactor makes an open recording's redactor from its saved plan
@@ -352,7 +381,11 @@ func (s *Service) lookup(id string) (*recording, error) {
 	s.mu.Lock()
 	r := s.open[id]
 	_, sealed := s.sealed[id]
+	d, damaged := s.damaged[id]
 	s.mu.Unlock()
+	if damaged {
+		return nil, d.Error()
+	}
 	if r != nil {
 		return r, nil
 	}
@@ -653,7 +686,11 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	s.mu.Lock()
 	r := s.open[id]
 	done, sealed := s.sealed[id]
+	d, damaged := s.damaged[id]
 	s.mu.Unlock()
+	if damaged {
+		return FinishReply{}, d.Error()
+	}
 	if r == nil {
 		if sealed && done.verdict == verdict {
 			m, err := s.st.ReadManifest(done.root)
@@ -687,10 +724,22 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	root, err := s.st.Seal(meta)
 	if err != nil {
 		// Keep the recording open: reopen the log so appends and a later
-		// finish still work.
-		if lg, oerr := s.st.OpenLog(id); oerr == nil {
+		// finish still work. A log found damaged meanwhile (its reopen
+		// says so) is contained like one found at start.
+		lg, oerr := s.st.OpenLog(id)
+		var de *store.DamagedError
+		switch {
+		case oerr == nil:
 			r.log = lg
-		} else {
+		case errors.As(oerr, &de):
+			r.closed = true
+			s.mu.Lock()
+			delete(s.open, id)
+			s.mu.Unlock()
+			s.markDamaged(id, oerr)
+			d, _ := s.DamageOf(id)
+			return FinishReply{}, d.Error()
+		default:
 			r.closed = true
 		}
 		return FinishReply{}, storageError(err)

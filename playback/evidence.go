@@ -72,6 +72,7 @@ func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.ipld.car; version=1")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.car"`, row.ID))
 	w.Header().Set("ETag", `"`+row.Root+`"`)
+	s.statedGaps(w, row)
 	if _, err := s.st.WriteBundle(w, row.ID); err != nil {
 		s.log.Error("writing a bundle failed mid-stream", "recording", row.ID, "err", err)
 		panic(http.ErrAbortHandler) // cut the response: never a complete-looking bundle

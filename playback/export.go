@@ -38,6 +38,31 @@ func (s *Service) eachEvent(ctx context.Context, id string, k event.Kind, fn fun
 	}
 }
 
+// statedGaps states, in the X-Flightrec-Gaps header, the seqs a repaired
+// recording lost to damage (its manifest's gaps, "102-102,180-"; an open
+// end ran to the end of the log), and returns the same text ("" for a
+// recording without gaps). An export of a repaired recording says what it
+// lacks.
+func (s *Service) statedGaps(w http.ResponseWriter, row store.RecordingRow) string {
+	if row.Root == "" {
+		return ""
+	}
+	m, err := s.st.ReadManifest(row.Root)
+	if err != nil || len(m.Gaps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(m.Gaps))
+	for i, g := range m.Gaps {
+		parts[i] = fmt.Sprintf("%d-", g.From)
+		if g.To > 0 {
+			parts[i] += fmt.Sprint(g.To)
+		}
+	}
+	v := strings.Join(parts, ",")
+	w.Header().Set("X-Flightrec-Gaps", v)
+	return v
+}
+
 // harPage is a HAR 1.2 page: here, one step.
 type harPage struct {
 	StartedDateTime string          `json:"startedDateTime"`
@@ -98,6 +123,9 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 		name, version, _ := strings.Cut(engine, "/")
 		log["browser"] = map[string]any{"name": name, "version": version}
 	}
+	if gaps := s.statedGaps(w, row); gaps != "" {
+		log["comment"] = "seqs lost to damage (declared by a repair): " + gaps
+	}
 	doc := map[string]any{"log": log}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.har"`, row.ID))
 	writeJSON(w, doc)
@@ -121,6 +149,7 @@ func (s *Service) handleRRWeb(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, storeReadFailed("the recording's DOM events could not be read"))
 		return
 	}
+	s.statedGaps(w, row)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.rrweb.json"`, row.ID))
 	writeJSON(w, out)
 }

@@ -364,6 +364,14 @@ func (s *Service) resolve(id string, rows []store.EventRow) ([]event.Envelope, e
 	out := make([]event.Envelope, 0, len(rows))
 	for _, row := range rows {
 		rec, err := s.rd.Read(id, row.Loc)
+		if errors.Is(err, store.ErrCorrupt) {
+			// A damaged record (flightrec verify reports it, repair
+			// seals the recording without it): the records around it
+			// stay readable.
+			s.log.Error("an indexed event is damaged in the store; left out", "recording", id, "seq", row.Seq,
+				"segment", row.Loc.Segment, "offset", row.Loc.Offset, "err", err)
+			continue
+		}
 		if err != nil {
 			s.log.Error("reading an indexed event failed", "recording", id, "seq", row.Seq, "err", err)
 			return nil, apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED",
@@ -555,6 +563,12 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, c cid.Cid, c
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			s.fail(w, apierr.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
+			return
+		}
+		if errors.Is(err, store.ErrBlobCorrupt) {
+			s.log.Error("a stored blob is corrupt; not served", "cid", c.String(), "err", err)
+			s.fail(w, apierr.New(http.StatusInternalServerError, "BLOB_CORRUPT",
+				"run flightrec verify --data DIR: it lists the damage", "the blob's stored bytes do not match its CID"))
 			return
 		}
 		s.fail(w, err)

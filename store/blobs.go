@@ -74,6 +74,10 @@ type FSBlobs struct {
 	sweep    *Sweep        // the sweep in progress, nil when none
 	gen      *holdGen      // the current generation of puts and holds
 	sweepSem chan struct{} // one sweep at a time
+
+	// readOnly is set by a read-only open: no write, and nothing on disk
+	// tidied (see openFSBlobs).
+	readOnly bool
 }
 
 var _ Blobs = (*FSBlobs)(nil)
@@ -92,11 +96,23 @@ const tmpPrefix = ".tmp-"
 // temporary files a crash left behind and fsyncs every shard directory, so
 // that a blob a crashed process renamed but never made durable is durable
 // before this process reports it as present.
-func OpenFSBlobs(dir string) (*FSBlobs, error) {
+func OpenFSBlobs(dir string) (*FSBlobs, error) { return openFSBlobs(dir, false) }
+
+// openFSBlobs opens a blob directory; readOnly opens it without creating,
+// removing, fsyncing or preallocating anything, for a reader beside a
+// process that may be writing.
+func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
+	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
+	if readOnly {
+		var err error
+		if b.packs, err = openPacksReadOnly(filepath.Join(dir, "packs")); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: blobs: %w", err)
 	}
-	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1)}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store: blobs: %w", err)
@@ -195,6 +211,9 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 // Put stores data and returns its CID. It returns once the blob is durable;
 // created is false if it was already stored.
 func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
+	if b.readOnly {
+		return cid.Undef, false, ErrReadOnly
+	}
 	d := sha256.Sum256(data)
 	c := cidOfDigest(d[:])
 	// Touch d for a sweep in progress before looking for it (gc.go).
@@ -214,6 +233,9 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 // files run on a bounded pool of goroutines; then every distinct shard
 // directory is fsynced once. Duplicates within the batch are written once.
 func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
+	if b.readOnly {
+		return nil, ErrReadOnly
+	}
 	cids := make([]cid.Cid, len(datas))
 	ds := make([][32]byte, len(datas))
 	if err := parallel(len(datas), blobWorkers, func(i int) error {
@@ -416,7 +438,9 @@ type fileBlob struct {
 func (f *fileBlob) Size() int64 { return f.size }
 
 // Open opens blob c for reading.
-func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
+func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) { return b.open(c, false) }
+
+func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 	key, _, path, err := b.name(c)
 	if err != nil {
 		return nil, err
@@ -442,7 +466,10 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		if b.reloadOnMiss(retried) {
+			return b.open(c, true)
+		}
+		return nil, b.missing(c, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: blob %s: %w", key, err)
@@ -455,8 +482,36 @@ func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) {
 	return &fileBlob{File: f, size: fi.Size()}, nil
 }
 
+// ErrBlobCorrupt is returned for a packed blob whose bytes do not match its
+// CID: it is never served.
+var ErrBlobCorrupt = errors.New("blob is corrupt: its stored bytes do not match its CID")
+
+// missing says why blob c is neither packed nor loose: corrupt in a pack,
+// or not stored.
+func (b *FSBlobs) missing(c cid.Cid, key string) error {
+	d, _ := digestOf(c)
+	if loc, bad := b.packs.corruptAt(d); bad {
+		return fmt.Errorf("blob %s (pack %d, offset %d): %w", key, loc.pack, loc.off, ErrBlobCorrupt)
+	}
+	return fmt.Errorf("blob %s: %w", key, ErrNotFound)
+}
+
+// reloadOnMiss is a read-only store's second look for a blob it did not
+// find: a writer beside it may have packed the blob since it loaded the
+// pack index, so it loads the index again. It reports whether to look
+// again.
+func (b *FSBlobs) reloadOnMiss(retried bool) bool {
+	if !b.readOnly || retried {
+		return false
+	}
+	b.packs.reload()
+	return true
+}
+
 // Stat returns the size of blob c.
-func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
+func (b *FSBlobs) Stat(c cid.Cid) (int64, error) { return b.stat(c, false) }
+
+func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	key, _, path, err := b.name(c)
 	if err != nil {
 		return 0, err
@@ -468,7 +523,10 @@ func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
 	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("blob %s: %w", key, ErrNotFound)
+		if b.reloadOnMiss(retried) {
+			return b.stat(c, true)
+		}
+		return 0, b.missing(c, key)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store: blob %s: %w", key, err)
@@ -480,6 +538,9 @@ func (b *FSBlobs) Stat(c cid.Cid) (int64, error) {
 // same time is ordered before or after it, never interleaved; deciding that
 // no recording still needs the blob is the caller's (retention's) job.
 func (b *FSBlobs) Delete(c cid.Cid) error {
+	if b.readOnly {
+		return ErrReadOnly
+	}
 	key, shard, path, err := b.name(c)
 	if err != nil {
 		return err

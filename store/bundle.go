@@ -83,14 +83,17 @@ var (
 
 // BundleReport is what VerifyBundle read and found.
 type BundleReport struct {
-	Root      string    `json:"root"`      // from the header
-	Recording string    `json:"recording"` // from the manifest
-	Blocks    int       `json:"blocks"`    // sections read, the manifest included
-	Segments  int       `json:"segments"`  // log segment sections checked
-	Blobs     int       `json:"blobs"`     // blob sections checked
-	Events    int64     `json:"events"`    // log records decoded
-	Bytes     int64     `json:"bytes"`     // bundle bytes read
-	Problems  []Problem `json:"problems"`
+	Root      string `json:"root"`      // from the header
+	Recording string `json:"recording"` // from the manifest
+	Blocks    int    `json:"blocks"`    // sections read, the manifest included
+	Segments  int    `json:"segments"`  // log segment sections checked
+	Blobs     int    `json:"blobs"`     // blob sections checked
+	Events    int64  `json:"events"`    // log records decoded
+	Bytes     int64  `json:"bytes"`     // bundle bytes read
+	// Gaps are the seqs the manifest declares lost (a repaired
+	// recording): accepted, and stated.
+	Gaps     []Gap     `json:"gaps,omitempty"`
+	Problems []Problem `json:"problems"`
 }
 
 // OK reports whether nothing was found wrong.
@@ -219,7 +222,9 @@ func (s *Store) WriteBundle(w io.Writer, id string) (root string, err error) {
 //     its data has; no section over MaxBundleSection; no truncation;
 //   - the first section is the root and parses as a version 1 Manifest of
 //     a valid recording id, whose segments ascend in seq and add up to
-//     its events and last seq, and whose blobs are sorted and distinct;
+//     its events and last seq, whose seqs run from 1 without a hole but
+//     for the gaps it declares (a repaired recording: stated in the
+//     report's Gaps), and whose blobs are sorted and distinct;
 //   - every segment and blob the manifest lists is present exactly once,
 //     and nothing else is;
 //   - every segment decodes as log records (NewSegmentReader), in
@@ -759,6 +764,12 @@ func (v *bundleScan) checkManifest() bool {
 		v.structural = true
 		v.problem(v.rep.Root, "manifest: "+format, args...)
 	}
+	v.rep.Gaps = m.Gaps
+	for i, g := range m.Gaps {
+		if g.From < 1 || g.To != 0 && g.To < g.From || i > 0 && (m.Gaps[i-1].To == 0 || g.From <= m.Gaps[i-1].To) {
+			bad("gap %d (seqs %d–%d) is not a range after the one before", i+1, g.From, g.To)
+		}
+	}
 	v.roles = make(map[string]*blockRole, len(m.Segments)+len(m.Blobs))
 	v.blobs = make(map[string]bool, len(m.Blobs))
 	var events int64
@@ -780,6 +791,8 @@ func (v *bundleScan) checkManifest() bool {
 			bad("segment %d: seqs %d..%d cannot hold %d records", i+1, seg.FirstSeq, seg.LastSeq, seg.Records)
 		case i > 0 && seg.FirstSeq <= prev:
 			bad("segment %d starts at seq %d, not after %d", i+1, seg.FirstSeq, prev)
+		case !seqsFollow(m.Gaps, prev, seg.FirstSeq):
+			bad("segment %d starts at seq %d after %d, and no declared gap covers the seqs between", i+1, seg.FirstSeq, prev)
 		}
 		if seg.Bytes < segHeaderLen {
 			bad("segment %d: %d bytes", i+1, seg.Bytes)
@@ -918,6 +931,8 @@ func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d starts at seq %d, the manifest says %d", ord, rec.Seq, ref.FirstSeq))
 		case chk.records > 0 && rec.Seq <= last:
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d: seq %d after %d", ord, rec.Seq, last))
+		case chk.records > 0 && !seqsFollow(v.man.Gaps, last, rec.Seq):
+			chk.problems = append(chk.problems, fmt.Sprintf("segment %d: seq %d after %d, and no declared gap covers the seqs between", ord, rec.Seq, last))
 		}
 		chk.records++
 		last = rec.Seq
@@ -1045,6 +1060,9 @@ func (v *bundleScan) finish() {
 // before the failure are referenced by nothing, and the next sweep
 // collects them. The caller indexes the recording (IndexRecording).
 func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
+	if err := s.writable(); err != nil {
+		return "", "", err
+	}
 	defer s.Blobs.Hold()()
 	const batchBytes, batchCount = 8 << 20, 256
 	var (

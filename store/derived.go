@@ -83,6 +83,9 @@ func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 	if !ValidRecordingID(id) || !validDerivedName(name) {
 		return cid.Undef, fmt.Errorf("store: derived blob %q of %q: invalid name", name, id)
 	}
+	if err := s.writable(); err != nil {
+		return cid.Undef, err
+	}
 	defer s.Blobs.Hold()()
 	c, _, err := s.Blobs.Put(data)
 	if err != nil {

@@ -14,6 +14,9 @@ import (
 // keeps the plan it was opened with, whatever the policy says later, so a
 // restart redacts the rest of it the same way.
 func (s *Store) SavePlan(id string, plan json.RawMessage) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	return WriteFileAtomic(filepath.Join(s.recDir(id), "plan.json"), plan, 0o644)
 }
 
@@ -40,6 +43,9 @@ func (s *Store) Key(name string) ([]byte, error) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("store: key %s: %w", name, err)
+	}
+	if err := s.writable(); err != nil {
+		return nil, fmt.Errorf("store: key %s does not exist yet: %w", name, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: %w", err)

@@ -232,6 +232,9 @@ type CollectReport struct {
 // whose kept entries fail their checksum is left as it was, the others are
 // collected, and the error (wrapping a corruption) is returned at the end.
 func (sw *Sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)) (CollectReport, error) {
+	if sw.b.readOnly {
+		return CollectReport{}, ErrReadOnly
+	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	b := sw.b
@@ -492,9 +495,21 @@ func (p *packs) fullPacks() ([]int, error) {
 		}
 	}
 	curN, _ := p.current()
+	// A pack holding damage (a corrupt entry, an unreadable region) is not
+	// rewritten: a rewrite would keep only its good entries, and the
+	// damaged bytes are evidence that verify reports.
+	damaged := map[int]bool{}
+	p.mu.Lock()
+	for _, loc := range p.corrupt {
+		damaged[loc.pack] = true
+	}
+	for _, d := range p.damaged {
+		damaged[d.Pack] = true
+	}
+	p.mu.Unlock()
 	var out []int
 	for n := range idxs {
-		if packs[n] && n != curN {
+		if packs[n] && n != curN && !damaged[n] {
 			out = append(out, n)
 		}
 	}

@@ -118,12 +118,13 @@ type logPart struct {
 // OpenLog opens the log in dir, creating the directory if needed.
 //
 // It reads every segment and checks every frame. If the last segment ends
-// in a torn or corrupt frame (a crash mid-append), it is truncated to the
-// end of the last good frame and fsynced, and Recovered reports how many
-// bytes were cut; a last segment whose header never became whole is
-// removed. A bad frame in any other segment, or a gap in the ordinals, is
-// an error wrapping ErrCorrupt: that is damage, not a crash, and is not
-// cut.
+// in a torn final record (a crash mid-append: see logdamage.go), it is
+// truncated to the end of the last good frame and fsynced, and Recovered
+// reports how many bytes were cut; a last segment whose header never
+// became whole is removed. Damage anywhere (a bad frame, in the middle or
+// at the end, a torn tail in a segment other than the last) is a
+// *DamagedError, wrapping ErrCorrupt, and nothing is changed on disk: the
+// records around it were acknowledged. A gap in the ordinals is ErrCorrupt.
 func OpenLog(dir string, opt LogOptions) (*Log, error) {
 	if opt.SegmentBytes <= 0 {
 		opt.SegmentBytes = DefaultSegmentBytes
@@ -142,33 +143,30 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	walks, damage, err := walkLog(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(damage) > 0 {
+		return nil, &DamagedError{Dir: dir, Damage: damage}
+	}
 	l := &Log{dir: dir, opt: opt}
 	sizes := make([]int64, len(segs))
 	for i, n := range segs {
-		last := i == len(segs)-1
-		sc, err := scanSegmentFile(l.SegmentPath(n))
-		sizes[i] = sc.end
-		if sc.records > 0 {
-			l.lastSeq = sc.lastSeq
+		w := walks[i]
+		sizes[i] = w.end
+		if w.records > 0 {
+			l.lastSeq = w.lastSeq
 		}
-		switch {
-		case err == nil:
+		if !w.torn {
 			continue
-		case last && errors.Is(err, ErrTornTail):
-		case last && errors.Is(err, ErrNotSegment) && allZero(l.SegmentPath(n)):
-			// A header a crash left as zeros (some filesystems extend
-			// the size before the data lands): nothing here was written.
-			sc.end = 0
-		case errors.Is(err, ErrTornTail), errors.Is(err, ErrNotSegment), errors.Is(err, ErrBadRecord):
-			return nil, fmt.Errorf("store: log %s: segment %d: %w: %w", dir, n, ErrCorrupt, err)
-		default:
-			return nil, fmt.Errorf("store: log %s: segment %d: %w", dir, n, err)
 		}
-		// Cut the torn tail of the last segment; a segment whose header
-		// is not whole goes entirely.
-		l.cut = sc.size - sc.end
-		if sc.end >= segHeaderLen {
-			if err := truncateSync(l.SegmentPath(n), sc.end); err != nil {
+		// Cut the torn tail of the last segment (walkLog made any other
+		// segment's torn tail damage); a segment whose header is not
+		// whole goes entirely.
+		l.cut = w.size - w.end
+		if w.end >= segHeaderLen {
+			if err := truncateSync(l.SegmentPath(n), w.end); err != nil {
 				return nil, fmt.Errorf("store: log %s: cut torn tail: %w", dir, err)
 			}
 			continue
@@ -193,54 +191,6 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		}
 	}
 	return l, nil
-}
-
-type segScan struct {
-	size    int64 // file size
-	end     int64 // end of the last good frame (0 if the header is bad)
-	records int
-	lastSeq uint64
-}
-
-func scanSegmentFile(path string) (segScan, error) {
-	var sc segScan
-	f, err := os.Open(path)
-	if err != nil {
-		return sc, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return sc, err
-	}
-	sc.size = fi.Size()
-	sr := NewSegmentReader(f)
-	for {
-		rec, _, err := sr.Next()
-		if err == io.EOF {
-			sc.end = sr.Offset()
-			return sc, nil
-		}
-		if err != nil {
-			sc.end = sr.Offset()
-			return sc, err
-		}
-		sc.records++
-		sc.lastSeq = rec.Seq
-	}
-}
-
-func allZero(path string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func truncateSync(path string, size int64) error {
@@ -686,50 +636,17 @@ func readN(r io.Reader, buf []byte, n int) ([]byte, error) {
 // ScanLog calls fn with every record of the log in dir, in order, with its
 // full locator. It only reads, so it may run while a Log appends: a torn
 // tail of the last segment (an append in progress, or a crash that OpenLog
-// has not yet cut) ends the scan without error. Damage anywhere else is an
-// error wrapping ErrCorrupt. An error from fn stops the scan and is
-// returned as is. A missing directory is ErrNotFound.
+// has not yet cut) ends the scan without error. Damage is read around: fn
+// hears every intact record, and then the scan returns a *DamagedError
+// (wrapping ErrCorrupt). An error from fn stops the scan and is returned
+// as is. A missing directory is ErrNotFound.
 func ScanLog(dir string, fn func(Record, Locator) error) error {
-	segs, err := listSegments(dir)
+	_, damage, err := walkLog(dir, fn)
 	if err != nil {
 		return err
 	}
-	for i, n := range segs {
-		last := i == len(segs)-1
-		path := filepath.Join(dir, fmt.Sprintf("%08d.seg", n))
-		stop, err := scanOne(path, n, last, fn)
-		if err != nil || stop {
-			return err
-		}
+	if len(damage) > 0 {
+		return &DamagedError{Dir: dir, Damage: damage}
 	}
 	return nil
-}
-
-// scanOne scans one segment for ScanLog; stop reports a torn last tail.
-func scanOne(path string, n int, last bool, fn func(Record, Locator) error) (stop bool, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, fmt.Errorf("store: scan log: %w", err)
-	}
-	defer f.Close()
-	sr := NewSegmentReader(f)
-	for {
-		rec, loc, err := sr.Next()
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			if last && errors.Is(err, ErrTornTail) {
-				return true, nil
-			}
-			if errors.Is(err, ErrTornTail) {
-				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-			}
-			return false, fmt.Errorf("store: scan log: segment %d: %w", n, err)
-		}
-		loc.Segment = n
-		if err := fn(rec, loc); err != nil {
-			return false, err
-		}
-	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,20 @@ func scanAll(t testing.TB, dir string) []scanned {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// scanIntact is scanAll over a damaged log: the intact records.
+func scanIntact(t testing.TB, dir string) []scanned {
+	t.Helper()
+	var out []scanned
+	err := ScanLog(dir, func(r Record, loc Locator) error {
+		out = append(out, scanned{r, loc})
+		return nil
+	})
+	if !errors.Is(err, ErrDamaged) {
+		t.Fatalf("ScanLog of a damaged log: %v", err)
 	}
 	return out
 }
@@ -344,6 +359,9 @@ func TestLogTornTailEveryTruncation(t *testing.T) {
 	}
 }
 
+// A flipped byte in the last frame is no torn tail unless it makes the
+// frame run past the end of the file: the frame was acknowledged, so the
+// log is damaged, not cut, and the records before it stay readable.
 func TestLogTornTailFlippedByte(t *testing.T) {
 	fx := newTornFixture(t)
 	end := fx.last.Offset + int64(fx.last.Length)
@@ -354,7 +372,95 @@ func TestLogTornTailFlippedByte(t *testing.T) {
 		b, _ := os.ReadFile(p)
 		b[pos] ^= 0x10
 		os.WriteFile(p, b, 0o644)
-		fx.checkRecovered(t, dir, end, fmt.Sprintf("byte %d flipped", pos))
+		if n := int64(binary.LittleEndian.Uint32(b[fx.last.Offset:])); fx.last.Offset+frameHeaderLen+n > end {
+			// The length grew past the end: a torn final record.
+			fx.checkRecovered(t, dir, end, fmt.Sprintf("byte %d flipped", pos))
+			continue
+		}
+		_, err := OpenLog(dir, LogOptions{SegmentBytes: 300})
+		var de *DamagedError
+		if !errors.As(err, &de) || len(de.Damage) != 1 {
+			t.Fatalf("byte %d flipped: OpenLog: %v, want one damaged region", pos, err)
+		}
+		d := de.Damage[0]
+		keep := len(fx.recs) - 1
+		if d.Segment != fx.last.Segment || d.Offset != fx.last.Offset || d.End != end ||
+			d.AfterSeq != fx.recs[keep-1].Seq || d.BeforeSeq != 0 {
+			t.Fatalf("byte %d flipped: damage %+v", pos, d)
+		}
+		if fileSize(t, p) != end {
+			t.Fatalf("byte %d flipped: the damaged log was cut", pos)
+		}
+		if got := scanIntact(t, dir); len(got) != keep {
+			t.Fatalf("byte %d flipped: %d records readable, want %d", pos, len(got), keep)
+		}
+	}
+}
+
+// oneSegmentLog writes records 1..n to a new log of one segment and
+// returns its directory, the records, their locators and the segment.
+func oneSegmentLog(t *testing.T, n, pad int) (string, []Record, []Locator, []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openTestLog(t, dir, LogOptions{})
+	recs := logRecs(1, n, pad)
+	locs := mustAppend(t, l, recs)
+	l.Close()
+	b, err := os.ReadFile(filepath.Join(dir, "00000001.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, recs, locs, b
+}
+
+// TestLogDamageMidSegment flips one bit in a frame in the middle of the last
+// segment: OpenLog reports the region and the seqs lost and cuts nothing;
+// a scan reads every record before and after it.
+func TestLogDamageMidSegment(t *testing.T) {
+	dir, recs, locs, b := oneSegmentLog(t, 200, 30)
+	p := filepath.Join(dir, "00000001.seg")
+	for _, victim := range []int{101, 0, 150} { // seq 102's frame (payload), seq 1's (length), 151 (checksum)
+		bb := append([]byte(nil), b...)
+		switch victim {
+		case 101:
+			bb[locs[victim].Offset+frameHeaderLen+5] ^= 0x04
+		case 0:
+			bb[locs[victim].Offset+1] ^= 0x01 // length +256: runs into the next frames
+		case 150:
+			bb[locs[victim].Offset+4] ^= 0x80
+		}
+		os.WriteFile(p, bb, 0o644)
+		_, err := OpenLog(dir, LogOptions{})
+		var de *DamagedError
+		if !errors.As(err, &de) || !errors.Is(err, ErrCorrupt) || len(de.Damage) != 1 {
+			t.Fatalf("victim %d: OpenLog: %v", victim, err)
+		}
+		d := de.Damage[0]
+		from, to := d.Lost()
+		if d.Offset != locs[victim].Offset || from != recs[victim].Seq || to < from {
+			t.Fatalf("victim %d: damage %+v lost %d–%d", victim, d, from, to)
+		}
+		after, _ := os.ReadFile(p)
+		if !bytes.Equal(after, bb) {
+			t.Fatalf("victim %d: the damaged log was changed", victim)
+		}
+		got := scanIntact(t, dir)
+		if len(got) != len(recs)-int(to-from+1) || got[len(got)-1].rec.Seq != 200 {
+			t.Fatalf("victim %d: %d records readable after the damage, last %d", victim, len(got), got[len(got)-1].rec.Seq)
+		}
+		// The store's Scan (the projector's reader) reads past it too.
+		var seqs []uint64
+		f, _ := os.Open(p)
+		if _, err := scanSegment(f, Pos{Segment: 1}, 0, func(r Record, _ Locator) error {
+			seqs = append(seqs, r.Seq)
+			return nil
+		}); err != nil {
+			t.Fatalf("victim %d: scanSegment: %v", victim, err)
+		}
+		f.Close()
+		if len(seqs) != len(got) || seqs[len(seqs)-1] != 200 {
+			t.Fatalf("victim %d: Scan read %d records", victim, len(seqs))
+		}
 	}
 }
 
@@ -792,4 +898,54 @@ func BenchmarkLogAppend(b *testing.B) {
 	secs := b.Elapsed().Seconds()
 	b.ReportMetric(float64(b.N*batch)/secs, "records/s")
 	b.ReportMetric(float64(b.N)*float64(bytesPerBatch)/secs/1e6/base, "x_disk_fsync_baseline")
+}
+
+// TestLogAnyFlippedBit flips each byte of a one-segment log in turn: the
+// only thing ever cut is the last frame when its length grew past the end
+// (a torn final record); otherwise OpenLog reports damage that loses just
+// the frame hit (or no seq, for the header), changes nothing, and every
+// other record is read.
+func TestLogAnyFlippedBit(t *testing.T) {
+	_, recs, locs, orig := oneSegmentLog(t, 12, 10)
+	victimOf := func(pos int64) int {
+		for i, loc := range locs {
+			if pos >= loc.Offset && pos < loc.Offset+int64(loc.Length) {
+				return i
+			}
+		}
+		return -1 // the header
+	}
+	for pos := int64(0); pos < int64(len(orig)); pos++ {
+		dir := filepath.Join(t.TempDir(), "log")
+		os.MkdirAll(dir, 0o755)
+		p := filepath.Join(dir, "00000001.seg")
+		b := append([]byte(nil), orig...)
+		b[pos] ^= 0x04
+		os.WriteFile(p, b, 0o644)
+		v := victimOf(pos)
+		lg, err := OpenLog(dir, LogOptions{})
+		if err == nil {
+			// Only a torn final record: the last frame, cut.
+			if v != len(locs)-1 || lg.LastSeq() != recs[v].Seq-1 || fileSize(t, p) != locs[v].Offset {
+				t.Fatalf("byte %d: opened with last seq %d, size %d", pos, lg.LastSeq(), fileSize(t, p))
+			}
+			lg.Close()
+			continue
+		}
+		var de *DamagedError
+		if !errors.As(err, &de) || len(de.Damage) != 1 {
+			t.Fatalf("byte %d: %v", pos, err)
+		}
+		if after, _ := os.ReadFile(p); !bytes.Equal(after, b) {
+			t.Fatalf("byte %d: the damaged log was changed", pos)
+		}
+		from, to := de.Damage[0].Lost()
+		got := scanIntact(t, dir)
+		switch {
+		case v < 0 && (to >= from || len(got) != len(recs)):
+			t.Fatalf("byte %d (header): lost %d–%d, read %d", pos, from, to, len(got))
+		case v >= 0 && (from != recs[v].Seq || (to != recs[v].Seq && !(to == 0 && v == len(recs)-1)) || len(got) != len(recs)-1):
+			t.Fatalf("byte %d (seq %d): lost %d–%d, read %d", pos, recs[v].Seq, from, to, len(got))
+		}
+	}
 }

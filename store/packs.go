@@ -32,10 +32,13 @@ import (
 //	DIR/packs/NNNNNNNN.idx    written when a pack is full (atomic):
 //	    "FRPIDX\x00\x01" | u32 LE count | count × (digest, u64 LE offset, u32 LE length) | u32 LE CRC-32C of all before
 //
-// A pack is preallocated (fallocate) to its full size and written at its
-// logical end: writing into allocated space costs a tenth of the CPU of
-// extending a file and doubles the bandwidth on ext4. An all-zero entry
-// header marks the logical end; a full pack is trimmed to it.
+// A pack is preallocated (fallocate) ahead of its logical end and written
+// there: writing into allocated space costs a tenth of the CPU of extending
+// a file and doubles the bandwidth on ext4. The allocation grows in
+// proportion to what is written (it doubles from packAllocStart up to the
+// pack's maximum, see growAlloc), so a store holding one small recording
+// does not take a whole pack's worth of disk. An all-zero entry header marks
+// the logical end; a full pack is trimmed to it.
 //
 // The in-memory index maps digest → (pack, offset, length); it is loaded
 // from the .idx files and by scanning the one pack that has none (the one
@@ -54,6 +57,13 @@ type packs struct {
 	lastN int       // the highest pack number in use
 	bytes int64     // payload bytes in all packs
 	cut   int64     // bytes cut from torn tails at open
+	// corrupt holds whole entries whose bytes do not hash to the digest
+	// in their header (a flipped bit): never served, never cut, reported
+	// by CID. damaged holds regions that parse as no entry at all, with
+	// intact entries after them.
+	corrupt  map[[32]byte]packLoc
+	damaged  []PackDamage
+	readOnly bool
 	// buf is reused for every batch: growing a fresh slice to a megabyte
 	// copies it many times into newly faulted pages, which cost more than
 	// the write itself.
@@ -75,6 +85,9 @@ const (
 	packIdxMagic   = "FRPIDX\x00\x01"
 	packEntryHdr   = 4 + 4 + 32
 	defaultPackMax = 128 << 20
+	// packAllocStart is a new pack's first allocation; it doubles as the
+	// pack fills.
+	packAllocStart = 1 << 20
 	// packMaxBlob bounds a packed blob; larger ones are stored loose.
 	packMaxBlob = 8 << 20
 )
@@ -85,11 +98,11 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 	if maxBytes <= 0 {
 		maxBytes = defaultPackMax
 	}
-	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}}
+	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: packs: %w", err)
 	}
-	nums, idxs, err := p.list()
+	nums, idxs, err := p.list(true)
 	if err != nil {
 		return nil, err
 	}
@@ -110,28 +123,29 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			// A bad index is rebuilt from its pack below.
 		}
 		last := n == filling
-		entries, good, size, err := p.scan(n)
-		if err != nil && !errors.Is(err, errPackCorrupt) {
+		sc, err := p.scan(n)
+		if err != nil {
 			return nil, fmt.Errorf("store: pack %d: %w", n, err)
 		}
-		if errors.Is(err, errPackCorrupt) {
+		p.note(sc)
+		if sc.torn {
 			// A pack without an index was being filled: a crash, or a
 			// failed write after which nothing more went into it, left
-			// its tail torn, and nothing in that tail was acknowledged.
+			// its tail torn (an entry that runs past the end of what
+			// was written), and nothing in that tail was acknowledged.
 			// Cut it (and preallocate again below if it stays current).
-			if err := truncateSync(p.path(n), good); err != nil {
+			// Damage before the tail is never cut: see scan.
+			if err := truncateSync(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
-			p.cut += size - good
+			p.cut += sc.size - sc.end
+			sc.size = sc.end
 		}
-		for d, loc := range entries {
-			p.add(d, loc)
-		}
-		if !last || good >= maxBytes {
-			if err := trimPack(p.path(n), good); err != nil {
+		if !last || sc.end >= maxBytes {
+			if err := trimPack(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
-			if err := p.writeIdx(n, entries); err != nil {
+			if err := p.writeIdx(n, sc.entries); err != nil {
 				return nil, err
 			}
 		} else {
@@ -139,14 +153,74 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			if err != nil {
 				return nil, fmt.Errorf("store: pack: %w", err)
 			}
-			preallocate(f, maxBytes)
-			p.cur = newPackFile(n, f, good, entries)
+			pf := newPackFile(n, f, sc.end, sc.entries)
+			pf.alloc = max(sc.size, growAlloc(0, sc.end, maxBytes))
+			if pf.alloc > sc.size {
+				preallocate(f, pf.alloc)
+			}
+			p.cur = pf
 		}
 	}
 	if len(nums) > 0 {
 		p.lastN = nums[len(nums)-1]
 	}
 	return p, nil
+}
+
+// openPacksReadOnly loads the pack index without changing a byte: no torn
+// tail is cut (a writer may be appending to it right now), no pack is
+// trimmed or preallocated, no index written, no leftover removed.
+func openPacksReadOnly(dir string) (*packs, error) {
+	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// load (read-only) indexes every pack: from its index file, or by scanning
+// it.
+func (p *packs) load() error {
+	nums, idxs, err := p.list(false)
+	if err != nil {
+		return err
+	}
+	for _, n := range nums {
+		if idxs[n] && p.loadIdx(n) == nil {
+			continue
+		}
+		sc, err := p.scan(n)
+		if err != nil {
+			return fmt.Errorf("store: pack %d: %w", n, err)
+		}
+		p.note(sc)
+	}
+	return nil
+}
+
+// reload (read-only) indexes the packs again: a writer beside a read-only
+// reader adds blobs after the reader opened, and a record the reader finds
+// later may name one.
+func (p *packs) reload() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.index, p.corrupt, p.damaged, p.bytes = map[[32]byte]packLoc{}, map[[32]byte]packLoc{}, nil, 0
+	_ = p.load()
+}
+
+// note adds what a scan found to the index (with p.mu held or before the
+// packs are shared).
+func (p *packs) note(sc packScan) {
+	for d, loc := range sc.entries {
+		p.add(d, loc)
+	}
+	for d, loc := range sc.corrupt {
+		p.corrupt[d] = loc
+	}
+	p.damaged = append(p.damaged, sc.damaged...)
 }
 
 func (p *packs) path(n int) string    { return filepath.Join(p.dir, fmt.Sprintf("%08d.pack", n)) }
@@ -160,7 +234,8 @@ func (p *packs) add(d [32]byte, loc packLoc) {
 }
 
 // list returns the pack numbers in order and which have an index.
-func (p *packs) list() ([]int, map[int]bool, error) {
+// With tidy unset (a read-only open) nothing is removed.
+func (p *packs) list(tidy bool) ([]int, map[int]bool, error) {
 	ents, err := os.ReadDir(p.dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: packs: %w", err)
@@ -173,7 +248,9 @@ func (p *packs) list() ([]int, map[int]bool, error) {
 			// A pack a repack left half written (".tmp-*"), or an index
 			// a crash left half written (WriteFileAtomic's
 			// ".NNNNNNNN.idx.tmp-*").
-			_ = os.Remove(filepath.Join(p.dir, name))
+			if tidy {
+				_ = os.Remove(filepath.Join(p.dir, name))
+			}
 			continue
 		}
 		base, ext, ok := strings.Cut(name, ".")
@@ -197,6 +274,10 @@ func (p *packs) list() ([]int, map[int]bool, error) {
 		have[n] = true
 	}
 	for n := range idxs {
+		if !have[n] && !tidy {
+			delete(idxs, n)
+			continue
+		}
 		if !have[n] {
 			if err := os.Remove(p.idxPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, fmt.Errorf("store: packs: %w", err)
@@ -207,65 +288,212 @@ func (p *packs) list() ([]int, map[int]bool, error) {
 	return nums, idxs, nil
 }
 
-// scan reads a pack's entries, checking each one's CRC and digest. It
-// returns the entries, the offset after the last good one (the logical
-// end) and the file size. A pack is preallocated, so an all-zero entry
-// header marks the end of what was written; anything else that does not
-// check out is a torn tail (errPackCorrupt).
-func (p *packs) scan(n int) (map[[32]byte]packLoc, int64, int64, error) {
+// PackDamage is a region of a pack that holds no readable entry, with
+// intact entries after it.
+type PackDamage struct {
+	Pack       int
+	Offset, To int64
+}
+
+// packScan is what scan found in one pack.
+type packScan struct {
+	entries map[[32]byte]packLoc // good entries
+	corrupt map[[32]byte]packLoc // whole entries whose bytes do not match their digest
+	damaged []PackDamage
+	end     int64 // the logical end: after the last whole entry
+	size    int64 // the file size
+	torn    bool  // from end on lies an entry that runs past the end of the file
+}
+
+// scan reads a pack's entries, checking each one's CRC and digest. A pack
+// is preallocated, so an all-zero entry header marks the end of what was
+// written. Damage is told apart from a torn tail by what follows it:
+//   - a whole entry (its length fits) whose bytes do not match, followed by
+//     the end, zeros or a good entry, with no good entry inside the span
+//     its length claims, is corrupt: its digest is kept in corrupt so the
+//     blob is reported by CID, and the scan goes on;
+//   - bytes that parse as no entry, followed somewhere by a good entry,
+//     are a damaged region, skipped;
+//   - bytes that parse as no entry, with no good entry after them, are a
+//     torn tail: an append a crash interrupted (the only thing a writer's
+//     open may cut).
+//
+// A damaged pack header is a damaged region too; only failing to read the
+// file is an error.
+func (p *packs) scan(n int) (packScan, error) {
+	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
 	f, err := os.Open(p.path(n))
 	if err != nil {
-		return nil, 0, 0, err
+		return sc, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, 0, err
+		return sc, err
 	}
-	size := fi.Size()
-	r := bufio.NewReaderSize(f, 1<<20)
-	entries := map[[32]byte]packLoc{}
+	sc.size = fi.Size()
 	head := make([]byte, len(packMagic))
-	if _, err := io.ReadFull(r, head); err != nil || string(head) != packMagic {
-		if allZeroBytes(head) { // created, header never made durable
-			return entries, 0, size, errPackCorrupt
+	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic {
+		if allZeroBytes(head) || sc.size < int64(len(packMagic)) { // created, header never made durable
+			sc.torn = sc.size > 0
+			return sc, nil
 		}
-		return nil, 0, size, fmt.Errorf("%w: bad header", errPackCorrupt)
+		// A damaged header: the entries after it are read as usual.
+		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: 0, To: int64(len(packMagic))})
 	}
+	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size}
+	pr.skip(int64(len(packMagic)))
 	off := int64(len(packMagic))
-	hdr := make([]byte, packEntryHdr)
-	var body []byte
 	for {
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			if err == io.EOF {
-				return entries, off, size, nil
+		e, st := pr.entryAt(off)
+		switch st {
+		case entryEnd:
+			sc.end = off
+			return sc, nil
+		case entryGood:
+			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+			off += packEntryHdr + e.n
+			continue
+		case entryBad:
+			// A good entry inside the span its length claims means the
+			// length is what is damaged: that is a damaged region.
+			next := off + packEntryHdr + e.n
+			if r := pr.resync(off + 1); r >= 0 && r < next {
+				sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: off, To: r})
+				off = r
+				continue
 			}
-			return entries, off, size, errPackCorrupt
+			if next == sc.size || pr.boundary(next) {
+				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+				off = next
+				continue
+			}
 		}
-		if allZeroBytes(hdr) {
-			return entries, off, size, nil // the preallocated, unwritten rest
+		// No entry parses here: a damaged region if a good entry follows,
+		// else the torn tail.
+		next := pr.resync(off + 1)
+		if next < 0 {
+			sc.end, sc.torn = off, true
+			return sc, nil
 		}
-		ln := int64(binary.LittleEndian.Uint32(hdr[0:4]))
-		sum := binary.LittleEndian.Uint32(hdr[4:8])
-		if ln > packMaxBlob || size-off-packEntryHdr < ln {
-			return entries, off, size, errPackCorrupt
-		}
-		if int64(cap(body)) < ln {
-			body = make([]byte, ln)
-		}
-		body = body[:ln]
-		if _, err := io.ReadFull(r, body); err != nil {
-			return entries, off, size, errPackCorrupt
-		}
-		crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, body)
-		var d [32]byte
-		copy(d[:], hdr[8:40])
-		if crc != sum || sha256.Sum256(body) != d {
-			return entries, off, size, errPackCorrupt
-		}
-		entries[d] = packLoc{pack: n, off: off + packEntryHdr, n: ln}
-		off += packEntryHdr + ln
+		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: off, To: next})
+		off = next
 	}
+}
+
+// entryState is what lies at an offset of a pack.
+type entryState int
+
+const (
+	entryEnd  entryState = iota // the end of the file, or an all-zero header
+	entryGood                   // a whole entry whose bytes match its digest
+	entryBad                    // a whole entry (its length fits) whose bytes do not
+	entryNone                   // no whole entry: a length that does not fit, a short header
+)
+
+type packEntry struct {
+	d [32]byte
+	n int64
+}
+
+// packReader reads a pack's entries in order through a buffer, and checks
+// offsets ahead of it directly (see scan).
+type packReader struct {
+	r    *bufio.Reader
+	f    io.ReaderAt
+	size int64
+	pos  int64 // where r is
+	hdr  [packEntryHdr]byte
+	body []byte
+}
+
+func (r *packReader) skip(n int64) {
+	_, _ = r.r.Discard(int(n))
+	r.pos += n
+}
+
+// entryAt reads the entry at off: through the buffer when off is where it
+// is, directly otherwise.
+func (r *packReader) entryAt(off int64) (packEntry, entryState) {
+	if off != r.pos {
+		r.r.Reset(io.NewSectionReader(r.f, off, r.size-off))
+		r.pos = off
+	}
+	var e packEntry
+	if r.size-off < packEntryHdr {
+		if allZeroAt(r.f, off, r.size-off) {
+			return e, entryEnd
+		}
+		return e, entryNone
+	}
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return e, entryNone
+	}
+	r.pos += packEntryHdr
+	if allZeroBytes(r.hdr[:]) {
+		return e, entryEnd // the preallocated, unwritten rest
+	}
+	e.n = int64(binary.LittleEndian.Uint32(r.hdr[0:4]))
+	copy(e.d[:], r.hdr[8:40])
+	if e.n > packMaxBlob || r.size-off-packEntryHdr < e.n {
+		return e, entryNone
+	}
+	if int64(cap(r.body)) < e.n {
+		r.body = make([]byte, e.n)
+	}
+	r.body = r.body[:e.n]
+	if _, err := io.ReadFull(r.r, r.body); err != nil {
+		return e, entryNone
+	}
+	r.pos += e.n
+	sum := binary.LittleEndian.Uint32(r.hdr[4:8])
+	crc := crc32.Update(crc32.Checksum(r.hdr[8:40], castagnoli), castagnoli, r.body)
+	if crc != sum || sha256.Sum256(r.body) != e.d {
+		return e, entryBad
+	}
+	return e, entryGood
+}
+
+// boundary reports whether an entry could start at off: zeros or a good
+// entry are there.
+func (r *packReader) boundary(off int64) bool {
+	_, st := r.entryAt(off)
+	return st == entryEnd || st == entryGood
+}
+
+// resync returns the offset of the first good entry at or after from, or
+// -1. It reads the rest of the pack into memory: damage is rare, and this
+// is its only cost.
+func (r *packReader) resync(from int64) int64 {
+	if from >= r.size {
+		return -1
+	}
+	rest := make([]byte, r.size-from)
+	if n, _ := r.f.ReadAt(rest, from); int64(n) < int64(len(rest)) {
+		rest = rest[:n]
+	}
+	for i := 0; i+packEntryHdr <= len(rest); i++ {
+		h := rest[i : i+packEntryHdr]
+		if binary.LittleEndian.Uint64(h) == 0 {
+			continue // a zero length and checksum start no entry worth the hashing
+		}
+		n := int(binary.LittleEndian.Uint32(h[0:4]))
+		if n > packMaxBlob || i+packEntryHdr+n > len(rest) {
+			continue
+		}
+		body := rest[i+packEntryHdr : i+packEntryHdr+n]
+		crc := crc32.Update(crc32.Checksum(h[8:40], castagnoli), castagnoli, body)
+		if crc == binary.LittleEndian.Uint32(h[4:8]) && sha256.Sum256(body) == [32]byte(h[8:40]) {
+			return from + int64(i)
+		}
+	}
+	return -1
+}
+
+func allZeroAt(r io.ReaderAt, off, n int64) bool {
+	b := make([]byte, n)
+	m, _ := r.ReadAt(b, off)
+	return allZeroBytes(b[:m])
 }
 
 func allZeroBytes(b []byte) bool {
@@ -340,6 +568,33 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 	return WriteFileAtomic(p.idxPath(n), b, 0o444)
 }
 
+// corruptAt reports whether a digest was found corrupt in a pack (and not
+// also stored intact).
+func (p *packs) corruptAt(d [32]byte) (packLoc, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.index[d]; ok {
+		return packLoc{}, false
+	}
+	loc, ok := p.corrupt[d]
+	return loc, ok
+}
+
+// Damage lists the packs' unreadable regions and corrupt entries found at
+// open, the corrupt ones by CID.
+func (b *FSBlobs) PackDamage() (regions []PackDamage, corrupt map[string]PackDamage) {
+	p := b.packs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	corrupt = map[string]PackDamage{}
+	for d, loc := range p.corrupt {
+		if _, ok := p.index[d]; !ok {
+			corrupt[cidOfDigest(d[:]).String()] = PackDamage{Pack: loc.pack, Offset: loc.off - packEntryHdr, To: loc.off + loc.n}
+		}
+	}
+	return append([]PackDamage(nil), p.damaged...), corrupt
+}
+
 // has reports whether a digest is packed.
 func (p *packs) has(d [32]byte) (packLoc, bool) {
 	p.mu.Lock()
@@ -356,6 +611,7 @@ type packFile struct {
 	n       int
 	f       *os.File
 	size    atomic.Int64         // bytes written; stored under packs.mu, read by syncers without it
+	alloc   int64                // bytes preallocated (packs.mu)
 	entries map[[32]byte]packLoc // everything written, durable or not (packs.mu)
 
 	syncMu sync.Mutex
@@ -425,6 +681,10 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	if len(buf) == 0 {
 		p.mu.Unlock()
 		return nil
+	}
+	if end := pf.size.Load() + int64(len(buf)); end > pf.alloc {
+		pf.alloc = growAlloc(pf.alloc, end, p.maxBytes)
+		preallocate(pf.f, pf.alloc)
 	}
 	if _, err := pf.f.WriteAt(buf, pf.size.Load()); err != nil {
 		// Nothing of this batch is acknowledged, and the logical end
@@ -526,7 +786,8 @@ func (p *packs) roll() error {
 	if err != nil {
 		return fmt.Errorf("store: new pack: %w", err)
 	}
-	preallocate(f, p.maxBytes)
+	alloc := growAlloc(0, int64(len(packMagic)), p.maxBytes)
+	preallocate(f, alloc)
 	if _, err := f.WriteAt([]byte(packMagic), 0); err == nil {
 		err = f.Sync()
 	}
@@ -540,7 +801,22 @@ func (p *packs) roll() error {
 	}
 	p.lastN = n
 	p.cur = newPackFile(n, f, int64(len(packMagic)), map[[32]byte]packLoc{})
+	p.cur.alloc = alloc
 	return nil
+}
+
+// growAlloc is the allocation a pack needs to hold need bytes, having
+// alloc: doubling from packAllocStart, so the space reserved ahead of the
+// data stays in proportion to it, never past maxBytes unless need is (one
+// batch may overshoot a pack's nominal size).
+func growAlloc(alloc, need, maxBytes int64) int64 {
+	if alloc < packAllocStart {
+		alloc = packAllocStart
+	}
+	for alloc < need && alloc < maxBytes {
+		alloc *= 2
+	}
+	return max(min(alloc, maxBytes), need)
 }
 
 // open returns a reader over a packed blob.

@@ -2,6 +2,9 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,8 +31,9 @@ func blobsOf(t *testing.T, n, size int) [][]byte {
 }
 
 // TestPackTornTail cuts the last batch's pack bytes at every point of its
-// last entry (and flips a byte in it): reopening keeps every earlier blob,
-// drops the torn one, and later puts append cleanly.
+// last entry: reopening keeps every earlier blob, drops the torn one, and
+// later puts append cleanly. A flipped byte in a whole last entry is no torn
+// tail: nothing is cut, and the blob is reported corrupt by its CID.
 func TestPackTornTail(t *testing.T) {
 	dir := t.TempDir()
 	b, err := OpenFSBlobs(dir)
@@ -52,7 +56,7 @@ func TestPackTornTail(t *testing.T) {
 		t.Fatalf("pack of %d bytes is shorter than what was put", len(whole))
 	}
 	whole = whole[:start+entry] // the rest is preallocated zeros
-	damage := func(name string, bs []byte) {
+	damage := func(name string, bs []byte, torn bool) {
 		t.Helper()
 		if err := os.WriteFile(pack, bs, 0o644); err != nil {
 			t.Fatal(err)
@@ -67,11 +71,19 @@ func TestPackTornTail(t *testing.T) {
 				t.Fatalf("%s: earlier blob %d lost", name, i)
 			}
 		}
-		if _, err := b.Stat(lc); err == nil {
-			t.Fatalf("%s: the torn blob is still listed", name)
+		_, err = b.Stat(lc)
+		switch {
+		case err == nil:
+			t.Fatalf("%s: the damaged blob is still listed", name)
+		case !torn && !errors.Is(err, ErrBlobCorrupt):
+			t.Fatalf("%s: Stat of the flipped blob: %v, want ErrBlobCorrupt", name, err)
 		}
-		if b.PackCut() != int64(len(bs)-start) {
-			t.Fatalf("%s: cut %d bytes, want %d", name, b.PackCut(), len(bs)-start)
+		wantCut := int64(len(bs) - start)
+		if !torn {
+			wantCut = 0
+		}
+		if b.PackCut() != wantCut {
+			t.Fatalf("%s: cut %d bytes, want %d", name, b.PackCut(), wantCut)
 		}
 		again := putAll(t, b, [][]byte{last})[0]
 		if got := readBlob(t, b, again); !bytes.Equal(got, last) {
@@ -79,11 +91,76 @@ func TestPackTornTail(t *testing.T) {
 		}
 	}
 	for cut := start + 1; cut < len(whole); cut += 37 {
-		damage("cut", append([]byte(nil), whole[:cut]...))
+		damage("cut", append([]byte(nil), whole[:cut]...), true)
 	}
 	flipped := append([]byte(nil), whole...)
 	flipped[start+packEntryHdr+10] ^= 0x40
-	damage("flip", flipped)
+	damage("flip", flipped, false)
+}
+
+// TestPackFlippedByteMidPack flips one byte of one blob in the middle of
+// the pack being filled, and one byte of another blob's length: reopening
+// (writer and read-only) cuts and zeroes nothing, reports the first blob by
+// CID, and serves every other blob with its bytes.
+func TestPackFlippedByteMidPack(t *testing.T) {
+	for _, where := range []string{"body", "length"} {
+		dir := t.TempDir()
+		datas, cids, bs := packOneByOne(t, dir, 20, 5000)
+		pack := filepath.Join(dir, "packs", "00000001.pack")
+		const victim = 7
+		at := len(packMagic) + victim*(packEntryHdr+5000)
+		if where == "body" {
+			bs[at+packEntryHdr+123] ^= 0x08
+		} else {
+			bs[at+2] ^= 0x20 // the length runs far past the entry
+		}
+		if err := os.WriteFile(pack, bs, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check := func(name string, b *FSBlobs) {
+			t.Helper()
+			err := checkAroundDamage(t, where+" "+name, b, pack, bs, cids, datas, victim)
+			if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
+				t.Fatalf("%s %s: %v, want ErrBlobCorrupt", where, name, err)
+			}
+		}
+		ro, err := openFSBlobs(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("read-only", ro)
+		ro.Close()
+		rw, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("writer", rw)
+		_, corrupt := rw.PackDamage()
+		if _, ok := corrupt[cids[victim].String()]; where == "body" && (!ok || len(corrupt) != 1) {
+			t.Fatalf("PackDamage: %v, want just %s", corrupt, cids[victim])
+		}
+		// Appends continue after the damage, which stays.
+		more := randBytes(t, 900)
+		mc := putAll(t, rw, [][]byte{more})[0]
+		if got := readBlob(t, rw, mc); !bytes.Equal(got, more) {
+			t.Fatalf("%s: put after damage reads back wrong", where)
+		}
+		// A sweep that finds every blob dead does not rewrite the
+		// damaged pack: its bytes are evidence.
+		if err := rw.packs.finishCurrent(); err != nil {
+			t.Fatal(err)
+		}
+		sw := rw.BeginSweep()
+		if _, err := sw.Collect(func(cid.Cid) bool { return false }, nil); err != nil {
+			t.Fatal(err)
+		}
+		sw.End()
+		end := len(packMagic) + len(datas)*(packEntryHdr+5000) // the entries, without the preallocated rest
+		if after, err := os.ReadFile(pack); err != nil || len(after) < end || !bytes.Equal(after[:end], bs[:end]) {
+			t.Fatalf("%s: a sweep rewrote the damaged pack: %v", where, err)
+		}
+		rw.Close()
+	}
 }
 
 func TestPackRollAndIndex(t *testing.T) {
@@ -197,4 +274,93 @@ func TestPackConcurrentPuts(t *testing.T) {
 	if b2.PackCut() != 0 {
 		t.Fatalf("a clean close left %d torn bytes", b2.PackCut())
 	}
+}
+
+// TestPackAnyFlippedByte flips, in turn, each byte of the pack header and
+// of one entry in the middle of the pack being filled: the blob store
+// always opens, cuts nothing, and serves every other blob with its bytes.
+func TestPackAnyFlippedByte(t *testing.T) {
+	datas, cids, orig := packOneByOne(t, t.TempDir(), 5, 300)
+	const victim = 2
+	start := len(packMagic) + victim*(packEntryHdr+300)
+	var positions []int
+	for i := 0; i < len(packMagic); i++ {
+		positions = append(positions, i)
+	}
+	for i := start; i < start+packEntryHdr+300; i++ {
+		positions = append(positions, i)
+	}
+	for _, pos := range positions {
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "packs"), 0o755)
+		pack := filepath.Join(dir, "packs", "00000001.pack")
+		bs := append([]byte(nil), orig...)
+		bs[pos] ^= 0x20
+		os.WriteFile(pack, bs, 0o644)
+		b, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatalf("byte %d: open: %v", pos, err)
+		}
+		v := victim
+		if pos < start {
+			v = -1 // the header: every blob is served
+		}
+		checkAroundDamage(t, fmt.Sprintf("byte %d", pos), b, pack, bs, cids, datas, v)
+		b.Close()
+	}
+}
+
+// packOneByOne puts n blobs of size bytes into a new blob store at dir, one
+// batch each (as frames arrive), closes it, and returns the blobs, their
+// CIDs and the pack's bytes.
+func packOneByOne(t *testing.T, dir string, n, size int) ([][]byte, []cid.Cid, []byte) {
+	t.Helper()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := blobsOf(t, n, size)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(t, b, datas[i:i+1])...)
+	}
+	b.Close()
+	bs, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return datas, cids, bs
+}
+
+// checkAroundDamage checks a blob store opened over a damaged pack that
+// held bs: every blob but the victim (-1: none) is served with its bytes,
+// the victim is not served (its error is returned), and the pack was
+// neither cut nor changed.
+func checkAroundDamage(t *testing.T, what string, b *FSBlobs, pack string, bs []byte, cids []cid.Cid, datas [][]byte, victim int) error {
+	t.Helper()
+	var victimErr error
+	for i, c := range cids {
+		r, err := b.Open(c)
+		if i == victim {
+			if err == nil {
+				r.Close()
+				t.Fatalf("%s: the damaged blob is served", what)
+			}
+			victimErr = err
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: blob %d: %v", what, i, err)
+		}
+		got, _ := io.ReadAll(r)
+		r.Close()
+		if !bytes.Equal(got, datas[i]) {
+			t.Fatalf("%s: blob %d served with other bytes", what, i)
+		}
+	}
+	after, err := os.ReadFile(pack)
+	if err != nil || b.PackCut() != 0 || len(after) < len(bs) || !bytes.Equal(after[:len(bs)], bs) {
+		t.Fatalf("%s: the pack was changed (cut %d): %v", what, b.PackCut(), err)
+	}
+	return victimErr
 }

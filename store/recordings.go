@@ -46,14 +46,27 @@ var ErrReadOnly = errors.New("store: opened read-only")
 // read (verify, export, audit verify and scan): it creates nothing, cuts
 // no torn tail, removes no leftovers, preallocates no pack and writes no
 // byte, whether or not a server runs on the directory.
+//
+// A server may be appending meanwhile: a pack or log tail that is torn now
+// is an append in progress, so it is read around, never cut.
 func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
-	// TODO(integrity): a truly read-only open of blobs, packs and logs.
-	s, err := OpenStore(dir, lo)
+	if fi, err := os.Stat(filepath.Join(dir, "recordings")); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
+	}
+	b, err := openFSBlobs(filepath.Join(dir, "blobs"), true)
 	if err != nil {
 		return nil, err
 	}
-	s.readOnly = true
-	return s, nil
+	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
+}
+
+// writable returns ErrReadOnly for a store opened read-only; every method
+// that changes the data directory calls it first.
+func (s *Store) writable() error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	return nil
 }
 
 // ReadOnly reports whether the store was opened read-only.
@@ -142,6 +155,9 @@ func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), 
 
 // Create makes a recording's directory and writes its metadata durably.
 func (s *Store) Create(m RecordingMeta) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if !ValidRecordingID(m.ID) {
 		return fmt.Errorf("store: invalid recording id")
 	}
@@ -213,6 +229,19 @@ func (s *Store) IDs() ([]string, error) {
 // OpenLog opens a recording's log for appending; recovery of a torn tail
 // happens here.
 func (s *Store) OpenLog(id string) (*Log, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	if gaps, err := s.pendingGaps(id); err != nil || len(gaps) > 0 {
+		if err == nil {
+			d := LogDamage{AfterSeq: gaps[0].From - 1, Why: "a repair was interrupted; run it again"}
+			if gaps[0].To > 0 {
+				d.BeforeSeq = gaps[0].To + 1
+			}
+			err = &DamagedError{Dir: s.logDir(id), Damage: []LogDamage{d}}
+		}
+		return nil, err
+	}
 	return OpenLog(s.logDir(id), s.LogOptions)
 }
 
@@ -241,6 +270,9 @@ type Manifest struct {
 	// Redaction is the recording's redaction report (the plan digest is in
 	// Recording.PlanDigest and here).
 	Redaction *RedactionReport `json:"redaction,omitempty"`
+	// Gaps lists the seqs a repair found lost to damage (repair.go);
+	// empty for every recording sealed by finish.
+	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // Manifest reads a finished recording's manifest.
@@ -277,7 +309,13 @@ func (s *Store) ReadManifest(root string) (*Manifest, error) {
 // Seal finishes a recording: the caller has closed its Log. meta is the
 // final metadata (verdict, finished_at). It returns the root CID. Calling
 // it again on a sealed recording returns the same root.
-func (s *Store) Seal(meta RecordingMeta) (string, error) {
+func (s *Store) Seal(meta RecordingMeta) (string, error) { return s.seal(meta, nil) }
+
+// seal is Seal with the gaps a repair declares (repair.go).
+func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
+	if err := s.writable(); err != nil {
+		return "", err
+	}
 	id := meta.ID
 	if root, err := s.Root(id); err != nil || root != "" {
 		if _, statErr := os.Stat(s.logDir(id)); root != "" && statErr == nil {
@@ -289,7 +327,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 	// stored here are referenced by nothing a sweep's mark phase reads: a
 	// sweep beginning meanwhile waits for this (FSBlobs.Hold).
 	defer s.Blobs.Hold()()
-	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
+	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}, Gaps: gaps}
 	report := NewReportBuilder(id, meta.PlanDigest)
 	blobs := map[string]int64{}
 	steps := map[int]struct{}{}
@@ -565,10 +603,26 @@ func scanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) 
 	}
 	for {
 		rec, loc, err := sr.Next()
-		if err == io.EOF || errors.Is(err, ErrTornTail) {
-			// A torn tail can only be the unacknowledged end of an open
-			// log being written right now: stop there, resume later.
+		if err == io.EOF {
 			return pos, nil
+		}
+		if errors.Is(err, ErrTornTail) {
+			// A torn tail is the unacknowledged end of an open log
+			// being written right now: stop there, resume later. A bad
+			// frame with good frames after it is damage: read past it
+			// (CheckLog reports it).
+			bad := sr.Offset()
+			next, rerr := nextFrameAfter(f, bad)
+			if rerr != nil {
+				return pos, rerr
+			}
+			if next < 0 {
+				return pos, nil
+			}
+			if sr, err = NewSegmentReaderAt(f, next); err != nil {
+				return pos, err
+			}
+			continue
 		}
 		if err != nil {
 			return pos, err

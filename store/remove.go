@@ -35,6 +35,9 @@ func (s *Store) RemoveRecording(id string) (freed int64, err error) {
 	if !ValidRecordingID(id) {
 		return 0, fmt.Errorf("store: remove recording: invalid recording id %q", id)
 	}
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	parent := filepath.Join(s.dir, "recordings")
 	tomb := filepath.Join(parent, removingPrefix+id)
 	// A removal a crash interrupted: finish it first (a rename onto a

@@ -25,6 +25,9 @@ func (s *Store) SetFailureSignature(id, sig string) error {
 	if !ValidRecordingID(id) {
 		return fmt.Errorf("store: failure signature of %q: invalid recording id", id)
 	}
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if len(sig) > maxSignature || strings.ContainsAny(sig, "\n\r") {
 		return fmt.Errorf("store: failure signature of %s: not one line of at most %d bytes", id, maxSignature)
 	}

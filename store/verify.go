@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"sort"
 )
 
 // Problem is one thing verify found wrong.
@@ -30,9 +30,14 @@ type VerifyReport struct {
 // OK reports whether nothing was found wrong.
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
-// Verify re-hashes every blob that a manifest references (the manifest
-// itself, its segments and its events' blobs) and checks every open log's
-// frames. progress, if set, is called after each recording.
+// Verify checks what the service depends on, and lists every problem:
+// every recording's meta.json; every open log (each damaged region, with
+// the seqs it took) and the blobs its intact records reference; every
+// finished recording's manifest, segments (they decode, their seqs follow
+// one another but for the manifest's declared gaps, they add up to its
+// events) and blobs, re-hashed; and the packs' unreadable regions. A
+// corrupt packed blob is reported by its CID. progress, if set, is called
+// after each recording. It only reads.
 func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (*VerifyReport, error) {
 	ids, err := s.IDs()
 	if err != nil {
@@ -45,27 +50,85 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (*Ve
 			return rep, err
 		}
 		rep.Recordings++
-		root, err := s.Root(id)
-		if err != nil {
-			return nil, err
+		bad := rep.badFor(id)
+		if _, err := s.Meta(id); err != nil {
+			bad("", "meta.json unreadable: "+err.Error())
 		}
-		if root == "" {
-			if err := checkOpenLog(s.logDir(id)); err != nil {
-				rep.Problems = append(rep.Problems, Problem{Recording: id, What: err.Error()})
-			}
-		} else {
+		root, err := s.Root(id)
+		switch {
+		case err != nil:
+			bad("", "ROOT unreadable: "+err.Error())
+		case root == "":
+			s.verifyOpen(id, seen, rep, bad)
+		default:
 			rep.Finished++
-			s.verifyFinished(id, root, seen, rep)
+			s.verifyFinished(id, root, seen, rep, bad)
 		}
 		if progress != nil {
 			progress(i+1, len(ids))
 		}
 	}
+	regions, _ := s.Blobs.PackDamage()
+	for _, d := range regions {
+		rep.Problems = append(rep.Problems, Problem{What: fmt.Sprintf(
+			"pack %08d bytes %d–%d hold no readable blob (the blobs around them are intact)", d.Pack, d.Offset, d.To)})
+	}
 	return rep, nil
 }
 
-func (s *Store) verifyFinished(id, root string, seen map[string]bool, rep *VerifyReport) {
-	bad := func(c, what string) { rep.Problems = append(rep.Problems, Problem{Recording: id, CID: c, What: what}) }
+// badFor returns the function that adds a problem of recording id.
+func (r *VerifyReport) badFor(id string) func(c, what string) {
+	return func(c, what string) { r.Problems = append(r.Problems, Problem{Recording: id, CID: c, What: what}) }
+}
+
+// verifyOpen checks an open recording's log and the blobs its intact
+// records reference.
+func (s *Store) verifyOpen(id string, seen map[string]bool, rep *VerifyReport, bad func(c, what string)) {
+	if gaps, err := s.pendingGaps(id); err != nil || len(gaps) > 0 {
+		bad("", "a repair was interrupted: run flightrec repair "+id)
+	}
+	refs := map[string]bool{}
+	_, damage, err := walkLog(s.logDir(id), func(r Record, _ Locator) error {
+		r.EachBlob(func(c string, _ int64) { refs[c] = true })
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		bad("", "log unreadable: "+err.Error())
+	}
+	if len(damage) > 0 {
+		// A frame a live server is appending can look bad to a reader
+		// that saw part of it: damage is what a second look finds too.
+		_, again, _ := walkLog(s.logDir(id), nil)
+		damage = sameDamage(damage, again)
+	}
+	for _, d := range damage {
+		bad("", "log damaged: "+d.String()+"; next: flightrec repair "+id)
+	}
+	cids := make([]string, 0, len(refs))
+	for c := range refs {
+		cids = append(cids, c)
+	}
+	sort.Strings(cids)
+	for _, c := range cids {
+		s.rehash(c, seen, rep, bad)
+	}
+}
+
+// sameDamage keeps the regions of a that b found too.
+func sameDamage(a, b []LogDamage) []LogDamage {
+	var out []LogDamage
+	for _, d := range a {
+		for _, e := range b {
+			if d.Segment == e.Segment && d.Offset == e.Offset {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (s *Store) verifyFinished(id, root string, seen map[string]bool, rep *VerifyReport, bad func(c, what string)) {
 	if !s.rehash(root, seen, rep, bad) {
 		return
 	}
@@ -77,11 +140,58 @@ func (s *Store) verifyFinished(id, root string, seen map[string]bool, rep *Verif
 	if m.Recording.ID != id {
 		bad(root, "manifest names another recording")
 	}
-	for _, seg := range m.Segments {
-		s.rehash(seg.CID, seen, rep, bad)
+	var prev uint64
+	var events int64
+	whole := true
+	for i, seg := range m.Segments {
+		if !s.rehash(seg.CID, seen, rep, bad) {
+			whole = false
+			continue
+		}
+		n, last, err := s.checkSegmentSeqs(seg.CID, m.Gaps, prev)
+		if err != nil {
+			whole = false
+			bad(seg.CID, fmt.Sprintf("segment %d: %v", i+1, err))
+		}
+		events += n
+		prev = last
+	}
+	if whole && events != m.Events {
+		bad(root, fmt.Sprintf("the manifest says %d events, its segments hold %d", m.Events, events))
 	}
 	for _, c := range m.Blobs {
 		s.rehash(c, seen, rep, bad)
+	}
+}
+
+// checkSegmentSeqs reads a sealed segment and checks that its seqs follow
+// prev, one by one but for the declared gaps. It returns the records read
+// and the last seq.
+func (s *Store) checkSegmentSeqs(cs string, gaps []Gap, prev uint64) (int64, uint64, error) {
+	c, err := ParseCID(cs)
+	if err != nil {
+		return 0, prev, err
+	}
+	f, err := s.Blobs.Open(c)
+	if err != nil {
+		return 0, prev, err
+	}
+	defer f.Close()
+	sr := NewSegmentReader(f)
+	var n int64
+	for {
+		rec, _, err := sr.Next()
+		if err == io.EOF {
+			return n, prev, nil
+		}
+		if err != nil {
+			return n, prev, err
+		}
+		if !seqsFollow(gaps, prev, rec.Seq) {
+			return n, prev, fmt.Errorf("seq %d follows %d, and no declared gap covers the seqs between", rec.Seq, prev)
+		}
+		n++
+		prev = rec.Seq
 	}
 }
 
@@ -129,28 +239,47 @@ func (s *Store) rehash(cs string, seen map[string]bool, rep *VerifyReport, bad f
 	return ok
 }
 
-func checkOpenLog(dir string) error {
-	segs, err := segmentFiles(dir)
+// VerifyIndex checks the index against the logs and manifests: for every
+// recording the index holds, the events it counts must be the records the
+// store holds up to the recording's indexed-through seq (the index lags
+// the log by design, so nothing past that point is compared). It adds to
+// rep's problems; a recording rep already holds a problem of (damage
+// Verify found, which skews any count) is not compared.
+func (s *Store) VerifyIndex(ctx context.Context, idx Index, rep *VerifyReport) error {
+	ids, err := s.IDs()
 	if err != nil {
 		return err
 	}
-	for _, p := range segs {
-		f, err := os.Open(p)
+	damaged := map[string]bool{}
+	for _, p := range rep.Problems {
+		damaged[p.Recording] = true
+	}
+	for _, id := range ids {
+		if damaged[id] {
+			continue
+		}
+		row, err := idx.Recording(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // not indexed yet: the projection lags
+		}
 		if err != nil {
-			return err
+			rep.Problems = append(rep.Problems, Problem{Recording: id, What: "index unreadable: " + err.Error() + "; next: flightrec reindex"})
+			continue
 		}
-		sr := NewSegmentReader(f)
-		for {
-			_, _, err := sr.Next()
-			if err == io.EOF {
-				break
+		var held int64
+		if _, err := s.Scan(id, Pos{}, 0, func(r Record, _ Locator) error {
+			if r.Seq <= row.IndexedTo {
+				held++
 			}
-			if err != nil {
-				f.Close()
-				return fmt.Errorf("log segment %s: %w", p, err)
-			}
+			return nil
+		}); err != nil {
+			continue // the log's own problems are Verify's
 		}
-		f.Close()
+		if held != row.Events {
+			rep.Problems = append(rep.Problems, Problem{Recording: id, What: fmt.Sprintf(
+				"the index counts %d events through seq %d, the store holds %d; next: flightrec reindex",
+				row.Events, row.IndexedTo, held)})
+		}
 	}
 	return nil
 }

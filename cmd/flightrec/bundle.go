@@ -314,6 +314,7 @@ func printBundleReport(out io.Writer, path string, rep *store.BundleReport) {
 	fmt.Fprintf(out, "bundle %s: recording %s root %s\n", path, orDash(rep.Recording), orDash(rep.Root))
 	fmt.Fprintf(out, "%d blocks (%d segments, %d blobs), %d events, %d bytes read\n",
 		rep.Blocks, rep.Segments, rep.Blobs, rep.Events, rep.Bytes)
+	printGaps(out, rep.Gaps)
 	for _, p := range rep.Problems {
 		if p.CID != "" {
 			fmt.Fprintf(out, "PROBLEM cid=%s: %s\n", p.CID, p.What)
@@ -323,6 +324,19 @@ func printBundleReport(out io.Writer, path string, rep *store.BundleReport) {
 	}
 	if rep.OK() {
 		fmt.Fprintln(out, "ok")
+	}
+}
+
+// printGaps states the seqs a repaired recording lost (declared by its
+// manifest, so accepted).
+func printGaps(out io.Writer, gaps []store.Gap) {
+	for _, g := range gaps {
+		to := "the end of the log"
+		if g.To > 0 {
+			to = fmt.Sprintf("%d", g.To)
+		}
+		fmt.Fprintf(out, "GAP seqs %d–%s lost to damage (declared by a repair; the damaged bytes are in %s): %s\n",
+			g.From, to, g.Quarantine, g.Why)
 	}
 }
 

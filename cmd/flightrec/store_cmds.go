@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/store"
 )
 
 func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -34,6 +35,17 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	defer st.Close()
 	rep, err := st.Verify(ctx, progress(errOut, "verified"))
+	if err == nil {
+		// The index read-only too; one that cannot be opened is a
+		// problem to list (reindex rebuilds it), not a reason to stop.
+		idx, ierr := app.OpenIndexReadOnly(sc.Index, sc.Data)
+		if ierr != nil {
+			rep.Problems = append(rep.Problems, store.Problem{What: fmt.Sprintf("index: %v (next: flightrec reindex)", ierr)})
+		} else {
+			err = st.VerifyIndex(ctx, idx, rep)
+			idx.Close()
+		}
+	}
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
@@ -86,12 +98,18 @@ func runReindex(ctx context.Context, args []string, out, errOut io.Writer) int {
 			return exitFailure
 		}
 	} else {
-		st, idx, lock, err := sc.OpenForWrite("reindex")
+		lock, err := sc.Lock("reindex", "")
 		if err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
 		defer lock.Close()
+		// A damaged embedded index is moved aside and made anew.
+		st, idx, err := sc.OpenForReindex(ctx)
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
 		defer st.Close()
 		defer idx.Close()
 		report := progress(errOut, "reindexed")

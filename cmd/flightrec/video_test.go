@@ -308,18 +308,9 @@ func videoEvents(t *testing.T, base, id string) []event.Video {
 
 func waitIndexed(t *testing.T, base, id string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var rec store.RecordingRow
-		getJSON(t, base+"/v1/recordings/"+id, &rec)
-		if rec.State == store.StateFinished && rec.IndexedTo > 0 && int64(rec.IndexedTo) == rec.Events {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("index did not catch up: %+v", rec)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRecording(t, base, id, func(rec store.RecordingRow) bool {
+		return rec.State == store.StateFinished && rec.IndexedTo > 0 && int64(rec.IndexedTo) == rec.Events
+	})
 }
 
 // storedEvents reads a recording's events once the index holds through

@@ -29,6 +29,7 @@ var routeScope = map[string]string{
 	"POST /v1/recordings/{id}/events":       "ingest",
 	"POST /v1/recordings/{id}/finish":       "ingest",
 	"POST /v1/recordings/{id}/abort":        "ingest",
+	"POST /v1/recordings/{id}/repair":       "admin",
 	"GET /v1/recordings":                    "read",
 	"GET /v1/recordings/{id}":               "read",
 	"GET /v1/recordings/{id}/steps":         "read",
@@ -285,6 +286,9 @@ func (f *fixture) requests(method, route string) []cell {
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/pins" }, []byte(`{"reason":"evidence","ref":"acme/shop#1"}`))
 	case "DELETE /v1/recordings/{id}/pins/{pin}":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/pins/pin_000000000000" }, nil)
+	case "POST /v1/recordings/{id}/repair":
+		// Not damaged: the handler runs and says so (409).
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/repair" }, nil)
 	case "POST /v1/retention/sweep":
 		add("dry sweep", "", "/v1/retention/sweep?dry_run=true", nil)
 	case "GET /v1/audit":

@@ -218,12 +218,12 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	st, idx, err := cfg.Store.Open()
 	if err != nil {
 		lock.Close()
-		return nil, err
+		return nil, startError(cfg.Store.Data, err)
 	}
 	a, err := NewWith(cfg, log, st, idx)
 	if err != nil {
 		lock.Close()
-		return nil, err
+		return nil, startError(cfg.Store.Data, err)
 	}
 	a.lock = lock
 	return a, nil
@@ -337,7 +337,7 @@ func (a *App) Router() chi.Router { return a.router }
 
 func (a *App) routes() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware)
+	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware, a.damageGate(r))
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		apierr.Write(w, apierr.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
 	})
@@ -353,6 +353,7 @@ func (a *App) routes() *chi.Mux {
 		_, _ = w.Write(OpenAPI)
 	})
 	a.Ingest.Routes(r)
+	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
 	auth.Routes(r, a.Tokens)
 	a.Sweeper.Routes(r)
@@ -366,6 +367,11 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := a.Index.Recordings(ctx, store.RecordingFilter{Limit: 1}); err != nil {
+		if sqlite.Corrupt(err) {
+			a.log.Error("the index is damaged", "err", err)
+			apierr.Write(w, indexCorrupt(a.Store.Dir(), err))
+			return
+		}
 		e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
 		e.RetryAfter = 1
 		apierr.Write(w, e)
@@ -380,7 +386,35 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = os.Remove(probe)
-	_, _ = w.Write([]byte("ready\n"))
+	// Damaged recordings do not make the service unready (every other
+	// recording is served), but they are listed with what to do.
+	var b strings.Builder
+	b.WriteString("ready\n")
+	for _, d := range a.Ingest.Damaged() {
+		fmt.Fprintf(&b, "damaged recording %s: %s; next: %s\n", d.ID, d.What, d.Next())
+	}
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// damageGate answers RECORDING_DAMAGED for every route of a recording that
+// recovery could not read (its meta.json or manifest); a recording whose
+// log is damaged is still read here (its intact records), and ingest
+// refuses its appends.
+func (a *App) damageGate(mux *chi.Mux) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rctx := chi.NewRouteContext()
+			if route := mux.Find(rctx, r.Method, r.URL.Path); strings.HasPrefix(route, "/v1/recordings/{id}") {
+				if d, ok := a.Ingest.DamageOf(rctx.URLParam("id")); ok && d.Unreadable {
+					e := d.Error()
+					a.Ingest.Metrics().Errors.WithLabelValues(e.Code).Inc()
+					apierr.Write(w, e)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // accessLog logs each request by route pattern, never by raw URL: query

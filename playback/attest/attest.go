@@ -125,6 +125,9 @@ type Predicate struct {
 	CreatedAt           string            `json:"created_at"`            // RFC 3339, UTC
 	FinishedAt          string            `json:"finished_at,omitempty"` // RFC 3339, UTC
 	KeyID               string            `json:"key_id"`                // the signer's
+	// Gaps are the seqs a repair found lost to damage, as the manifest
+	// declares them: the statement covers the recording with them.
+	Gaps []store.Gap `json:"gaps,omitempty"`
 }
 
 // PAE is DSSE v1's pre-authentication encoding of a payload: what is
@@ -160,6 +163,7 @@ func predicateOf(man *store.Manifest, root, keyID string) Predicate {
 		Versions: r.Versions, Labels: r.Labels, Verdict: r.Verdict, FailureSignature: r.FailureSignature,
 		Steps: man.Steps, Events: man.Events, RedactionPlanDigest: planDigest,
 		CreatedAt: rfc3339(r.CreatedAt), FinishedAt: rfc3339(r.FinishedAt), KeyID: keyID,
+		Gaps: man.Gaps,
 	}
 }
 
@@ -314,7 +318,7 @@ func orNone(s string) string {
 // predicateKeys are the predicate's fields, in the order checkPredicate
 // reports them.
 var predicateKeys = []string{"recording", "root", "key_id", "project", "flow", "executor", "verdict",
-	"failure_signature", "steps", "events", "redaction_plan_digest", "created_at", "finished_at", "versions", "labels"}
+	"failure_signature", "steps", "events", "redaction_plan_digest", "created_at", "finished_at", "versions", "labels", "gaps"}
 
 // checkPredicate checks that every claim the signed predicate makes holds
 // of the manifest (want): each field it carries must equal the manifest's

@@ -18,6 +18,7 @@ route_scopes := {
 	"POST /v1/recordings/{id}/events": "ingest",
 	"POST /v1/recordings/{id}/finish": "ingest",
 	"POST /v1/recordings/{id}/abort": "ingest",
+	"POST /v1/recordings/{id}/repair": "admin",
 	"GET /v1/recordings": "read",
 	"GET /v1/recordings/{id}": "read",
 	"GET /v1/recordings/{id}/steps": "read",
