@@ -125,18 +125,25 @@ func Build(rec *Recording) (*Export, error) {
 		}
 		se := steps[n]
 		if x.Origin == "" {
-			if u := se.document(); u != "" {
+			if u := se.pageURL(); u != "" {
 				x.Origin = origin(u)
 			}
 		}
 		x.Steps = append(x.Steps, x.steps(n, se, names)...)
 	}
-	if x.StartURL != "" {
-		x.StartURL = x.rel(x.StartURL)
-		if len(x.Steps) > 0 && x.Steps[0].Flow != nil && x.Steps[0].Flow.Verb == flow.Goto {
-			x.StartURL = "" // the first step says where to start
+	startsWithGoto := false
+	for _, s := range x.Steps {
+		if s.Flow != nil {
+			startsWithGoto = s.Flow.Verb == flow.Goto
+			break
 		}
-	} else if len(x.Steps) == 0 || x.Steps[0].Flow == nil || x.Steps[0].Flow.Verb != flow.Goto {
+	}
+	switch {
+	case startsWithGoto:
+		x.StartURL = "" // the first step says where to start
+	case x.StartURL != "":
+		x.StartURL = x.rel(x.StartURL)
+	default:
 		return nil, fmt.Errorf("recording %s: no page load and no goto: where the run started is unknown", rec.ID)
 	}
 	for i := range x.Steps {
@@ -169,6 +176,7 @@ type stepEvents struct {
 	snapBefore  string
 	meta        []json.RawMessage
 	interactive string
+	pageTitle   string // a HAR import's page: its title, often its URL
 }
 
 type harEntry struct {
@@ -214,6 +222,10 @@ func (se *stepEvents) add(e *event.Envelope) {
 		}
 	case event.KindMeta:
 		se.meta = append(se.meta, e.Data)
+		var m event.Meta
+		if json.Unmarshal(e.Data, &m) == nil && se.pageTitle == "" {
+			se.pageTitle = m.Labels["page_title"]
+		}
 	}
 }
 
@@ -227,6 +239,18 @@ func (se *stepEvents) document() string {
 		if strings.EqualFold(h.ResourceType, "document") || strings.HasPrefix(h.Response.Content.MimeType, "text/html") {
 			return h.Request.URL
 		}
+	}
+	return ""
+}
+
+// pageURL is the page the step loaded: its document, or the title of a
+// HAR import's page when that is a URL (as Chrome titles them).
+func (se *stepEvents) pageURL() string {
+	if u := se.document(); u != "" {
+		return u
+	}
+	if origin(se.pageTitle) != "" {
+		return se.pageTitle
 	}
 	return ""
 }
@@ -297,7 +321,7 @@ func (x *Export) steps(n int, se *stepEvents, names map[string]string) []Step {
 		// A HAR import's page, or a step without a receipt: its page load
 		// is all a flow can replay.
 		s := Step{Rec: n}
-		if u := se.document(); u != "" {
+		if u := se.pageURL(); u != "" {
 			s.Action = "goto " + u
 			s.Flow = &flow.Step{Verb: flow.Goto, URL: x.rel(u)}
 			if isMasked(u) {
@@ -341,6 +365,11 @@ func (x *Export) steps(n int, se *stepEvents, names map[string]string) []Step {
 	case "click", "check", "fill", "type", "select", "press":
 		x.targeted(st, verb, r, args, se, names, n)
 	case "wait":
+		if text := selectorText(r.Action.Target); text != "" && !isMasked(text) {
+			// Playwright's getByText(…).waitFor()
+			st.Flow = &flow.Step{Verb: flow.Wait, Wait: &flow.WaitFor{Text: text}}
+			break
+		}
 		st.Flow, st.Note = x.wait(args)
 	case "expect":
 		if args.Expect != nil {
@@ -576,6 +605,23 @@ func target(verb string, r *event.Receipt, before string) (*flow.Target, string)
 		return &flow.Target{CSS: css}, ""
 	}
 	return nil, fmt.Sprintf("the target (%s) has no role and name and no CSS selector", strings.TrimSpace(at.Selector+" "+at.Ref))
+}
+
+// selectorText is the text of a Playwright text selector
+// (internal:text="Added to cart"i), "" for any other target.
+func selectorText(t *event.Target) string {
+	if t == nil {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(t.Selector, "internal:text=")
+	if !ok || strings.Contains(rest, ">>") {
+		return ""
+	}
+	var text string
+	if json.NewDecoder(strings.NewReader(rest)).Decode(&text) != nil {
+		return ""
+	}
+	return text
 }
 
 // cssOf is a selector if it is CSS (not a Playwright engine selector).
