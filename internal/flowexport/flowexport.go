@@ -509,7 +509,9 @@ func (x *Export) targeted(st *Step, verb string, r *event.Receipt, args recArgs,
 			return
 		}
 		fs.Value = v
-		if isMasked(v) || x.redactedArgs(se.receiptSeq) {
+		// A value holding {{ would read as a parameter in a flow file, so
+		// it is asked for too (the header says where it was typed).
+		if isMasked(v) || x.redactedArgs(se.receiptSeq) || strings.Contains(v, "{{") {
 			name := paramName(t, r)
 			name = x.param(names, name, t.String(), n)
 			fs.Value, st.Param = "{{"+name+"}}", name
