@@ -37,7 +37,9 @@ func fill(target event.Target, resolved *event.Target, value string) event.Recei
 func TestTargetsAndParams(t *testing.T) {
 	doc := map[string]any{"request": map[string]any{"method": "GET", "url": "http://app.test:8080/form"},
 		"response": map[string]any{"status": 200, "content": map[string]any{"mimeType": "text/html"}}}
-	snap := func(text string) event.Snapshot { return event.Snapshot{View: "interactive", When: "before", Text: text} }
+	snap := func(text string) event.Snapshot {
+		return event.Snapshot{View: "interactive", When: "before", Text: text}
+	}
 	odd := `Note: "a, b" #1 {x}`
 	rec := recording(t, map[uint64][]string{7: {"/action/args/value"}},
 		0, "har", doc,
