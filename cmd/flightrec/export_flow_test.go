@@ -121,6 +121,11 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "MISSING_PARAM") || !strings.Contains(errOut, "FLIGHTREC_PARAM_CARD_NUMBER") {
 		t.Errorf("record without parameters: exit %d, %s", code, errOut)
 	}
+	// A malformed --param is refused without echoing what may be a secret.
+	_, errOut, code = flightrec(t, "record", flowFile, "--base", buggy, "--data", t.TempDir(), "--param", "CardNumber="+demoapp.Card)
+	if code != exitUsage || !strings.Contains(errOut, "--param number [1]") || strings.Contains(errOut, demoapp.Card) {
+		t.Errorf("record with a malformed --param: exit %d, %s", code, errOut)
+	}
 	// Recorded again (a parameter each way), the run is the same as the original.
 	persona := filepath.Join(work, "buyer.yaml")
 	if err := os.WriteFile(persona, []byte("card_number: \""+demoapp.Card+"\"\ngift_card_code: wrong-code\n"), 0o600); err != nil {

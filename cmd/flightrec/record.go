@@ -51,7 +51,11 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 			"the flow uses {{base}} or paths, and no --base was given"))
 		return exitUsage
 	}
-	values, err := paramValues(fl, params, *persona, os.LookupEnv)
+	if err := params.check(); err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	values, err := paramValues(fl, params.values, *persona, os.LookupEnv)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage
@@ -100,26 +104,44 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 // paramFlag collects --param name=value, the last of a name winning.
-type paramFlag map[string]string
+// Values may be secrets: a malformed one is noted, not refused, because
+// the flag package would quote it in its error; check reports it later
+// by its position alone.
+type paramFlag struct {
+	values map[string]string
+	bad    []int // 1-based positions of malformed --param values
+	n      int
+}
 
-func (p *paramFlag) String() string { return "" } // values may be secrets: never printed
+func (p *paramFlag) String() string { return "" } // never prints a value
 
 func (p *paramFlag) Set(kv string) error {
+	p.n++
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok || !flow.ValidParamName(k) {
-		return errors.New("want name=value, the name in lower-case letters, digits and _")
+		p.bad = append(p.bad, p.n)
+		return nil
 	}
-	if *p == nil {
-		*p = paramFlag{}
+	if p.values == nil {
+		p.values = map[string]string{}
 	}
-	(*p)[k] = v
+	p.values[k] = v
 	return nil
+}
+
+// check refuses malformed --param values, naming their positions only.
+func (p *paramFlag) check() error {
+	if len(p.bad) == 0 {
+		return nil
+	}
+	return apierr.New(0, "USAGE", "write --param name=value, the name in lower-case letters, digits and _ (card_number)",
+		"--param number %v is not name=value", p.bad)
 }
 
 // paramValues gathers the values of fl's parameters: a persona file's,
 // overridden by FLIGHTREC_PARAM_<NAME> from the environment (lookup),
 // overridden by --param. Errors never quote a value.
-func paramValues(fl *flow.Flow, params paramFlag, persona string, lookup func(string) (string, bool)) (map[string]string, error) {
+func paramValues(fl *flow.Flow, params map[string]string, persona string, lookup func(string) (string, bool)) (map[string]string, error) {
 	values := map[string]string{}
 	if persona != "" {
 		data, err := os.ReadFile(persona)
