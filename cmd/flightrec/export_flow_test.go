@@ -150,3 +150,39 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 		t.Errorf("the spec against the fix: %s at step %q: %s\n%s", res.Status, res.FailedStep, res.Error, res.Output)
 	}
 }
+
+// TestExportPassingRunAsSpec: a passing run's spec asserts every step,
+// its UI checks with expect and its state check through page.request
+// with the page's cookies, and passes against the app it was recorded on.
+func TestExportPassingRunAsSpec(t *testing.T) {
+	testenv.RequireChromium(t)
+	shop := startStorefront(t)
+	data, work := t.TempDir(), t.TempDir()
+	file, src, err := demoapp.FlowFile("checkout-passes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowFile := filepath.Join(work, filepath.Base(file))
+	if err := os.WriteFile(flowFile, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := recordFlow(t, nil, flowFile, shop, data)
+	spec := filepath.Join(t.TempDir(), "passes.spec.ts")
+	if _, errOut, code := flightrec(t, "export", "playwright", id, "--data", data, "-o", spec); code != exitOK {
+		t.Fatalf("export playwright: exit %d %s", code, errOut)
+	}
+	b, _ := os.ReadFile(spec)
+	for _, want := range []string{`page.request.fetch(BASE_URL + "/api/orders/last", { method: "GET" })`, `toMatchObject({"state":"paid"})`,
+		`toContainText("is confirmed")`, "Parameters (", "CARD_NUMBER"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the spec lacks %s", want)
+		}
+	}
+	if bytes.Contains(b, []byte("Failure signature")) || bytes.Contains(b, []byte("not asserted")) {
+		t.Errorf("a passing run's spec speaks of a failure:\n%s", header(b, "//"))
+	}
+	res := testenv.RunPlaywrightTest(t, spec, "BASE_URL="+shop, "CARD_NUMBER="+demoapp.Card, "PASSWORD="+demoapp.Password)
+	if res.Status != "passed" {
+		t.Errorf("the passing run's spec: %s at step %q: %s\n%s", res.Status, res.FailedStep, res.Error, res.Output)
+	}
+}
