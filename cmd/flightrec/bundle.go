@@ -105,7 +105,7 @@ func exportUsage(w io.Writer, synopsis string) {
 	for _, k := range exportKinds {
 		fmt.Fprintf(w, "  %-12s %s\n", k.name, k.what)
 	}
-	fmt.Fprintf(w, "\nOnly finished recordings export. A bundle only reads --data DIR, beside a running server too; an attestation does as well\n"+
+	fmt.Fprintf(w, "\nA bundle or an attestation needs a finished recording. A bundle only reads --data DIR, beside a running server too; an attestation does as well\n"+
 		"once the key exists (DATA/keys), and otherwise takes the directory's lock to make it.\n")
 	fmt.Fprintf(w, "A flow or a Playwright spec reads --data DIR (read-only) or --server URL, open recordings too.\n")
 	fmt.Fprintf(w, "flightrec export bundle|attestation|flow|playwright --help lists the flags.\n")

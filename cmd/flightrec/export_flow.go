@@ -33,14 +33,15 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 	fs := newFlags("export "+kind, "export "+kind+" [--data DIR | --server URL] [-o FILE] [--json] REC", errOut)
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
-	server := fs.String("server", "", "read the recording from the server at URL (env FLIGHTREC_TOKEN: a read token) instead of --data")
+	server := fs.String("server", envOr("FLIGHTREC_SERVER", ""), "read the recording from the server at URL instead of --data (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a read token)")
 	outFile := fs.String("o", "", "output file, - for stdout (default "+def+")")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	id, code := parseOne(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if _, ok := oneTarget(fs, errOut, *asJSON, "read"); !ok {
+	local, ok := oneTarget(fs, errOut, *asJSON, "read")
+	if !ok {
 		return exitUsage
 	}
 	if !store.ValidRecordingID(id) {
@@ -49,7 +50,7 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 	}
 	var rec *flowexport.Recording
 	var err error
-	if *server != "" {
+	if *server != "" && !local {
 		rec, err = exportFromServer(ctx, strings.TrimRight(*server, "/"), id)
 	} else {
 		rec, err = exportFromStore(sc, id)
