@@ -95,6 +95,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 var exportKinds = []struct{ name, what string }{
 	{"bundle", "the recording's manifest and every blob it references as one CARv1 file (default ID.car); flightrec verify FILE checks it offline, flightrec import bundle FILE installs it elsewhere under the same root"},
+	{"flow", "the recording as a flow file (default ID.flow.yaml): each step's action with a role and name target, its waits and checks, values typed into masked fields as {{params}}; flightrec record runs it"},
+	{"playwright", "the recording as a Playwright Test spec (default ID.spec.ts): getByRole locators, expect for its checks, masked values from environment variables; it fails where the recording failed until the bug is fixed"},
 	{"attestation", "a DSSE envelope holding an in-toto statement about the recording's manifest, signed with the data directory's ed25519 key (DATA/keys/attestation.key, made on first use; default ID.intoto.json)"},
 }
 
@@ -103,13 +105,14 @@ func exportUsage(w io.Writer, synopsis string) {
 	for _, k := range exportKinds {
 		fmt.Fprintf(w, "  %-12s %s\n", k.name, k.what)
 	}
-	fmt.Fprintf(w, "\nOnly finished recordings export. A bundle only reads --data DIR, beside a running server too; an attestation does as well\n"+
+	fmt.Fprintf(w, "\nA bundle or an attestation needs a finished recording. A bundle only reads --data DIR, beside a running server too; an attestation does as well\n"+
 		"once the key exists (DATA/keys), and otherwise takes the directory's lock to make it.\n")
-	fmt.Fprintf(w, "flightrec export bundle|attestation --help lists the flags.\n")
+	fmt.Fprintf(w, "A flow or a Playwright spec reads --data DIR (read-only) or --server URL, open recordings too.\n")
+	fmt.Fprintf(w, "flightrec export bundle|attestation|flow|playwright --help lists the flags.\n")
 }
 
 func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
-	synopsis := "export bundle|attestation [flags] ID"
+	synopsis := "export bundle|attestation|flow|playwright [flags] ID"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fs := newFlags("export", synopsis, errOut)
 		fs.Usage = func() { exportUsage(errOut, synopsis) }
@@ -120,9 +123,12 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	kind := args[0]
+	if kind == "flow" || kind == "playwright" {
+		return runExportFlow(ctx, kind, args[1:], out, errOut)
+	}
 	if kind != "bundle" && kind != "attestation" {
 		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec export --help",
-			"unknown export %q (want bundle or attestation)", kind))
+			"unknown export %q (want bundle, attestation, flow or playwright)", kind))
 		return exitUsage
 	}
 	def := "ID.car"

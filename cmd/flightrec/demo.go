@@ -21,7 +21,10 @@ import (
 // headless Chromium and prints where to play them back. It serves until
 // interrupted, unless --exit.
 func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("demo", "demo [--data DIR] [--addr HOST:PORT] [--exit]", errOut)
+	if len(args) > 0 && args[0] == "storefront" {
+		return runStorefront(ctx, args[1:], out, errOut)
+	}
+	fs := newFlags("demo", "demo [--data DIR] [--addr HOST:PORT] [--exit]\n       flightrec demo storefront [--bug] [--frontend-only] [--addr HOST:PORT]", errOut)
 	var cfg app.Config
 	cfg.RegisterFlags(fs)
 	var rc recorder.Config

@@ -40,7 +40,7 @@ type command struct {
 
 var commands = []command{
 	{"serve", "run the service (ingest, playback, metrics) on the embedded default", runServe},
-	{"demo", "serve, start the demo storefront, record its two flows in Chromium, print where to play them", runDemo},
+	{"demo", "serve, start the demo storefront, record its two flows in Chromium, print where to play them; demo storefront serves the shop alone", runDemo},
 	{"record", "run a flow file in headless Chromium and stream the recording to a server (or --data DIR)", runRecord},
 	{"ingest", "send an NDJSON recording to a server, resuming across restarts", runIngest},
 	{"import", "import a HAR file, a DevTools protocol log or a Playwright trace as a recording (har, cdp, playwright), or a bundle (bundle)", runImport},

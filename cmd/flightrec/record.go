@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -15,13 +16,16 @@ import (
 )
 
 func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("record", "record FLOW.yaml --base URL [--server URL | --data DIR] [flags]", errOut)
+	fs := newFlags("record", "record FLOW.yaml --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR] [flags]", errOut)
 	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
 	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
 	base := fs.String("base", "", "the app's base URL, for {{base}} and /paths in the flow")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
+	var params paramFlag
+	fs.Var(&params, "param", "a flow parameter as name=value (repeatable); also env FLIGHTREC_PARAM_NAME, or --persona")
+	persona := fs.String("persona", "", "a YAML file of parameter values (name: value); --param and FLIGHTREC_PARAM_… override it")
 	var rc recorder.Config
 	rc.RegisterFlags(fs)
 	quiet := fs.Bool("quiet", false, "print no line per step")
@@ -45,6 +49,19 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if *base == "" && flowNeedsBase(fl) {
 		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "pass --base http://HOST:PORT, the app the flow runs against",
 			"the flow uses {{base}} or paths, and no --base was given"))
+		return exitUsage
+	}
+	if err := params.check(); err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	values, err := paramValues(fl, params.values, *persona, os.LookupEnv)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitUsage
+	}
+	if fl, err = fl.Bind(values); err != nil {
+		printErr(errOut, *asJSON, missingParams(err))
 		return exitUsage
 	}
 	fl = fl.Expand(*base)
@@ -84,6 +101,79 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	printRecordResult(out, res, "")
 	return exitOK
+}
+
+// paramFlag collects --param name=value, the last of a name winning.
+// Values may be secrets: a malformed one is noted, not refused, because
+// the flag package would quote it in its error; check reports it later
+// by its position alone.
+type paramFlag struct {
+	values map[string]string
+	bad    []int // 1-based positions of malformed --param values
+	n      int
+}
+
+func (p *paramFlag) String() string { return "" } // never prints a value
+
+func (p *paramFlag) Set(kv string) error {
+	p.n++
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || !flow.ValidParamName(k) {
+		p.bad = append(p.bad, p.n)
+		return nil
+	}
+	if p.values == nil {
+		p.values = map[string]string{}
+	}
+	p.values[k] = v
+	return nil
+}
+
+// check refuses malformed --param values, naming their positions only.
+func (p *paramFlag) check() error {
+	if len(p.bad) == 0 {
+		return nil
+	}
+	return apierr.New(0, "USAGE", "write --param name=value, the name in lower-case letters, digits and _ (card_number)",
+		"--param number %v is not name=value", p.bad)
+}
+
+// paramValues gathers the values of fl's parameters: a persona file's,
+// overridden by FLIGHTREC_PARAM_<NAME> from the environment (lookup),
+// overridden by --param. Errors never quote a value.
+func paramValues(fl *flow.Flow, params map[string]string, persona string, lookup func(string) (string, bool)) (map[string]string, error) {
+	values := map[string]string{}
+	if persona != "" {
+		data, err := os.ReadFile(persona)
+		if err != nil {
+			return nil, apierr.New(0, "BAD_PERSONA", "give --persona a readable YAML file of name: value", "%v", err)
+		}
+		if values, err = flow.ParsePersona(persona, data); err != nil {
+			return nil, apierr.New(0, "BAD_PERSONA", "fix the persona file at the line named", "%v", err)
+		}
+	}
+	for _, pr := range fl.Params {
+		if v, ok := lookup(flow.ParamEnv(pr.Name)); ok {
+			values[pr.Name] = v
+		}
+	}
+	for k, v := range params {
+		values[k] = v
+	}
+	return values, nil
+}
+
+// missingParams is the refusal of a flow run without all its parameters.
+func missingParams(err error) error {
+	var me *flow.MissingParamsError
+	if !errors.As(err, &me) {
+		return err
+	}
+	var ways []string
+	for _, n := range me.Names {
+		ways = append(ways, fmt.Sprintf("--param %s=… or %s", n, flow.ParamEnv(n)))
+	}
+	return apierr.New(0, "MISSING_PARAM", "supply "+strings.Join(ways, "; ")+", or a --persona FILE with them", "%v", err)
 }
 
 // flowNeedsBase says whether a flow has URLs to expand.

@@ -31,6 +31,9 @@
 // back to the source it was written in. Regenerate both with go generate
 // after editing static/src/app.js (it needs npx, from Node.js).
 //
+// Options.FrontendOnly serves the pages and assets alone: every /api/
+// route answers 503 {"error":"FRONTEND_ONLY"}.
+//
 // Every API answers 401 UNAUTHENTICATED without a session, 400 BAD_REQUEST
 // for a body that is not JSON and 415 UNSUPPORTED_MEDIA_TYPE for a body that
 // is not sent as application/json. Errors are {"error": "CODE"}.
@@ -82,6 +85,12 @@ type Options struct {
 	// Addr is the address to listen on (default 127.0.0.1:0, a free port
 	// on loopback). Start refuses an address that is not loopback.
 	Addr string
+	// FrontendOnly serves the pages and static assets alone: every /api/
+	// route answers 503 {"error":"FRONTEND_ONLY"}, and the pages render
+	// without a session, as the demo buyer sees them with the kettle in
+	// the cart (/orders/{id} confirms order id). A run whose API answers
+	// come from a recording proves with it that none came from here.
+	FrontendOnly bool
 }
 
 //go:embed templates/*.html
@@ -162,21 +171,28 @@ func Handler(opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("GET /signin", s.signinPage)
-	mux.HandleFunc("POST /api/signin", s.apiSignin)
-	mux.HandleFunc("POST /api/signout", s.apiSignout)
 	mux.HandleFunc("GET /product", s.page("product"))
 	mux.HandleFunc("GET /checkout", s.page("checkout"))
 	mux.HandleFunc("GET /orders/{id}", s.orderPage)
-	mux.HandleFunc("GET /api/cart", s.api(s.apiCart))
-	mux.HandleFunc("POST /api/cart", s.api(s.apiAddToCart))
-	mux.HandleFunc("POST /api/gift", s.api(s.apiGift))
-	mux.HandleFunc("POST /api/checkout", s.api(s.apiCheckout))
-	mux.HandleFunc("GET /api/orders/last", s.api(s.apiLastOrder))
+	if !opts.FrontendOnly {
+		// Frontend only, every /api/ path falls through to the 503 below.
+		mux.HandleFunc("POST /api/signin", s.apiSignin)
+		mux.HandleFunc("POST /api/signout", s.apiSignout)
+		mux.HandleFunc("GET /api/cart", s.api(s.apiCart))
+		mux.HandleFunc("POST /api/cart", s.api(s.apiAddToCart))
+		mux.HandleFunc("POST /api/gift", s.api(s.apiGift))
+		mux.HandleFunc("POST /api/checkout", s.api(s.apiCheckout))
+		mux.HandleFunc("GET /api/orders/last", s.api(s.apiLastOrder))
+	}
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
+			if opts.FrontendOnly {
+				writeJSON(w, http.StatusServiceUnavailable, errBody("FRONTEND_ONLY"))
+				return
+			}
 			writeJSON(w, http.StatusNotFound, errBody("NOT_FOUND"))
 			return
 		}
@@ -270,13 +286,28 @@ func (s *shop) render(w http.ResponseWriter, status int, name string, v view) {
 	}
 }
 
-// session returns the request's session, or nil.
+// session returns the request's session, or nil. Frontend only, every
+// page request has the fixture session (see Options.FrontendOnly).
 func (s *shop) session(r *http.Request) *session {
+	if s.opts.FrontendOnly {
+		return frontendSession(r.PathValue("id"))
+	}
 	c, err := r.Cookie(SessionCookie)
 	if err != nil {
 		return nil
 	}
 	return s.sessions[c.Value]
+}
+
+// frontendSession is the state a frontend-only page renders: the demo
+// buyer, the kettle in the cart and, when orderID is set, that order paid.
+func frontendSession(orderID string) *session {
+	p := catalog[ProductSKU]
+	ss := &session{email: Email, cart: []line{{SKU: p.SKU, Name: p.Name, Qty: 1, Cents: p.Cents}}, orders: map[string]*attempt{}}
+	if orderID != "" {
+		ss.orders[orderID] = &attempt{ID: orderID, State: "paid", HTTPStatus: http.StatusOK, TotalCents: ss.total()}
+	}
+	return ss
 }
 
 func (s *shop) root(w http.ResponseWriter, r *http.Request) {

@@ -62,7 +62,10 @@ type Flow struct {
 	// is empty the first step is a goto.
 	StartURL string
 	Viewport Viewport
-	Steps    []Step
+	// Params are the flow's parameters, in file order: each {{name}} in a
+	// value, text or URL is one, supplied when the flow runs (Bind).
+	Params []Param
+	Steps  []Step
 }
 
 // Viewport is the browser's viewport in CSS pixels.
@@ -190,23 +193,33 @@ func Parse(file string, data []byte) (*Flow, error) {
 		return nil, p.yamlError(err)
 	}
 	f := p.flow(&doc)
-	if len(p.errs) > 0 {
-		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
-		if len(p.errs) == 1 {
-			return nil, p.errs[0]
-		}
-		errs := make([]error, len(p.errs))
-		for i, e := range p.errs {
-			errs[i] = e
-		}
-		return nil, errors.Join(errs...)
+	if err := p.err(); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// err is the problems found, in line order: nil, one *Error, or several
+// joined.
+func (p *parser) err() error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
+	if len(p.errs) == 1 {
+		return p.errs[0]
+	}
+	errs := make([]error, len(p.errs))
+	for i, e := range p.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
 }
 
 type parser struct {
 	file string
 	errs []*Error
+	uses []varUse // {{name}}s other than base, checked once params are read
 }
 
 func (p *parser) errf(n *yaml.Node, format string, args ...any) {
@@ -357,10 +370,12 @@ func (p *parser) flow(doc *yaml.Node) *Flow {
 			}
 		case "viewport":
 			f.Viewport = p.viewport(fd.v)
+		case "params":
+			f.Params = p.params(fd.v)
 		case "steps":
 			stepsNode = fd.v
 		default:
-			p.unknownKey(fd, "the flow", "name", "revision", "start_url", "viewport", "steps")
+			p.unknownKey(fd, "the flow", "name", "revision", "start_url", "viewport", "params", "steps")
 		}
 	}
 	if !have["name"] {
@@ -384,6 +399,7 @@ func (p *parser) flow(doc *yaml.Node) *Flow {
 			f.Steps = append(f.Steps, s)
 		}
 	}
+	p.checkUses(f.Params)
 	if f.StartURL == "" && len(f.Steps) > 0 && f.Steps[0].Verb != Goto && len(p.errs) == 0 {
 		p.errf(root, "no start_url, and the first step is not a goto: say where the browser starts")
 	}
@@ -625,6 +641,7 @@ func (p *parser) targetValue(n *yaml.Node, what string) (*Target, string) {
 			t = p.target(fd.v, what)
 		case "value":
 			value, _ = p.str(fd.v, what+" value")
+			p.use(fd.v, what+" value", value)
 		default:
 			p.unknownKey(fd, what, "target", "value")
 			typo = true
@@ -690,6 +707,7 @@ func (p *parser) wait(n *yaml.Node) *WaitFor {
 		switch fd.key {
 		case "text":
 			w.Text, _ = p.nonEmpty(fd.v, "wait text")
+			p.use(fd.v, "wait text", w.Text)
 		case "url":
 			if u, ok := p.nonEmpty(fd.v, "wait url"); ok && p.checkURL(fd.v, "wait url", u, false) {
 				w.URL = u
@@ -721,6 +739,7 @@ func (p *parser) expect(n *yaml.Node) *Expectation {
 		switch fd.key {
 		case "text":
 			e.Text, _ = p.nonEmpty(fd.v, "expect text")
+			p.use(fd.v, "expect text", e.Text)
 		case "state":
 			e.State = p.state(fd.v)
 		default:
@@ -792,20 +811,15 @@ func (p *parser) json(n *yaml.Node) json.RawMessage {
 
 var variable = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
 
-// checkURL checks a URL field: the only variable is {{base}}; an absolute
-// one (abs) starts with {{base}}, http(s)://, about: or / (a path under
-// base).
+// checkURL checks a URL field: its variables are {{base}} and the flow's
+// params; an absolute one (abs) starts with {{base}}, a param, http(s)://,
+// about: or / (a path under base).
 func (p *parser) checkURL(n *yaml.Node, what, u string, abs bool) bool {
-	for _, m := range variable.FindAllStringSubmatch(u, -1) {
-		if m[1] != "base" {
-			p.errf(n, "%s: unknown variable {{%s}} (only {{base}} is defined)", what, m[1])
-			return false
-		}
-	}
+	p.use(n, what, u)
 	if !abs {
 		return true
 	}
-	for _, pre := range []string{"{{base}}", "http://", "https://", "about:", "/"} {
+	for _, pre := range []string{"{{", "http://", "https://", "about:", "/"} {
 		if strings.HasPrefix(u, pre) {
 			return true
 		}
@@ -819,7 +833,12 @@ func (p *parser) checkURL(n *yaml.Node, what, u string, abs bool) bool {
 func (f *Flow) Expand(base string) *Flow {
 	base = strings.TrimRight(base, "/")
 	x := func(u string) string {
-		u = variable.ReplaceAllStringFunc(u, func(string) string { return base })
+		u = variable.ReplaceAllStringFunc(u, func(m string) string {
+			if variable.FindStringSubmatch(m)[1] == "base" {
+				return base
+			}
+			return m // a param: Bind supplies it
+		})
 		if strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//") {
 			u = base + u
 		}
@@ -847,3 +866,6 @@ func (f *Flow) Expand(base string) *Flow {
 	}
 	return &out
 }
+
+// ValidRole says whether a target may name role.
+func ValidRole(role string) bool { return ariaRoles[role] }

@@ -155,7 +155,7 @@ func TestMalformed(t *testing.T) {
 		{"missing steps", "name: x\n", `f.yaml:1: missing "steps"`},
 		{"empty steps", "name: x\nsteps: []\n", `f.yaml:2: steps is empty`},
 		{"steps not a list", "name: x\nsteps: {goto: /}\n", `f.yaml:2: steps must be a list, not a mapping`},
-		{"unknown top key", "name: x\nstep: []\nsteps: [{goto: /}]\n", `f.yaml:2: unknown key "step" in the flow (want name, revision, start_url, viewport, steps)`},
+		{"unknown top key", "name: x\nstep: []\nsteps: [{goto: /}]\n", `f.yaml:2: unknown key "step" in the flow (want name, revision, start_url, viewport, params, steps)`},
 		{"duplicate key", "name: x\nname: y\nsteps: [{goto: /}]\n", `f.yaml:2: a flow file: "name" appears twice`},
 		{"no start", "name: x\nsteps:\n  - click: button \"A\"\n", `f.yaml:1: no start_url, and the first step is not a goto: say where the browser starts`},
 		{"bad viewport", "name: x\nviewport: {width: wide, height: 800}\nsteps: [{goto: /}]\n", `f.yaml:2: viewport width must be a whole number, not a string`},
@@ -166,7 +166,7 @@ func TestMalformed(t *testing.T) {
 		{"bad timeout", head + "  - click: button \"A\"\n    timeout: 5\n", `f.yaml:5: timeout must be a duration such as 5s, above 0 and at most 10m`},
 		{"empty goto", head + "  - goto: \"\"\n", `f.yaml:4: goto is empty`},
 		{"relative goto", head + "  - goto: signin\n", `f.yaml:4: goto: want {{base}}/…, an http(s) URL or a path starting with /`},
-		{"unknown variable", head + "  - goto: \"{{host}}/x\"\n", `f.yaml:4: goto: unknown variable {{host}} (only {{base}} is defined)`},
+		{"unknown variable", head + "  - goto: \"{{host}}/x\"\n", `f.yaml:4: goto: unknown variable {{host}} (declare it under params; {{base}} is the app's base URL)`},
 		{"click no target", head + "  - click:\n", `f.yaml:4: click needs a target: role "name" (button "Pay"), css "#id", {role: button, name: Pay} or {css: "#id"}`},
 		{"target unquoted", head + "  - click: button Pay\n", `f.yaml:4: bad target for click: want role "name" (button "Pay"), css "#id", {role: button, name: Pay} or {css: "#id"}`},
 		{"unknown role", head + "  - click: buton \"Pay\"\n", `f.yaml:4: bad target for click: unknown role "buton"`},
@@ -224,5 +224,59 @@ func TestAliasesAndValuesAreNotQuoted(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "4111") {
 		t.Fatal("an error quotes a value")
+	}
+}
+
+// TestParams: a flow declares its parameters, uses them in values, texts
+// and URLs, and Bind supplies them (once, never re-expanded); an
+// undeclared one is an error at its line, a missing value names them all.
+func TestParams(t *testing.T) {
+	src := `name: p
+start_url: "{{base}}/signin"
+params:
+  card_number: typed into textbox "Card number" (masked)
+  password:
+steps:
+  - fill: {target: textbox "Card number", value: "{{card_number}}"}
+  - fill: {target: {css: "#password"}, value: "{{ password }}"}
+  - expect: {text: "Card {{card_number}}"}
+  - goto: "{{base}}/x"
+`
+	f, err := flow.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Params) != 2 || f.Params[0].Name != "card_number" || f.Params[0].Line != 4 || f.Params[1].Description != "" {
+		t.Fatalf("params: %+v", f.Params)
+	}
+	_, err = f.Bind(map[string]string{"other": "x"})
+	var me *flow.MissingParamsError
+	if !errors.As(err, &me) || strings.Join(me.Names, ",") != "card_number,password" {
+		t.Fatalf("Bind without values: %v", err)
+	}
+	b, err := f.Bind(map[string]string{"card_number": "4242 {{password}}", "password": "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = b.Expand("http://h:1")
+	if b.Steps[0].Value != "4242 {{password}}" || b.Steps[1].Value != "pw" || b.Steps[2].Expect.Text != "Card 4242 {{password}}" ||
+		b.Steps[3].URL != "http://h:1/x" || f.Steps[0].Value != "{{card_number}}" {
+		t.Errorf("bound: %+v %+v %+v %+v", b.Steps[0], b.Steps[1], b.Steps[2].Expect, b.Steps[3])
+	}
+	for _, c := range []struct{ src, want string }{
+		{"name: p\nstart_url: \"{{base}}/\"\nsteps:\n  - fill: {target: textbox \"A\", value: \"{{nope}}\"}\n",
+			"p.yaml:4: fill value: unknown variable {{nope}} (declare it under params"},
+		{"name: p\nstart_url: \"{{base}}/\"\nparams: {Bad-Name: x}\nsteps:\n  - goto: /\n", `p.yaml:3: params: "Bad-Name" is not a parameter name`},
+	} {
+		if _, err := flow.Parse("p.yaml", []byte(c.src)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %s", err, c.want)
+		}
+	}
+	pv, err := flow.ParsePersona("buyer.yaml", []byte("card_number: \"4242\"\npassword: 1234\n"))
+	if err != nil || pv["card_number"] != "4242" || pv["password"] != "1234" {
+		t.Errorf("persona: %v %v", pv, err)
+	}
+	if _, err := flow.ParsePersona("buyer.yaml", []byte("card_number: [1]\n")); err == nil || !strings.Contains(err.Error(), "buyer.yaml:1:") {
+		t.Errorf("bad persona: %v", err)
 	}
 }
