@@ -282,6 +282,19 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 			"fix the redaction policy (flightrec policy test DIR) and open the recording again",
 			"the redaction policy could not be evaluated for this recording")
 	}
+	// The policy saw the metadata as sent (in memory); what is stored, listed
+	// and indexed is redacted like any event.
+	rm, mf, err := red.RedactMeta(redact.Meta{Labels: meta.Labels, Executor: meta.Executor, Versions: meta.Versions})
+	if err != nil {
+		s.log.Error("redacting a recording's metadata failed; refused", "project", req.Project, "err", err)
+		return OpenReply{}, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+			"check the labels, executor and versions; nothing was stored", "the recording's metadata could not be redacted")
+	}
+	meta.Labels, meta.Executor, meta.Versions = rm.Labels, rm.Executor, rm.Versions
+	for _, f := range mf {
+		meta.Redactions = append(meta.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+		s.m.Redactions.WithLabelValues(f.Rule).Inc()
+	}
 	s.configureVideo(red, meta.ID)
 	meta.PlanDigest = plan.Digest()
 	planJSON, _ := json.Marshal(plan)

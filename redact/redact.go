@@ -166,3 +166,34 @@ func (k *knownValues) replaceIn(s string, with func(string) string) (string, boo
 func PointerEscape(tok string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
 }
+
+// Meta is a recording's metadata as sent at open: what the list, the index
+// and meta.json show of it.
+type Meta struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	Executor string            `json:"executor,omitempty"`
+	Versions map[string]string `json:"versions,omitempty"`
+}
+
+// RedactMeta redacts a recording's metadata with the same pass as a meta
+// event's data (secret keys, detectors, URLs, known values), so a label
+// like {"note":"password=…"} is stored erased wherever the metadata goes.
+// Findings carry channel "recording" and pointers into Meta's JSON.
+func (r *Redactor) RedactMeta(m Meta) (Meta, []Finding, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return m, nil, err
+	}
+	res, err := r.redactText(&event.Decoded{Envelope: event.Envelope{Kind: event.KindMeta, Data: raw}})
+	if err != nil || res.Data == nil {
+		return m, nil, err
+	}
+	var out Meta
+	if err := json.Unmarshal(res.Data, &out); err != nil {
+		return m, nil, err
+	}
+	for i := range res.Findings {
+		res.Findings[i].Channel = "recording"
+	}
+	return out, res.Findings, nil
+}

@@ -41,6 +41,9 @@ type RecordingMeta struct {
 	Verdict    string          `json:"verdict,omitempty"`
 	// FailureSignature is set by diffrun; empty until then.
 	FailureSignature string `json:"failure_signature,omitempty"`
+	// Redactions is what redaction erased in the metadata itself (labels,
+	// executor, versions) at open: rule and pointer, never the value.
+	Redactions []Redaction `json:"redactions,omitempty"`
 }
 
 // RecordingRow is a recording as the index holds it.

@@ -291,6 +291,7 @@ func (s *Store) Seal(meta RecordingMeta) (string, error) {
 	defer s.Blobs.Hold()()
 	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}}
 	report := NewReportBuilder(id, meta.PlanDigest)
+	report.AddMeta(&meta)
 	blobs := map[string]int64{}
 	steps := map[int]struct{}{}
 	segs, err := segmentFiles(s.logDir(id))

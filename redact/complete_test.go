@@ -1,0 +1,97 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flightrec/flightrec/event"
+)
+
+// Issue 17: every string of every channel goes through the same pass.
+
+
+func TestDOMTextAndAttributesGetTheDetectors(t *testing.T) {
+	rc := newRecorder(t, nil)
+	_, stored := rc.send(fullSnapshot(t, page(
+		elem(10, "p", nil, text(11, "your token is "+tJWT)),
+		elem(12, "img", obj{"alt": "password: SECRETCOLONDOM", "title": "card 4111.1111.1111.1111",
+			"data-key": "api_key=" + tGHP, "src": "data:text/plain,token%3D" + tGHP}),
+		elem(13, "input", obj{"type": "text", "name": "q", "id": "search"}),
+	)))
+	for _, s := range []string{tJWT, "SECRETCOLONDOM", "4111.1111.1111.1111", tGHP} {
+		noLeak(t, stored, s)
+	}
+	// the structure the model reads stays as it was
+	for _, keep := range []string{`"name":"q"`, `"id":"search"`, `"tagName":"img"`} {
+		if !strings.Contains(string(stored), keep) {
+			t.Errorf("stored snapshot lost %s: %s", keep, stored)
+		}
+	}
+	res, stored := rc.send(mutation(t, obj{"texts": []obj{{"id": 11, "value": "now " + tJWT}},
+		"attributes": []obj{attrMut(12, obj{"title": "pwd=hunter2hunter2"})}}))
+	noLeak(t, stored, tJWT)
+	noLeak(t, stored, "hunter2hunter2")
+	wantFinding(t, res, "detector:jwt", "/data/texts/0/value")
+}
+
+func TestKeySignalledValues(t *testing.T) {
+	r := redactorOf(t)
+	for _, line := range []string{
+		"password: SECRETCOLONCONSOLE",
+		"Token: PLAINWORDTOKEN",
+		"api_key=PLAINWORDAPIKEY",
+		`{"passwd": "short"}`,
+		"authorization: Basic QWxhZGRpbjpvcGVu",
+		"credential: EASYCRED",
+	} {
+		res, err := r.Redact(evOf(t, event.KindConsole, `{"level":"log","text":`+jsonStr(line)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := line[strings.IndexAny(line, ":=")+1:]
+		v = strings.Trim(strings.TrimSpace(strings.TrimSuffix(v, "}")), `"`)
+		if res.Data == nil || strings.Contains(string(res.Data), v) {
+			t.Errorf("%q: value stored: %s", line, res.Data)
+		}
+	}
+	// prose after a word that is not a secret's name stays
+	res, _ := r.Redact(evOf(t, event.KindConsole, `{"level":"log","text":"Session: expired"}`))
+	if res.Data != nil {
+		t.Errorf("prose redacted: %s", res.Data)
+	}
+}
+
+func TestDottedCard(t *testing.T) {
+	r := redactorOf(t)
+	res, err := r.Redact(evOf(t, event.KindConsole, `{"level":"log","text":"paid with 4111.1111.1111.1111 today, version 1.2.3, total 1234.56"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, res.Data, "4111.1111.1111.1111")
+	for _, keep := range []string{"1.2.3", "1234.56"} {
+		if !strings.Contains(string(res.Data), keep) {
+			t.Errorf("%s erased: %s", keep, res.Data)
+		}
+	}
+}
+
+func TestRedactMeta(t *testing.T) {
+	r := redactorOf(t)
+	m, fs, err := r.RedactMeta(Meta{Labels: map[string]string{"note": "password=HUNTERHUNTER", "api_token": tJWT, "team": "web"},
+		Executor: "bot " + tGHP, Versions: map[string]string{"app": "sha256:abc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := m.Labels["note"] + m.Labels["api_token"] + m.Executor
+	for _, s := range []string{"HUNTERHUNTER", tJWT, tGHP} {
+		if strings.Contains(all, s) {
+			t.Errorf("%s kept in %+v", s, m)
+		}
+	}
+	if m.Labels["team"] != "web" || m.Versions["app"] != "sha256:abc" {
+		t.Errorf("clean metadata changed: %+v", m)
+	}
+	if len(fs) < 3 || fs[0].Channel != "recording" {
+		t.Errorf("findings %+v", fs)
+	}
+}
