@@ -9,7 +9,6 @@ import (
 
 // Issue 17: every string of every channel goes through the same pass.
 
-
 func TestDOMTextAndAttributesGetTheDetectors(t *testing.T) {
 	rc := newRecorder(t, nil)
 	_, stored := rc.send(fullSnapshot(t, page(
