@@ -94,3 +94,55 @@ func TestRedactMeta(t *testing.T) {
 		t.Errorf("findings %+v", fs)
 	}
 }
+
+func TestFillTargetsResolvedAgainstTheDOM(t *testing.T) {
+	fill := func(target string, v string) string {
+		return `{"step":2,"action":{"verb":"fill","target":` + target + `,"args":{"value":"` + v + `"}},"outcome":"done"}`
+	}
+	rc := newRecorder(t, nil)
+	r := rc.r
+	// Before any DOM or snapshot: nothing resolves, every value is masked.
+	res, err := r.Redact(evOf(t, event.KindReceipt, fill(`{"css":"#q"}`, "NODOMYETVALUE")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, res.Data, "NODOMYETVALUE")
+	rc.send(fullSnapshot(t, page(
+		elem(10, "input", obj{"type": "password", "id": "pw"}),
+		elem(11, "input", obj{"type": "text", "id": "q"}),
+	)))
+	r.Redact(evOf(t, event.KindSnapshot, `{"view":"interactive","text":"textbox \"Search\" @e3\ntextbox \"Secret answer\" @e9"}`))
+	for _, c := range []struct {
+		target, value string
+		masked        bool
+	}{
+		{`{"css":"#pw"}`, "CSSPASSWORDVALUE", true},
+		{`{"selector":"input#pw"}`, "SELPASSWORDVALUE", true},
+		{`{"css":"#q"}`, "shoes", false},
+		{`{"css":"#nosuch"}`, "NOSUCHVALUE", true},
+		{`{"ref":"@e3"}`, "boots", false},
+		{`{"ref":"@e9"}`, "REFSECRETVALUE", true},
+		{`{"ref":"@e77"}`, "UNKNOWNREFVALUE", true},
+		{`{"xpath":"//input[1]"}`, "XPATHVALUE", true},
+		{`{"css":"#q","frame":"checkout-iframe"}`, "FRAMEVALUE", true},
+		{`{"role":"textbox","name":"Search"}`, "sandals", false},
+	} {
+		res, err := r.Redact(evOf(t, event.KindReceipt, fill(c.target, c.value)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := res.Data != nil && !strings.Contains(string(res.Data), c.value)
+		if stored != c.masked {
+			t.Errorf("fill %s: masked %v, want %v (%s)", c.target, stored, c.masked, res.Data)
+		}
+	}
+	res, err = r.Redact(evOf(t, event.KindCheck, `{"type":"ui","target":"#pw","expect":"CHECKEDPWVALUE","passed":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, res.Data, "CHECKEDPWVALUE")
+	res, _ = r.Redact(evOf(t, event.KindCheck, `{"type":"ui","target":"#q","expect":"shoes","passed":true}`))
+	if res.Data != nil {
+		t.Errorf("check on an unmasked field changed: %s", res.Data)
+	}
+}

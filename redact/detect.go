@@ -71,6 +71,9 @@ type detectors struct {
 	// maskedRefs are snapshot refs ("@e4") of fields seen masked, so a
 	// receipt aimed at the ref alone is recognised.
 	maskedRefs map[string]bool
+	// refs are every ref a snapshot showed, true when its field is masked
+	// (target.go resolves fills and checks through them).
+	refs map[string]bool
 	// knownForms caches the JSON-escaped and percent-encoded spellings of
 	// known values for the fast path's raw check.
 	knownForms map[string][]string
@@ -88,6 +91,7 @@ func newDetectors(plan *policy.Plan) (*detectors, error) {
 		selectors:   map[string]bool{},
 		nameCache:   map[string]bool{},
 		maskedRefs:  map[string]bool{},
+		refs:        map[string]bool{},
 		knownForms:  map[string][]string{},
 	}
 	if d.entropy <= 0 {

@@ -132,6 +132,9 @@ type domState struct {
 	path     []byte
 	gen      uint64
 	seen     map[int]struct{}
+	// selCache holds target selectors parsed for resolveSelector (nil: a
+	// selector the matcher refuses).
+	selCache map[string]*selectorSet
 }
 
 const maxCarry = 4096
@@ -145,6 +148,7 @@ func newDOMState(plan *policy.Plan, known *knownValues) (*domState, error) {
 		masked:     map[*dnode]struct{}{},
 		carry:      map[string]string{},
 		seen:       map[int]struct{}{},
+		selCache:   map[string]*selectorSet{},
 	}
 	for _, t := range plan.MaskInputTypes {
 		s.inputTypes[strings.ToLower(strings.TrimSpace(t))] = true

@@ -111,6 +111,21 @@ func (r *Redactor) Observe(kind event.Kind, data json.RawMessage) {
 		r.dom.observe(data)
 	case event.KindVideo:
 		r.vmasks.observe(data)
+	case event.KindSnapshot, event.KindReceipt:
+		// Refs and whether they are masked are read from names, which
+		// redaction keeps: the stored text teaches what the sent one did.
+		var v struct {
+			Text    string `json:"text"`
+			Effects *struct {
+				SnapshotDelta string `json:"snapshot_delta"`
+			} `json:"effects"`
+		}
+		if json.Unmarshal(data, &v) == nil {
+			r.learnRefs(v.Text)
+			if v.Effects != nil {
+				r.learnRefs(v.Effects.SnapshotDelta)
+			}
+		}
 	}
 }
 

@@ -116,20 +116,27 @@ func (r *Redactor) textNeedsWork(d *event.Decoded) bool {
 	switch d.Kind {
 	case event.KindSnapshot:
 		p, ok := d.Payload.(*event.Snapshot)
+		if ok {
+			r.learnRefs(p.Text)
+		}
 		return !ok || r.snapshotMasks(p.Text)
 	case event.KindReceipt:
 		p, ok := d.Payload.(*event.Receipt)
 		if !ok {
 			return true
 		}
-		if p.Effects != nil && r.snapshotMasks(p.Effects.SnapshotDelta) {
-			return true
+		if p.Effects != nil {
+			r.learnRefs(p.Effects.SnapshotDelta)
+			if r.snapshotMasks(p.Effects.SnapshotDelta) {
+				return true
+			}
 		}
-		return fillVerb(p.Action.Verb) && hasArgs(p.Action.Args) &&
-			(r.det.maskedTarget(p.Action.Target) || r.det.maskedTarget(p.Resolved))
+		// A fill is resolved on the decoded target (target.go), which may
+		// carry members the typed one does not.
+		return fillVerb(p.Action.Verb) && hasArgs(p.Action.Args)
 	case event.KindCheck:
 		p, ok := d.Payload.(*event.Check)
-		return !ok || (hasArgs(p.Expect) || hasArgs(p.Actual)) && r.det.maskedCheckTarget(p.Target)
+		return !ok || (hasArgs(p.Expect) || hasArgs(p.Actual)) && r.checkTargetMasked(p.Type, p.Target)
 	}
 	return false
 }
@@ -352,16 +359,6 @@ func unescapeSnap(v string) string {
 
 // --- receipts and checks ---
 
-// targetOf reads a decoded target object.
-func targetOf(v any) *event.Target {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	s := func(k string) string { x, _ := m[k].(string); return x }
-	return &event.Target{Ref: s("ref"), Role: s("role"), Name: s("name"), Selector: s("selector")}
-}
-
 // receipt erases a masked fill's arguments and masked fields in the
 // snapshot delta.
 func (w *scrubber) receipt(m map[string]any) bool {
@@ -386,8 +383,7 @@ func (w *scrubber) receipt(m map[string]any) bool {
 	if !fillVerb(verb) || !has || args == nil {
 		return changed
 	}
-	d := w.r.det
-	if !d.maskedTarget(targetOf(act["target"])) && !d.maskedTarget(targetOf(m["resolved"])) {
+	if !w.r.targetMasked(act["target"], m["resolved"]) {
 		return changed
 	}
 	keep := !strings.EqualFold(verb, "press") // key names are not secrets
@@ -448,7 +444,8 @@ func (w *scrubber) eraseLeaves(v any, rule string, remember bool) (any, bool) {
 // check erases expect and actual whole when the target names a masked field.
 func (w *scrubber) check(m map[string]any) bool {
 	t, _ := m["target"].(string)
-	if !w.r.det.maskedCheckTarget(t) {
+	typ, _ := m["type"].(string)
+	if !w.r.checkTargetMasked(typ, t) {
 		return false
 	}
 	changed := false
