@@ -166,6 +166,13 @@ func (s *Service) rebuildRedactor(id string) (*redact.Redactor, error) {
 	if err != nil {
 		return nil, err
 	}
+	hashes, err := s.st.KnownHashes(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := red.LoadKnownHashes(hashes); err != nil {
+		return nil, err
+	}
 	s.configureVideo(red, id)
 	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
 		red.Observe(r.Kind, r.Data)
@@ -304,6 +311,9 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	if err := s.st.SavePlan(meta.ID, planJSON); err != nil {
 		return OpenReply{}, storageError(err)
 	}
+	if err := s.st.AppendKnownHashes(meta.ID, red.TakeKnownHashes()); err != nil {
+		return OpenReply{}, storageError(err)
+	}
 	lg, err := s.st.OpenLog(meta.ID)
 	if err != nil {
 		return OpenReply{}, storageError(err)
@@ -439,6 +449,12 @@ func (s *Service) commit(r *recording, batch []*event.Decoded, recs []store.Reco
 	// From storing the blobs until the log record naming them is durable,
 	// a garbage collection must not begin: its mark would miss them.
 	defer s.st.Blobs.Hold()()
+	// The values this batch taught, as keyed hashes, before the records
+	// that are redacted with them: a restart after the acknowledgement
+	// still masks them.
+	if err := s.st.AppendKnownHashes(r.meta.ID, r.red.TakeKnownHashes()); err != nil {
+		return storageError(err)
+	}
 	if len(blobs) > 0 {
 		cids, err := s.st.Blobs.PutMany(blobs)
 		if err != nil {
@@ -478,9 +494,19 @@ func (s *Service) addRedactions(rec *store.Record, fs []redact.Finding) {
 // failure refuses the whole batch.
 func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
 	recs = make([]store.Record, len(batch))
+	// known[i] is how many values redaction knew before event i: an event
+	// redacted before a later one of the batch taught a value is scrubbed
+	// again (rescrubKnown) before anything of the batch is written.
+	known := make([]int, len(batch))
+	defer func() {
+		if err == nil {
+			err = s.rescrubKnown(r, batch, recs, known)
+		}
+	}()
 	for i, d := range batch {
 		var res redact.Result
 		var err error
+		known[i] = r.red.KnownCount()
 		if !s.cfg.MeasureWithoutRedaction {
 			res, err = r.red.Redact(d)
 		}
@@ -546,6 +572,38 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		recs[i] = rec
 	}
 	return recs, blobs, blobOf, blobBytes, nil
+}
+
+// rescrubKnown scrubs again, with the known values as they stand at the
+// end of the batch, the stored data of each event redacted before a value
+// was learned. Binary payloads and video chunks carry no text.
+func (s *Service) rescrubKnown(r *recording, batch []*event.Decoded, recs []store.Record, known []int) error {
+	if s.cfg.MeasureWithoutRedaction {
+		return nil
+	}
+	final := r.red.KnownCount()
+	for i := range recs {
+		rec := &recs[i]
+		if known[i] == final || event.HasBinary(rec.Kind) || rec.Kind == event.KindVideo || rec.Data == nil {
+			continue
+		}
+		data, fs, err := r.red.RescrubKnown(rec.Kind, rec.Data)
+		if err == nil && data != nil {
+			var rd *event.Decoded
+			rd, err = event.Decode(event.Envelope{Seq: rec.Seq, TS: rec.TS, Step: rec.Step, Kind: rec.Kind, Data: data},
+				event.Limits{MaxStep: s.cfg.MaxStep})
+			if err == nil {
+				rec.Data, rec.Summary = data, event.Summarize(rd)
+				s.addRedactions(rec, fs)
+			}
+		}
+		if err != nil {
+			s.log.Error("scrubbing known values failed; batch refused", "recording", r.meta.ID, "seq", batch[i].Seq, "err", err)
+			return apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+				"report this; nothing of this batch was stored", "seq %d could not be redacted", batch[i].Seq)
+		}
+	}
+	return nil
 }
 
 // dropped is the stored data of an event redaction refused to keep: the

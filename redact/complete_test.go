@@ -146,3 +146,42 @@ func TestFillTargetsResolvedAgainstTheDOM(t *testing.T) {
 		t.Errorf("check on an unmasked field changed: %s", res.Data)
 	}
 }
+
+func TestKnownValuesOutliveARestartAsHashes(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	p := testPlan()
+	p.Pseudonymize = true
+	r1, err := New(p, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pw = "Tr0ub4dor&3horse"
+	res1, _ := r1.Redact(evOf(t, event.KindReceipt, `{"step":1,"action":{"verb":"fill","target":{"role":"textbox","name":"Password"},"args":{"value":"`+pw+`"}},"outcome":"done"}`))
+	assertNoSecret(t, res1.Data, pw)
+	hashes := r1.TakeKnownHashes()
+	if len(hashes) == 0 || len(hashes)%KnownHashSize != 0 || strings.Contains(string(hashes), pw) {
+		t.Fatalf("hashes: %d bytes", len(hashes))
+	}
+	r2, err := New(p, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.LoadKnownHashes(hashes); err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64Forms("xx" + pw)
+	for _, text := range []string{"echo " + pw + " end", "q=" + strings.ReplaceAll(pw, "&", "%26") + "&x=1", "blob " + b64[0] + " end"} {
+		res, err := r2.Redact(evOf(t, event.KindConsole, `{"level":"log","text":`+jsonStr(text)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Data == nil || strings.Contains(string(res.Data), pw) || strings.Contains(string(res.Data), "%26horse") {
+			t.Errorf("%q: stored %s", text, res.Data)
+		}
+	}
+	// the pseudonym after the restart is the one before it
+	res, _ := r2.Redact(evOf(t, event.KindConsole, `{"level":"log","text":"echo `+strings.ReplaceAll(pw, "&", `\u0026`)+`"}`))
+	if want := r1.erase(pw); !strings.Contains(string(res.Data), want) {
+		t.Errorf("want pseudonym %s in %s", want, res.Data)
+	}
+}

@@ -418,7 +418,9 @@ func rawUserinfo(s string) bool {
 }
 
 // encodedForms are the spellings of v, other than v, it may take in raw
-// JSON: JSON-escaped (also as JSON inside a JSON string) and percent-encoded.
+// JSON: JSON-escaped (also as JSON inside a JSON string), percent-encoded
+// ("%20" and "+" for a space) and base64 (standard and URL alphabets, at
+// the three alignments: base64Forms).
 func encodedForms(v string) []string {
 	var out []string
 	add := func(f string) {
@@ -440,6 +442,9 @@ func encodedForms(v string) []string {
 	add(string(hq[1 : len(hq)-1]))
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
+	for _, f := range base64Forms(v) {
+		add(f)
+	}
 	return out
 }
 

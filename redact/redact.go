@@ -58,6 +58,13 @@ type Redactor struct {
 	// value, a fill aimed at a masked field): they are masked wherever else
 	// they show (snapshots, console, checks, bodies). In memory only.
 	known *knownValues
+	// hkey is the server's key, for the known values' hashes (knownhash.go);
+	// nil: they are neither written nor loaded.
+	hkey []byte
+	// hashed holds known values loaded as hashes after a restart;
+	// pendingHashes the entries of values learned since TakeKnownHashes.
+	hashed        hashedKnown
+	pendingHashes []byte
 	// video holds the video events' mask rectangles, for the GOPs
 	// RedactGOP is given later. In memory; Observe rebuilds it.
 	vmasks videoMasks
@@ -70,6 +77,10 @@ type Redactor struct {
 // is the server's HMAC key.
 func New(plan *policy.Plan, key []byte) (*Redactor, error) {
 	r := &Redactor{plan: plan, known: newKnownValues()}
+	if len(key) >= 16 {
+		r.hkey = key
+		r.known.onAdd = r.hashKnown
+	}
 	if plan.Pseudonymize {
 		if len(key) < 16 {
 			return nil, fmt.Errorf("redact: a pseudonymizing plan needs a key of at least 16 bytes")
@@ -150,6 +161,9 @@ type knownValues struct {
 	// minLen keeps short values (a checkbox "on", a one-digit quantity)
 	// from masking unrelated text.
 	minLen int
+	// onAdd hears each new value (the Redactor hashes it to outlive a
+	// restart).
+	onAdd func(string)
 }
 
 func newKnownValues() *knownValues { return &knownValues{vals: map[string]struct{}{}, minLen: 4} }
@@ -158,23 +172,14 @@ func newKnownValues() *knownValues { return &knownValues{vals: map[string]struct
 func (k *knownValues) add(v string) {
 	v = strings.TrimSpace(v)
 	if len(v) >= k.minLen && v != Erased && !strings.HasPrefix(v, "[redacted") {
+		if _, ok := k.vals[v]; ok {
+			return
+		}
 		k.vals[v] = struct{}{}
-	}
-}
-
-// replaceIn replaces every known value in s; it reports whether any was.
-func (k *knownValues) replaceIn(s string, with func(string) string) (string, bool) {
-	if len(k.vals) == 0 {
-		return s, false
-	}
-	hit := false
-	for v := range k.vals {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, with(v))
-			hit = true
+		if k.onAdd != nil {
+			k.onAdd(v)
 		}
 	}
-	return s, hit
 }
 
 // PointerEscape escapes one JSON pointer reference token (RFC 6901).
@@ -212,3 +217,8 @@ func (r *Redactor) RedactMeta(m Meta) (Meta, []Finding, error) {
 	}
 	return out, res.Findings, nil
 }
+
+// KnownCount is how many values the recording has learned to mask so far
+// (ingest compares it across a batch: an event redacted before a value was
+// learned is scrubbed again, RescrubKnown).
+func (r *Redactor) KnownCount() int { return len(r.known.vals) }
