@@ -1,10 +1,13 @@
 package redact
 
 import (
+	"encoding/base64"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/testgen"
 )
 
 // Issue 17: every string of every channel goes through the same pass.
@@ -183,5 +186,28 @@ func TestKnownValuesOutliveARestartAsHashes(t *testing.T) {
 	res, _ := r2.Redact(evOf(t, event.KindConsole, `{"level":"log","text":"echo `+strings.ReplaceAll(pw, "&", `\u0026`)+`"}`))
 	if want := r1.erase(pw); !strings.Contains(string(res.Data), want) {
 		t.Errorf("want pseudonym %s in %s", want, res.Data)
+	}
+}
+
+func TestUnmaskedFrameMustBeAnImage(t *testing.T) {
+	r := redactorOf(t)
+	frame := func(img []byte) string {
+		return `{"mime":"image/jpeg","image":"` + base64.StdEncoding.EncodeToString(img) + `","width":16,"height":16}`
+	}
+	res, err := r.Redact(evOf(t, event.KindFrame, frame([]byte("password=hunter2hunter2 and not a jpeg"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Drop || len(res.Findings) != 1 || res.Findings[0].Rule != "frame:undecodable" {
+		t.Errorf("non-image frame kept: %+v", res)
+	}
+	// a JPEG header over garbage is refused too
+	res, _ = r.Redact(evOf(t, event.KindScreenshot, `{"reason":"failure",`+frame([]byte("\xff\xd8\xff\xe0garbage"))[1:]))
+	if !res.Drop {
+		t.Errorf("broken JPEG screenshot kept: %+v", res)
+	}
+	res, _ = r.Redact(evOf(t, event.KindFrame, frame(testgen.FrameJPEG(rand.New(rand.NewPCG(1, 2)), 3000))))
+	if res.Changed() {
+		t.Errorf("a valid unmasked JPEG changed: %+v", res)
 	}
 }
