@@ -507,8 +507,13 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		var res redact.Result
 		var err error
 		known[i] = r.red.KnownCount()
+		var utf8Fixed []redact.Finding
 		if !s.cfg.MeasureWithoutRedaction {
-			res, err = r.red.Redact(d)
+			if d, utf8Fixed, err = sanitizeUTF8(d, s.cfg.MaxStep); err == nil {
+				batch[i] = d
+				res, err = r.red.Redact(d)
+				res.Findings = append(utf8Fixed, res.Findings...)
+			}
 		}
 		if err != nil {
 			s.log.Error("redaction failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
@@ -572,6 +577,25 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		recs[i] = rec
 	}
 	return recs, blobs, blobOf, blobBytes, nil
+}
+
+// sanitizeUTF8 replaces invalid UTF-8 and lone surrogate escapes in an
+// event's data with U+FFFD (redact.SanitizeJSON) before anything else reads
+// it, one finding per replacement.
+func sanitizeUTF8(d *event.Decoded, maxStep int) (*event.Decoded, []redact.Finding, error) {
+	clean, n := redact.SanitizeJSON(d.Data)
+	if n == 0 {
+		return d, nil, nil
+	}
+	nd, err := event.Decode(event.Envelope{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: clean}, event.Limits{MaxStep: maxStep})
+	if err != nil {
+		return d, nil, err
+	}
+	fs := make([]redact.Finding, n)
+	for i := range fs {
+		fs[i] = redact.Finding{Rule: redact.RuleUTF8, Channel: string(d.Kind), Pointer: ""}
+	}
+	return nd, fs, nil
 }
 
 // rescrubKnown scrubs again, with the known values as they stand at the

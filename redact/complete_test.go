@@ -211,3 +211,24 @@ func TestUnmaskedFrameMustBeAnImage(t *testing.T) {
 		t.Errorf("a valid unmasked JPEG changed: %+v", res)
 	}
 }
+
+func TestSanitizeJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"ok \ud83d\ude00"}`:      `{"a":"ok \ud83d\ude00"}`,
+		`{"a":"lone \ud800 x"}`:        `{"a":"lone \ufffd x"}`,
+		`{"a":"low \uDC00\ud800"}`:     `{"a":"low \ufffd\ufffd"}`,
+		`{"a":"esc \\ud800"}`:          `{"a":"esc \\ud800"}`,
+		"{\"a\":\"raw \xff\xfe end\"}": "{\"a\":\"raw \uFFFD\uFFFD end\"}",
+		"{\"a\":\"cut \xe2\x82\"}":     "{\"a\":\"cut \uFFFD\uFFFD\"}",
+		`{"a":"high at end \ud800"}`:   `{"a":"high at end \ufffd"}`,
+		`{"a":"\ud800\u0041"}`:         `{"a":"\ufffd\u0041"}`,
+	} {
+		got, n := SanitizeJSON([]byte(in))
+		if string(got) != want {
+			t.Errorf("%q: got %q want %q", in, got, want)
+		}
+		if (n == 0) != (in == want) {
+			t.Errorf("%q: count %d", in, n)
+		}
+	}
+}
