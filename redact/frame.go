@@ -75,6 +75,13 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 	return Result{Image: buf.Bytes(), Findings: findings}, nil
 }
 
+// CheckImage reports whether b is a JPEG or PNG with sane dimensions, as
+// every stored frame and screenshot must be (audit scan reads it).
+func CheckImage(b []byte) error {
+	_, err := frameConfig(b)
+	return err
+}
+
 // frameConfig reads a JPEG's or PNG's header and dimensions, refusing
 // other formats and images too large to decode safely.
 func frameConfig(b []byte) (image.Config, error) {

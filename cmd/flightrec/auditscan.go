@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/policy"
@@ -81,26 +83,9 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 			return exitFailure
 		}
 		scanned++
-		_, err = st.Scan(id, store.Pos{}, 0, func(rec store.Record, _ store.Locator) error {
-			switch rec.Kind {
-			case event.KindFrame, event.KindScreenshot, event.KindVideo:
-				return nil // images are painted at ingest; there is no text to scan
-			}
-			events++
-			d, err := event.Decode(event.Envelope{Seq: rec.Seq, TS: rec.TS, Step: rec.Step, Kind: rec.Kind, Data: rec.Data}, event.Limits{})
-			if err != nil {
-				return nil
-			}
-			res, err := red.Redact(d)
-			if err != nil || res.Data == nil || bytes.Equal(res.Data, rec.Data) {
-				return nil // nothing would change: what fired was already erased
-			}
-			for _, f := range res.Findings {
-				findings = append(findings, scanFinding{Recording: id, Project: meta.Project, Seq: rec.Seq, Step: rec.Step,
-					Kind: string(rec.Kind), Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
-			}
-			return nil
-		})
+		a, err := auditRecording(st, red, meta)
+		events += a.events
+		findings = append(findings, a.findings...)
 		if err != nil {
 			fmt.Fprintf(errOut, "recording %s: %v\n", id, err)
 		}
@@ -117,4 +102,111 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		return exitFound
 	}
 	return exitOK
+}
+
+// audited is what today's policy would change in one stored recording:
+// the findings, and each event as it would be stored now (records, in seq
+// order; Changed says whether any differs from what is stored).
+type audited struct {
+	findings []scanFinding
+	events   int
+	records  []store.Record
+	meta     store.RecordingMeta
+	changed  bool
+}
+
+// auditRecording redacts a stored recording again with red (a redactor
+// from today's plan for it): its metadata, every event in order (so state
+// that spans events — the DOM, refs, known values — is what ingest would
+// have built), then every event once more with the known values as they
+// stand at the end (an echo stored before the value was learned), and
+// every frame's and screenshot's blob as an image. It never reads a value
+// into a finding.
+func auditRecording(st *store.Store, red *redact.Redactor, meta store.RecordingMeta) (audited, error) {
+	id := meta.ID
+	a := audited{meta: meta}
+	find := func(rec *store.Record, fs []redact.Finding) {
+		for _, f := range fs {
+			a.findings = append(a.findings, scanFinding{Recording: id, Project: meta.Project, Seq: rec.Seq, Step: rec.Step,
+				Kind: string(rec.Kind), Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+			rec.Redactions = append(rec.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+		}
+		a.changed = a.changed || len(fs) > 0
+	}
+	m, mf, err := red.RedactMeta(redact.Meta{Labels: meta.Labels, Executor: meta.Executor, Versions: meta.Versions})
+	if err != nil {
+		return a, err
+	}
+	if len(mf) > 0 {
+		a.meta.Labels, a.meta.Executor, a.meta.Versions = m.Labels, m.Executor, m.Versions
+		mrec := store.Record{Kind: "recording"}
+		find(&mrec, mf)
+		a.meta.Redactions = append(a.meta.Redactions, mrec.Redactions...)
+	}
+	_, err = st.Scan(id, store.Pos{}, 0, func(rec store.Record, _ store.Locator) error {
+		a.events++
+		switch rec.Kind {
+		case event.KindFrame, event.KindScreenshot:
+			if rec.CID != "" && !imageOK(st, rec.CID) {
+				find(&rec, []redact.Finding{{Rule: "frame:undecodable", Channel: string(rec.Kind), Pointer: "/image"}})
+				rec.Data, rec.CID, rec.BlobSize = droppedData("frame:undecodable"), "", 0
+			}
+			a.records = append(a.records, rec)
+			return nil
+		case event.KindVideo:
+			a.records = append(a.records, rec) // GOPs were painted at ingest; there is no text
+			return nil
+		}
+		if clean, n := redact.SanitizeJSON(rec.Data); n > 0 {
+			rec.Data = clean
+			find(&rec, []redact.Finding{{Rule: redact.RuleUTF8, Channel: string(rec.Kind)}})
+		}
+		d, err := event.Decode(event.Envelope{Seq: rec.Seq, TS: rec.TS, Step: rec.Step, Kind: rec.Kind, Data: rec.Data}, event.Limits{})
+		if err == nil {
+			res, rerr := red.Redact(d)
+			if rerr == nil && res.Data != nil && !bytes.Equal(res.Data, rec.Data) {
+				rec.Data = res.Data
+				find(&rec, res.Findings)
+			}
+		}
+		a.records = append(a.records, rec)
+		return nil
+	})
+	if err != nil {
+		return a, err
+	}
+	for i := range a.records {
+		rec := &a.records[i]
+		switch rec.Kind {
+		case event.KindFrame, event.KindScreenshot, event.KindVideo:
+			continue
+		}
+		data, fs, err := red.RescrubKnown(rec.Kind, rec.Data)
+		if err == nil && data != nil {
+			rec.Data = data
+			find(rec, fs)
+		}
+	}
+	return a, nil
+}
+
+// imageOK reads a stored frame's blob and checks it is an image.
+func imageOK(st *store.Store, c string) bool {
+	id, err := cid.Decode(c)
+	if err != nil {
+		return false
+	}
+	r, err := st.Blobs.Open(id)
+	if err != nil {
+		return true // a missing blob is verify's to report, not redaction's
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	return err == nil && redact.CheckImage(b) == nil
+}
+
+// droppedData is what a dropped event's data becomes (as ingest stores it).
+func droppedData(rules ...string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"redacted": "dropped", "rules": rules})
+	return b
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,7 +154,8 @@ func (c Corpus) AddSQLite(t testing.TB, path string) {
 }
 
 // SecretForms are the spellings a secret survives in, by name: as is,
-// URL-encoded, and base64 (std and URL alphabets) alone and at each of the
+// URL-encoded, JSON-escaped (once, and again as JSON inside a JSON string),
+// and base64 (std and URL alphabets) alone and at each of the
 // three alignments it can take inside a longer base64 text (a base64
 // response body).
 func SecretForms(secret string) (names, forms []string) {
@@ -167,6 +170,10 @@ func SecretForms(secret string) (names, forms []string) {
 	add("plain", secret)
 	add("query-escaped", url.QueryEscape(secret))
 	add("path-escaped", url.PathEscape(secret))
+	if j, err := json.Marshal(secret); err == nil {
+		add("json-escaped", string(j[1:len(j)-1]))
+		add("json-escaped twice", strings.Trim(strconv.Quote(string(j[1:len(j)-1])), `"`))
+	}
 	for _, enc := range []struct {
 		name string
 		enc  *base64.Encoding
