@@ -88,6 +88,10 @@ func errf(field, format string, args ...any) *Error {
 type Decoded struct {
 	Envelope
 	Payload any
+	// Replaced counts the invalid UTF-8 sequences and lone surrogate
+	// escapes the reader replaced with U+FFFD before decoding (ingest
+	// reports them).
+	Replaced int
 	bin     *binarySpan // where the binary member sits in Data, if any
 }
 

@@ -581,15 +581,20 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 
 // sanitizeUTF8 replaces invalid UTF-8 and lone surrogate escapes in an
 // event's data with U+FFFD (redact.SanitizeJSON) before anything else reads
-// it, one finding per replacement.
+// it (DecodeBatch did so for a batch read off the wire; events decoded
+// elsewhere come through here), one finding per replacement.
 func sanitizeUTF8(d *event.Decoded, maxStep int) (*event.Decoded, []redact.Finding, error) {
 	clean, n := redact.SanitizeJSON(d.Data)
+	nd := d
+	if n > 0 {
+		var err error
+		if nd, err = event.Decode(event.Envelope{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: clean}, event.Limits{MaxStep: maxStep}); err != nil {
+			return d, nil, err
+		}
+	}
+	n += d.Replaced // DecodeBatch's, before the envelope was read
 	if n == 0 {
 		return d, nil, nil
-	}
-	nd, err := event.Decode(event.Envelope{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: clean}, event.Limits{MaxStep: maxStep})
-	if err != nil {
-		return d, nil, err
 	}
 	fs := make([]redact.Finding, n)
 	for i := range fs {

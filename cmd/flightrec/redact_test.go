@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store"
+)
+
+// lockedBuffer collects a server's log while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+// plant holds the secrets of a planted recording, each with a label that
+// names its class (the search reports labels, never values).
+type plant struct {
+	r               *rand.Rand
+	secrets, labels []string
+}
+
+func (p *plant) str(n int, alphabet string) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[p.r.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+func (p *plant) keep(label, s string) string {
+	p.secrets, p.labels = append(p.secrets, s), append(p.labels, label)
+	return s
+}
+
+const upper = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+const alnumChars = upper + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// jwt returns a JWT whose payload and signature (the secret part) are kept.
+func (p *plant) jwt(label string) string {
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	pay := b64(fmt.Sprintf(`{"sub":"%s"}`, p.str(12, alnumChars)))
+	sig := p.str(43, alnumChars)
+	p.keep(label, pay+"."+sig)
+	return b64(`{"alg":"HS256","typ":"JWT"}`) + "." + pay + "." + sig
+}
+
+// dottedCard returns a Luhn-valid 16-digit number in dot-separated groups.
+func (p *plant) dottedCard(label string) string {
+	d := make([]int, 16)
+	d[0] = 4
+	for i := 1; i < 15; i++ {
+		d[i] = p.r.IntN(10)
+	}
+	sum := 0
+	for i := 0; i < 15; i++ {
+		v := d[14-i]
+		if i%2 == 0 {
+			if v *= 2; v > 9 {
+				v -= 9
+			}
+		}
+		sum += v
+	}
+	d[15] = (10 - sum%10) % 10
+	var b strings.Builder
+	for i, x := range d {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte('.')
+		}
+		fmt.Fprint(&b, x)
+	}
+	return p.keep(label, b.String())
+}
+
+// issue17Recording plants one secret of each class issue 17 found stored:
+// metadata at open, DOM texts and attributes, key-signalled values, dotted
+// cards, fills and checks aimed by CSS and by an unknown ref, a known
+// value echoed before (and, in after, after a restart) the event that
+// teaches it, in a URL, a JSON body and base64, a frame that is not an
+// image, and invalid UTF-8 with a lone surrogate.
+func issue17Recording(seed uint64) (p *plant, open map[string]any, before, after []string) {
+	p = &plant{r: rand.New(rand.NewPCG(seed, seed+7))}
+	open = map[string]any{"project": "shop", "flow": "issue17",
+		"labels":   map[string]string{"note": "password=" + p.keep("label note", p.str(20, alnumChars)), "api_token": p.jwt("label api_token")},
+		"executor": "bot ghp_" + p.keep("executor", p.str(36, alnumChars)),
+		"versions": map[string]string{"app": "token=" + p.keep("versions app", p.str(24, alnumChars))}}
+	seq := 0
+	line := func(kind event.Kind, data any) string {
+		seq++
+		b, err := json.Marshal(data)
+		if err != nil {
+			panic(err)
+		}
+		return fmt.Sprintf(`{"seq":%d,"ts":%d,"step":1,"kind":"%s","data":%s}`, seq, 1764483600000000000+int64(seq)*1e6, kind, b)
+	}
+	har := func(method, url string, headers []map[string]string, body string) map[string]any {
+		if headers == nil {
+			headers = []map[string]string{}
+		}
+		req := map[string]any{"method": method, "url": url, "httpVersion": "HTTP/1.1", "headers": headers,
+			"cookies": []any{}, "queryString": []any{}, "headersSize": -1, "bodySize": len(body)}
+		if body != "" {
+			req["postData"] = map[string]any{"mimeType": "application/json", "text": body}
+		}
+		return map[string]any{"startedDateTime": "2026-11-30T06:00:00.000Z", "time": 1.5, "request": req,
+			"response": map[string]any{"status": 204, "statusText": "", "httpVersion": "HTTP/1.1", "headers": []any{},
+				"cookies": []any{}, "content": map[string]any{"size": 0, "mimeType": "text/plain"}, "redirectURL": "",
+				"headersSize": -1, "bodySize": 0},
+			"timings": map[string]float64{"send": 0.5, "wait": 0.5, "receive": 0.5}}
+	}
+	ck := p.keep("cookie echoed before it is sent", p.str(32, alnumChars))
+	beacon := func() string {
+		return line(event.KindHAR, har("GET", "https://shop.example/collect?v=1&utmcc=__utma%3D"+ck+"%3B%2B__utmz%3D1.2.3&z=9", nil, ""))
+	}
+	el := func(id int, tag string, attrs map[string]any, kids ...map[string]any) map[string]any {
+		if kids == nil {
+			kids = []map[string]any{}
+		}
+		return map[string]any{"type": 2, "id": id, "tagName": tag, "attributes": attrs, "childNodes": kids}
+	}
+	fill := func(target map[string]string, v string) string {
+		return line(event.KindReceipt, map[string]any{"step": 1, "action": map[string]any{"verb": "fill", "target": target,
+			"args": map[string]string{"value": v}}, "outcome": "done"})
+	}
+	fillPw := p.keep("fill by css", p.str(18, alnumChars))
+	before = []string{
+		beacon(),
+		line(event.KindHAR, har("POST", "https://shop.example/collect", nil,
+			`{"c":"`+ck+`","b":"`+base64.StdEncoding.EncodeToString([]byte("c="+ck))+`"}`)),
+		line(event.KindHAR, har("GET", "https://shop.example/api/me", []map[string]string{{"name": "Cookie", "value": "sid=" + ck}}, "")),
+		line(event.KindDOM, map[string]any{"type": 2, "timestamp": 1764483600001, "data": map[string]any{
+			"node": map[string]any{"type": 0, "id": 1, "childNodes": []map[string]any{el(2, "html", map[string]any{}, el(3, "body", map[string]any{},
+				el(4, "p", map[string]any{}, map[string]any{"type": 3, "id": 5, "textContent": "your token " + p.jwt("dom text jwt")}),
+				el(6, "img", map[string]any{"title": "password: " + p.keep("dom title key-signalled", p.str(18, upper)),
+					"alt": "card " + p.dottedCard("dom alt dotted card"),
+					"data-cfg": "api_key=" + p.keep("dom data-* attribute", p.str(22, alnumChars))}),
+				el(7, "input", map[string]any{"type": "password", "id": "pw"}),
+				el(8, "input", map[string]any{"type": "text", "id": "q"}),
+			))}},
+			"initialOffset": map[string]int{"top": 0, "left": 0}}}),
+		line(event.KindConsole, map[string]any{"level": "log", "text": "password: " + p.keep("console key-signalled", p.str(18, upper))}),
+		line(event.KindConsole, map[string]any{"level": "log", "text": "paid with " + p.dottedCard("console dotted card")}),
+		fill(map[string]string{"css": "#pw"}, fillPw),
+		fill(map[string]string{"ref": "@e99"}, p.keep("fill by unknown ref", p.str(18, alnumChars))),
+		line(event.KindCheck, map[string]any{"type": "ui", "target": "#pw", "expect": p.keep("check by css", p.str(18, alnumChars)), "passed": true}),
+		line(event.KindFrame, map[string]any{"mime": "image/jpeg", "width": 8, "height": 8,
+			"image": base64.StdEncoding.EncodeToString([]byte("not an image: secret=" + p.keep("frame not an image", p.str(24, alnumChars))))}),
+	}
+	// Raw invalid UTF-8 and a lone surrogate escape.
+	seq++
+	before = append(before, fmt.Sprintf(`{"seq":%d,"ts":%d,"step":1,"kind":"console","data":{"level":"log","text":"bad `+"\xff\xfe"+` bytes and a lone \ud800 surrogate"}}`,
+		seq, 1764483600000000000+int64(seq)*1e6))
+	after = []string{
+		line(event.KindConsole, map[string]any{"level": "log", "text": "echo " + ck + " and " + fillPw}),
+		beacon(),
+		line(event.KindHAR, har("POST", "https://shop.example/collect", nil,
+			`{"b":"`+base64.URLEncoding.EncodeToString([]byte("xx"+ck))+`"}`)),
+	}
+	return p, open, before, after
+}
+
+// collectServed reads every API reply about a recording (list, row, steps,
+// each step, events, redaction report) and every blob they name.
+func collectServed(t *testing.T, base, id string, c testenv.Corpus) {
+	t.Helper()
+	get := func(path string) []byte {
+		b := getBytes(t, base+path)
+		c["GET "+path] = b
+		return b
+	}
+	get("/v1/recordings")
+	get("/v1/recordings/" + id)
+	var tl playback.Timeline
+	if err := json.Unmarshal(get("/v1/recordings/"+id+"/steps"), &tl); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range tl.Steps {
+		get(fmt.Sprintf("/v1/recordings/%s/steps/%d", id, s.Step))
+	}
+	get("/v1/recordings/" + id + "/events?limit=10000")
+	get("/v1/recordings/" + id + "/redaction")
+	cidRE := regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
+	fetched := map[string]bool{}
+	for more := true; more; {
+		more = false
+		for _, b := range c.Snapshot() {
+			for _, cid := range cidRE.FindAllString(string(b), -1) {
+				if !fetched[cid] {
+					fetched[cid] = true
+					get("/v1/blobs/" + cid)
+					more = true
+				}
+			}
+		}
+	}
+}
+
+// TestIssue17ClassesNeverStored plants each class of issue 17 through the
+// real binary (serve, HTTP ingest), kills the server in the middle of the
+// recording and repeats the secrets learned before the restart after it,
+// then searches every byte under the data directory (files while running
+// and after, the index's rows), every API reply and the server's log for
+// every secret in every spelling.
+func TestIssue17ClassesNeverStored(t *testing.T) {
+	p, open, before, after := issue17Recording(17)
+	// Every secret is really sent (in some spelling), or a clean search
+	// proves nothing.
+	openJSON, _ := json.Marshal(open)
+	sent := testenv.Corpus{"sent": []byte(string(openJSON) + strings.Join(append(before, after...), "\n"))}
+	for i, s := range p.secrets {
+		if len(sent.Hits([]string{s}, []string{p.labels[i]})) == 0 {
+			t.Fatalf("%s is not in what is sent", p.labels[i])
+		}
+	}
+	logs := &lockedBuffer{}
+	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(), args: []string{"--log-level", "debug"}, out: logs}
+	srv.start()
+	defer srv.stop()
+	base := "http://" + srv.addr
+	body, _ := json.Marshal(open)
+	resp, err := http.Post(base+"/v1/recordings", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct{ ID string }
+	json.NewDecoder(resp.Body).Decode(&o)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || o.ID == "" {
+		t.Fatalf("open: %d", resp.StatusCode)
+	}
+	sendAll(t, base, o.ID, before, len(before))
+	srv.kill() // mid-recording: the batch is acknowledged, the recording open
+	srv.start()
+	sendAll(t, base, o.ID, after, len(after))
+	finishRec(t, base, o.ID)
+	waitIndexed(t, base, o.ID)
+
+	c := testenv.Corpus{}
+	collectServed(t, base, o.ID, c)
+	c.AddFiles(t, srv.data, "running")
+	srv.stop()
+	c.AddFiles(t, srv.data, "stopped")
+	c.AddSQLite(t, filepath.Join(srv.data, "index.sqlite"))
+	c["server log"] = logs.Bytes()
+	if hits := c.Hits(p.secrets, p.labels); len(hits) > 0 {
+		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+	t.Logf("searched %d bytes in %d places for %d secrets", c.Size(), len(c), len(p.secrets))
+
+	// What redaction did, it said.
+	var rep store.RedactionReport
+	if err := json.Unmarshal(c["GET /v1/recordings/"+o.ID+"/redaction"], &rep); err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]bool{}
+	for _, rc := range rep.Rules {
+		rules[rc.Rule+" "+rc.Channel] = true
+	}
+	for _, want := range []string{"utf8:replaced console", "frame:undecodable frame", "known-value har", "known-value console",
+		"receipt:masked-target receipt", "check:masked-field check", "detector:jwt dom", "detector:card dom",
+		"detector:card console", "detector:generic console", "detector:generic recording"} {
+		if !rules[want] {
+			t.Errorf("the report has no %q: %v", want, rules)
+		}
+	}
+	// The event with bad bytes is stored as valid text.
+	var page playback.EventPage
+	if err := json.Unmarshal(c["GET /v1/recordings/"+o.ID+"/events?limit=10000"], &page); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range page.Events {
+		if !utf8.Valid(e.Data) || bytes.Contains(bytes.ToLower(e.Data), []byte(`\ud800`)) {
+			t.Errorf("seq %d stored with invalid UTF-8 or a lone surrogate: %q", e.Seq, e.Data)
+		}
+	}
+	if len(page.Events) != len(before)+len(after) {
+		t.Errorf("%d events stored of %d", len(page.Events), len(before)+len(after))
+	}
+}
