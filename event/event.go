@@ -92,7 +92,7 @@ type Decoded struct {
 	// escapes the reader replaced with U+FFFD before decoding (ingest
 	// reports them).
 	Replaced int
-	bin     *binarySpan // where the binary member sits in Data, if any
+	bin      *binarySpan // where the binary member sits in Data, if any
 }
 
 // Decode validates env and parses its data into the kind's payload type.

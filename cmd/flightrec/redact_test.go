@@ -158,7 +158,7 @@ func issue17Recording(seed uint64) (p *plant, open map[string]any, before, after
 			"node": map[string]any{"type": 0, "id": 1, "childNodes": []map[string]any{el(2, "html", map[string]any{}, el(3, "body", map[string]any{},
 				el(4, "p", map[string]any{}, map[string]any{"type": 3, "id": 5, "textContent": "your token " + p.jwt("dom text jwt")}),
 				el(6, "img", map[string]any{"title": "password: " + p.keep("dom title key-signalled", p.str(18, upper)),
-					"alt": "card " + p.dottedCard("dom alt dotted card"),
+					"alt":      "card " + p.dottedCard("dom alt dotted card"),
 					"data-cfg": "api_key=" + p.keep("dom data-* attribute", p.str(22, alnumChars))}),
 				el(7, "input", map[string]any{"type": "password", "id": "pw"}),
 				el(8, "input", map[string]any{"type": "text", "id": "q"}),
