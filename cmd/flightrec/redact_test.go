@@ -303,3 +303,70 @@ func TestIssue17ClassesNeverStored(t *testing.T) {
 		t.Errorf("%d events stored of %d", len(page.Events), len(before)+len(after))
 	}
 }
+
+// TestRealCookieCaptureThroughTheBinary sends what Debian's Chromium
+// really did on the cookie app (Set-Cookie, Cookie sent back, the session
+// echoed in a JSON body, a form password, and analytics beacons echoing
+// the cookies in a URL-encoded query value, a JSON body and base64) to
+// the real binary. The beacons go first, before the entries that teach the
+// cookie values; the server is killed between two batches and the beacons
+// are sent again after. No cookie or password value is stored or served.
+func TestRealCookieCaptureThroughTheBinary(t *testing.T) {
+	cp := testenv.CaptureCookieApp(t)
+	var beacons, rest []json.RawMessage
+	for _, e := range cp.Entries {
+		if bytes.Contains(e, []byte(`/collect`)) {
+			beacons = append(beacons, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	if len(beacons) < 2 || len(rest) < 3 || len(cp.Secrets) < 3 {
+		t.Fatalf("capture too thin: %d beacons, %d other entries, %d secrets", len(beacons), len(rest), len(cp.Secrets))
+	}
+	seq := 0
+	lines := func(es []json.RawMessage) []string {
+		var out []string
+		for _, e := range es {
+			seq++
+			out = append(out, fmt.Sprintf(`{"seq":%d,"ts":%d,"step":1,"kind":"har","data":%s}`, seq, 1764483600000000000+int64(seq), e))
+		}
+		return out
+	}
+	first := lines(append(append([]json.RawMessage{}, beacons...), rest...))
+	again := lines(beacons)
+	sent := testenv.Corpus{"sent": []byte(strings.Join(first, "\n"))}
+	labels := make([]string, len(cp.Secrets))
+	for i := range labels {
+		labels[i] = fmt.Sprintf("cookie app secret #%d", i)
+		if len(sent.Hits(cp.Secrets[i:i+1], labels[i:i+1])) == 0 {
+			t.Fatalf("%s is not in the capture", labels[i])
+		}
+	}
+	if len(sent.Hits(cp.Secrets, labels)) == 0 {
+		t.Fatal("nothing to find")
+	}
+	logs := &lockedBuffer{}
+	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(), args: []string{"--log-level", "debug"}, out: logs}
+	srv.start()
+	defer srv.stop()
+	base := "http://" + srv.addr
+	id := openRec(t, base, "shop")
+	sendAll(t, base, id, first, len(first))
+	srv.kill()
+	srv.start()
+	sendAll(t, base, id, again, len(again))
+	finishRec(t, base, id)
+	waitIndexed(t, base, id)
+	c := testenv.Corpus{}
+	collectServed(t, base, id, c)
+	c.AddFiles(t, srv.data, "running")
+	srv.stop()
+	c.AddFiles(t, srv.data, "stopped")
+	c.AddSQLite(t, filepath.Join(srv.data, "index.sqlite"))
+	c["server log"] = logs.Bytes()
+	if hits := c.Hits(cp.Secrets, labels); len(hits) > 0 {
+		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+	t.Logf("searched %d bytes in %d places for %d secrets of a real capture (%d entries)", c.Size(), len(c), len(cp.Secrets), len(cp.Entries))
+}
