@@ -4,13 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
@@ -33,17 +41,37 @@ type scanFinding struct {
 // policy and detectors, for the day the detectors improve: it lists what
 // they would erase now that was stored before, by place and rule, never
 // by value. It reads the data directory; run it on a stopped server's
-// directory or a snapshot of it.
+// directory or a snapshot of it. With --fix it also rewrites each affected
+// finished recording as today's policy would have stored it (a new
+// manifest and root; Store.Reseal), under the data directory's lock,
+// writes an audit entry naming the old and new roots and the rules, and
+// rebuilds the index.
 func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("audit scan", "audit scan [--data DIR] [--project P] [--policy DIR] [--json]", errOut)
-	data := fs.String("data", envOr("FLIGHTREC_DATA", "./flightrec-data"), "data directory (env FLIGHTREC_DATA)")
+	fs := newFlags("audit scan", "audit scan [--data DIR] [--index DSN] [--project P] [--policy DIR] [--fix] [--json]", errOut)
+	var sc app.StoreConfig
+	sc.RegisterFlags(fs)
 	project := fs.String("project", "", "scan only this project's recordings")
 	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	fix := fs.Bool("fix", false, "rewrite each affected finished recording redacted by today's policy (a new root; the old blobs are left to garbage collection)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	st, err := store.OpenStore(*data, store.LogOptions{})
+	if *fix {
+		lock, err := store.LockDir(sc.Data, store.LockOptions{Holder: store.LockHolder{Command: "audit scan --fix"}, Wait: 10 * time.Second})
+		if err != nil {
+			var le *store.LockedError
+			if errors.As(err, &le) {
+				err = apierr.New(http.StatusConflict, "DATA_DIR_LOCKED",
+					"stop the server that holds the data directory (or wait for the command holding it), then run audit scan --fix again",
+					"%s", le.Error())
+			}
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+		defer lock.Close()
+	}
+	st, err := store.OpenStore(sc.Data, store.LogOptions{})
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
@@ -59,12 +87,32 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
+	// Pseudonyms matter only when fixing: the rewritten events must carry
+	// the ones ingest would have written. A scan makes no key.
+	key := bytes.Repeat([]byte{1}, 32)
+	if *fix {
+		if key, err = st.Key("redact-pseudonym.key"); err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
+	}
 	findings := []scanFinding{}
+	fixed := []fixedRecording{}
 	scanned, events := 0, 0
 	for _, id := range ids {
 		meta, err := st.Meta(id)
 		if err != nil || (*project != "" && meta.Project != *project) {
 			continue
+		}
+		root, err := st.Root(id)
+		if err != nil {
+			fmt.Fprintf(errOut, "recording %s: %v\n", id, err)
+			continue
+		}
+		if root != "" {
+			if m, err := st.ReadManifest(root); err == nil {
+				meta = m.Recording // the finished metadata (verdict, earlier re-redactions)
+			}
 		}
 		in := policy.Input{Recording: policy.RecordingInput{Project: meta.Project, Flow: meta.Flow,
 			Labels: meta.Labels, Executor: meta.Executor, Versions: meta.Versions}}
@@ -76,8 +124,7 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 			printErr(errOut, *asJSON, apierr.New(0, "POLICY_ERROR", "fix the redaction policy (flightrec policy test DIR)", "%v", err))
 			return exitFailure
 		}
-		// Pseudonyms do not matter here: only where a rule fires does.
-		red, err := redact.New(plan, bytes.Repeat([]byte{1}, 32))
+		red, err := redact.New(plan, key)
 		if err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
@@ -88,20 +135,92 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		findings = append(findings, a.findings...)
 		if err != nil {
 			fmt.Fprintf(errOut, "recording %s: %v\n", id, err)
+			continue
+		}
+		if !*fix || !a.changed {
+			continue
+		}
+		if root == "" {
+			fmt.Fprintf(errOut, "recording %s is open: finish it, then run audit scan --fix again\n", id)
+			continue
+		}
+		f, err := reseal(st, a, root)
+		if err != nil {
+			printErr(errOut, *asJSON, fmt.Errorf("re-redacting %s: %w", id, err))
+			return exitFailure
+		}
+		fixed = append(fixed, f)
+	}
+	if len(fixed) > 0 {
+		if err := recordFixes(ctx, st, sc, fixed); err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
 		}
 	}
 	if *asJSON {
-		printJSON(out, map[string]any{"recordings": scanned, "events": events, "findings": findings})
+		printJSON(out, map[string]any{"recordings": scanned, "events": events, "findings": findings, "fixed": fixed})
 	} else {
 		fmt.Fprintf(out, "scanned %d recordings, %d events: %d findings\n", scanned, events, len(findings))
 		for _, f := range findings {
 			fmt.Fprintf(out, "  %s seq %d (step %d, %s): %s at %s %s\n", f.Recording, f.Seq, f.Step, f.Kind, f.Rule, f.Channel, f.Pointer)
 		}
+		for _, f := range fixed {
+			fmt.Fprintf(out, "re-redacted %s: root %s → %s (%s)\n", f.Recording, f.OldRoot, f.NewRoot, strings.Join(f.Rules, ", "))
+		}
 	}
-	if len(findings) > 0 {
+	if len(findings) > 0 && !*fix {
 		return exitFound
 	}
 	return exitOK
+}
+
+// fixedRecording is one recording audit scan --fix rewrote.
+type fixedRecording struct {
+	Recording string   `json:"recording"`
+	Project   string   `json:"project"`
+	OldRoot   string   `json:"old_root"`
+	NewRoot   string   `json:"new_root"`
+	Rules     []string `json:"rules"`
+}
+
+// reseal stores a's records and metadata as the recording's new root,
+// noting the re-redaction in the metadata.
+func reseal(st *store.Store, a audited, root string) (fixedRecording, error) {
+	rules := map[string]bool{}
+	for _, f := range a.findings {
+		rules[f.Rule] = true
+	}
+	f := fixedRecording{Recording: a.meta.ID, Project: a.meta.Project, OldRoot: root, Rules: slices.Sorted(maps.Keys(rules))}
+	meta := a.meta
+	meta.ReRedacted = append(slices.Clone(meta.ReRedacted), store.ReRedaction{At: time.Now().UnixNano(), OldRoot: root, Rules: f.Rules})
+	old, nr, err := st.Reseal(meta, a.records)
+	if err != nil {
+		return f, err
+	}
+	f.OldRoot, f.NewRoot = old, nr
+	return f, nil
+}
+
+// recordFixes writes an audit entry per rewritten recording and rebuilds
+// the index, whose rows still hold what was erased (the index's
+// secure_delete overwrites the freed pages).
+func recordFixes(ctx context.Context, st *store.Store, sc app.StoreConfig, fixed []fixedRecording) error {
+	lg, err := audit.Open(st.Dir())
+	if err != nil {
+		return err
+	}
+	defer lg.Close()
+	for _, f := range fixed {
+		if _, err := lg.Append(audit.ReRedact(f.Recording, f.Project, f.OldRoot, f.NewRoot, f.Rules)); err != nil {
+			return err
+		}
+	}
+	idx, err := app.OpenIndex(sc.Index, sc.Data)
+	if err != nil {
+		return err
+	}
+	defer idx.Close()
+	return st.Reindex(ctx, idx, nil)
 }
 
 // audited is what today's policy would change in one stored recording:
@@ -149,7 +268,7 @@ func auditRecording(st *store.Store, red *redact.Redactor, meta store.RecordingM
 		case event.KindFrame, event.KindScreenshot:
 			if rec.CID != "" && !imageOK(st, rec.CID) {
 				find(&rec, []redact.Finding{{Rule: "frame:undecodable", Channel: string(rec.Kind), Pointer: "/image"}})
-				rec.Data, rec.CID, rec.BlobSize = droppedData("frame:undecodable"), "", 0
+				rec.Data, rec.CID, rec.BlobSize, rec.Summary = droppedData("frame:undecodable"), "", 0, event.Summary{}
 			}
 			a.records = append(a.records, rec)
 			return nil
@@ -169,6 +288,9 @@ func auditRecording(st *store.Store, red *redact.Redactor, meta store.RecordingM
 				find(&rec, res.Findings)
 			}
 		}
+		if rec.Data != nil {
+			resummarize(&rec)
+		}
 		a.records = append(a.records, rec)
 		return nil
 	})
@@ -185,6 +307,7 @@ func auditRecording(st *store.Store, red *redact.Redactor, meta store.RecordingM
 		if err == nil && data != nil {
 			rec.Data = data
 			find(rec, fs)
+			resummarize(rec)
 		}
 	}
 	return a, nil
@@ -209,4 +332,12 @@ func imageOK(st *store.Store, c string) bool {
 func droppedData(rules ...string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"redacted": "dropped", "rules": rules})
 	return b
+}
+
+// resummarize makes a record's summary from its (redacted) data, as ingest
+// does; the stored one may quote what was erased.
+func resummarize(rec *store.Record) {
+	if d, err := event.Decode(event.Envelope{Seq: rec.Seq, TS: rec.TS, Step: rec.Step, Kind: rec.Kind, Data: rec.Data}, event.Limits{}); err == nil {
+		rec.Summary = event.Summarize(d)
+	}
 }
