@@ -5,13 +5,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/flightrec/flightrec/event"
@@ -186,7 +189,8 @@ func issue17Recording(seed uint64) (p *plant, open map[string]any, before, after
 }
 
 // collectServed reads every API reply about a recording (list, row, steps,
-// each step, events, redaction report) and every blob they name.
+// each step, events, redaction report) and every blob they name that is
+// still stored.
 func collectServed(t *testing.T, base, id string, c testenv.Corpus) {
 	t.Helper()
 	get := func(path string) []byte {
@@ -213,8 +217,19 @@ func collectServed(t *testing.T, base, id string, c testenv.Corpus) {
 			for _, cid := range cidRE.FindAllString(string(b), -1) {
 				if !fetched[cid] {
 					fetched[cid] = true
-					get("/v1/blobs/" + cid)
 					more = true
+					// A CID may name what garbage collection took (a
+					// re-redacted recording's old root).
+					resp, err := http.Get(base + "/v1/blobs/" + cid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					c["GET /v1/blobs/"+cid] = b
+					if resp.StatusCode != 200 && resp.StatusCode != 404 {
+						t.Fatalf("GET blob: %d %s", resp.StatusCode, b)
+					}
 				}
 			}
 		}
@@ -369,4 +384,164 @@ func TestRealCookieCaptureThroughTheBinary(t *testing.T) {
 		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
 	}
 	t.Logf("searched %d bytes in %d places for %d secrets of a real capture (%d entries)", c.Size(), len(c), len(cp.Secrets), len(cp.Entries))
+}
+
+// oldWayStore stores lines as a version before issue 17 did: the metadata
+// as sent, every event's data as sent (a frame's bytes as a blob, whatever
+// they are), then seals the recording. It returns the recording's id and
+// root.
+func oldWayStore(t *testing.T, data string, open map[string]any, lines []string) (string, string) {
+	t.Helper()
+	st, err := store.OpenStore(data, store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id := store.NewRecordingID(time.Now())
+	meta := store.RecordingMeta{ID: id, Project: "shop", Flow: "issue17", Executor: open["executor"].(string),
+		Labels: open["labels"].(map[string]string), Versions: open["versions"].(map[string]string), CreatedAt: time.Now().UnixNano()}
+	if err := st.Create(meta); err != nil {
+		t.Fatal(err)
+	}
+	lg, err := st.OpenLog(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []store.Record
+	for _, l := range lines {
+		var env event.Envelope
+		if err := json.Unmarshal([]byte(l), &env); err != nil {
+			continue // raw invalid UTF-8: the old reader refused it
+		}
+		d, err := event.Decode(env, event.Limits{})
+		if err != nil {
+			t.Fatalf("seq %d: %v", env.Seq, err)
+		}
+		rec := store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: d.Data, Summary: event.Summarize(d)}
+		if _, b := event.Binary(d); b != nil {
+			c, _, err := st.Blobs.Put(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.CID, rec.BlobSize, rec.Data = c.String(), int64(len(b)), event.StoredData(d, c.String())
+		}
+		rec.Seq = uint64(len(recs) + 1)
+		recs = append(recs, rec)
+	}
+	if _, err := lg.Append(recs); err != nil {
+		t.Fatal(err)
+	}
+	lg.Close()
+	meta.Verdict, meta.FinishedAt = "fail", time.Now().UnixNano()
+	root, err := st.Seal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, root
+}
+
+// TestAuditScanFixReRedactsAnOldStore writes the issue-17 classes the way a
+// version before it stored them, finds each with audit scan, rewrites the
+// recording with --fix, and then: nothing of any secret is left under the
+// data directory once the old blobs are collected, nor in what the server
+// serves; the recording says it was re-redacted; the audit log names both
+// roots; and the bundle and attestation exported for the old root still
+// verify offline.
+func TestAuditScanFixReRedactsAnOldStore(t *testing.T) {
+	p, open, before, after := issue17Recording(171)
+	data := t.TempDir()
+	id, oldRoot := oldWayStore(t, data, open, append(before, after...))
+	dir := t.TempDir()
+	car, att := filepath.Join(dir, "old.car"), filepath.Join(dir, "old.intoto.json")
+	for _, c := range [][]string{{"export", "bundle", "--data", data, "-o", car, id}, {"export", "attestation", "--data", data, "-o", att, id}} {
+		if _, errOut, code := runCLI(t, c...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", c, code, errOut)
+		}
+	}
+	pub := filepath.Join(dir, "attestation.pub")
+	if err := os.WriteFile(pub, mustRead(t, filepath.Join(data, "keys", "attestation.pub")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := runCLI(t, "audit", "scan", "--data", data, "--json")
+	if code != exitFound {
+		t.Fatalf("audit scan: exit %d: %s %s", code, out, errOut)
+	}
+	var rep struct {
+		Findings []scanFinding
+		Fixed    []fixedRecording
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, f := range rep.Findings {
+		found[f.Rule+" "+f.Channel] = true
+	}
+	for _, want := range []string{"utf8:replaced console", "frame:undecodable frame", "known-value har", "known-value console",
+		"receipt:masked-target receipt", "check:masked-field check", "detector:jwt dom", "detector:card dom",
+		"detector:card console", "detector:generic console", "detector:generic recording"} {
+		if !found[want] {
+			t.Errorf("audit scan did not find %q: %v", want, found)
+		}
+	}
+	if h := (testenv.Corpus{"audit scan": []byte(out + errOut)}).Hits(p.secrets, p.labels); len(h) > 0 {
+		t.Errorf("audit scan printed secrets: %v", h)
+	}
+
+	out, errOut, code = runCLI(t, "audit", "scan", "--fix", "--data", data, "--json")
+	if code != exitOK {
+		t.Fatalf("audit scan --fix: exit %d: %s %s", code, out, errOut)
+	}
+	rep.Fixed = nil
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Fixed) != 1 || rep.Fixed[0].OldRoot != oldRoot || rep.Fixed[0].NewRoot == "" || rep.Fixed[0].NewRoot == oldRoot {
+		t.Fatalf("fixed: %+v", rep.Fixed)
+	}
+	newRoot := rep.Fixed[0].NewRoot
+	// A second scan finds nothing left to do.
+	if out, errOut, code := runCLI(t, "audit", "scan", "--data", data, "--json"); code != exitOK {
+		t.Errorf("audit scan after --fix: exit %d: %s %s", code, out, errOut)
+	}
+	// The old root's bundle and attestation verify on their own.
+	if out, errOut, code := runCLI(t, "verify", "--attestation", att, "--key", pub, car); code != exitOK || !strings.Contains(out, oldRoot) {
+		t.Errorf("old bundle: exit %d: %s %s", code, out, errOut)
+	}
+	auditLog := string(mustRead(t, filepath.Join(data, "audit.log")))
+	if !strings.Contains(auditLog, `"re_redact"`) || !strings.Contains(auditLog, oldRoot) || !strings.Contains(auditLog, newRoot) {
+		t.Errorf("audit log lacks the re-redaction: %s", auditLog)
+	}
+
+	// Serve the fixed store, collect the old blobs, and search everything.
+	logs := &lockedBuffer{}
+	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--log-level", "debug"}, out: logs}
+	srv.start()
+	defer srv.stop()
+	base := "http://" + srv.addr
+	if out, errOut, code := runCLI(t, "retention", "sweep", "--server", base); code != exitOK {
+		t.Fatalf("sweep: exit %d: %s %s", code, out, errOut)
+	}
+	var row struct {
+		Root       string
+		ReRedacted []store.ReRedaction `json:"re_redacted"`
+	}
+	getJSON(t, base+"/v1/recordings/"+id, &row)
+	if row.Root != newRoot || len(row.ReRedacted) != 1 || row.ReRedacted[0].OldRoot != oldRoot || len(row.ReRedacted[0].Rules) == 0 {
+		t.Errorf("the recording does not say it was re-redacted: %+v", row)
+	}
+	c := testenv.Corpus{}
+	collectServed(t, base, id, c)
+	srv.stop()
+	c.AddFiles(t, data, "after --fix and a sweep")
+	c.AddSQLite(t, filepath.Join(data, "index.sqlite"))
+	c["server log"] = logs.Bytes()
+	if hits := c.Hits(p.secrets, p.labels); len(hits) > 0 {
+		t.Errorf("%d hits after --fix:\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+	// …and the data directory held them before (the search can fail).
+	if h := (testenv.Corpus{"bundle": mustRead(t, car)}).Hits(p.secrets, p.labels); len(h) == 0 {
+		t.Error("the old bundle holds no secret: the store was not written the old way")
+	}
 }
