@@ -845,7 +845,7 @@ func secretish(k []byte) bool {
 		case 'p':
 			switch r[1] {
 			case 'a':
-				if pre(r, "passw") {
+				if pre(r, "passw") || pre(r, "passphrase") {
 					return true
 				}
 			case 'w':
@@ -1095,7 +1095,7 @@ func (d *detectors) scanKV(s string, out []dspan, keys bool) []dspan {
 		if !ok || len(k) < 3 || isDigitB(k[0]) {
 			continue
 		}
-		sec := secretish(k) || keySignals(k)
+		sec := secretish(k)
 		if d.aws && sec && (bytes.Contains(k, []byte("secretaccesskey")) || bytes.Contains(k, []byte("awssecretkey"))) {
 			st, en, _, _ := valueAfter(s, p)
 			if en-st >= 40 {
