@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
@@ -17,7 +16,7 @@ import (
 
 // knownLoopMax is the number of known values up to which a plain loop is
 // used.
-const knownLoopMax = 16
+const knownLoopMax = 2
 
 type knownForm struct{ form, value string }
 
@@ -220,26 +219,8 @@ func (w *scrubber) knownOnly(v any) (any, bool) {
 			w.find("known-value")
 		}
 		return s, ok
-	case map[string]any:
-		changed := false
-		for _, k := range sortedKeys(x) {
-			w.push(k)
-			if nv, ok := w.knownOnly(x[k]); ok {
-				x[k], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
-	case []any:
-		changed := false
-		for i := range x {
-			w.push(strconv.Itoa(i))
-			if nv, ok := w.knownOnly(x[i]); ok {
-				x[i], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
+	case map[string]any, []any:
+		return w.eachChild(x, func(_ string, c any) (any, bool) { return w.knownOnly(c) })
 	}
 	return v, false
 }

@@ -3,7 +3,6 @@ package redact
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
@@ -417,26 +416,8 @@ func (w *scrubber) eraseLeaves(v any, rule string, remember bool) (any, bool) {
 			w.remember(x.String())
 		}
 		return w.r.erase(x.String()), true
-	case map[string]any:
-		changed := false
-		for _, k := range sortedKeys(x) {
-			w.push(k)
-			if nv, ok := w.eraseLeaves(x[k], rule, remember); ok {
-				x[k], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
-	case []any:
-		changed := false
-		for i := range x {
-			w.push(strconv.Itoa(i))
-			if nv, ok := w.eraseLeaves(x[i], rule, remember); ok {
-				x[i], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
+	case map[string]any, []any:
+		return w.eachChild(x, func(_ string, c any) (any, bool) { return w.eraseLeaves(c, rule, remember) })
 	}
 	return v, false
 }

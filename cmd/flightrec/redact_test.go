@@ -10,36 +10,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
+	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 )
-
-// lockedBuffer collects a server's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
 
 // plant holds the secrets of a planted recording, each with a label that
 // names its class (the search reports labels, never values).
@@ -74,32 +56,7 @@ func (p *plant) jwt(label string) string {
 }
 
 // dottedCard returns a Luhn-valid 16-digit number in dot-separated groups.
-func (p *plant) dottedCard(label string) string {
-	d := make([]int, 16)
-	d[0] = 4
-	for i := 1; i < 15; i++ {
-		d[i] = p.r.IntN(10)
-	}
-	sum := 0
-	for i := 0; i < 15; i++ {
-		v := d[14-i]
-		if i%2 == 0 {
-			if v *= 2; v > 9 {
-				v -= 9
-			}
-		}
-		sum += v
-	}
-	d[15] = (10 - sum%10) % 10
-	var b strings.Builder
-	for i, x := range d {
-		if i > 0 && i%4 == 0 {
-			b.WriteByte('.')
-		}
-		fmt.Fprint(&b, x)
-	}
-	return p.keep(label, b.String())
-}
+func (p *plant) dottedCard(label string) string { return p.keep(label, testgen.LuhnCard(p.r, ".")) }
 
 // issue17Recording plants one secret of each class issue 17 found stored:
 // metadata at open, DOM texts and attributes, key-signalled values, dotted
@@ -181,11 +138,29 @@ func issue17Recording(seed uint64) (p *plant, open map[string]any, before, after
 		seq, 1764483600000000000+int64(seq)*1e6))
 	after = []string{
 		line(event.KindConsole, map[string]any{"level": "log", "text": "echo " + ck + " and " + fillPw}),
+		fill(map[string]string{"css": "#pw"}, p.keep("fill by css after the restart", p.str(18, alnumChars))),
+		line(event.KindDOM, map[string]any{"type": 3, "timestamp": 1764483600009, "data": map[string]any{"source": 0,
+			"texts": []map[string]any{{"id": 5, "value": "now " + p.jwt("dom mutation jwt after the restart")}},
+			"attributes": []map[string]any{{"id": 6, "attributes": map[string]any{"title": "pwd=" + p.keep("dom attribute after the restart", p.str(16, alnumChars))}}},
+			"adds": []any{}, "removes": []any{}}}),
 		beacon(),
 		line(event.KindHAR, har("POST", "https://shop.example/collect", nil,
 			`{"b":"`+base64.URLEncoding.EncodeToString([]byte("xx"+ck))+`"}`)),
 	}
 	return p, open, before, after
+}
+
+// wantIssue17Rules checks that each class issue17Recording plants fired
+// its rule (as "rule channel").
+func wantIssue17Rules(t *testing.T, who string, fired map[string]bool) {
+	t.Helper()
+	for _, want := range []string{"utf8:replaced console", "frame:undecodable frame", "known-value har", "known-value console",
+		"receipt:masked-target receipt", "check:masked-field check", "detector:jwt dom", "detector:card dom",
+		"detector:card console", "detector:generic console", "detector:generic recording"} {
+		if !fired[want] {
+			t.Errorf("%s has no %q: %v", who, want, fired)
+		}
+	}
 }
 
 // collectServed reads every API reply about a recording (list, row, steps,
@@ -209,31 +184,39 @@ func collectServed(t *testing.T, base, id string, c testenv.Corpus) {
 	}
 	get("/v1/recordings/" + id + "/events?limit=10000")
 	get("/v1/recordings/" + id + "/redaction")
-	cidRE := regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
-	fetched := map[string]bool{}
-	for more := true; more; {
-		more = false
-		for _, b := range c.Snapshot() {
-			for _, cid := range cidRE.FindAllString(string(b), -1) {
-				if !fetched[cid] {
-					fetched[cid] = true
-					more = true
-					// A CID may name what garbage collection took (a
-					// re-redacted recording's old root).
-					resp, err := http.Get(base + "/v1/blobs/" + cid)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					c["GET /v1/blobs/"+cid] = b
-					if resp.StatusCode != 200 && resp.StatusCode != 404 {
-						t.Fatalf("GET blob: %d %s", resp.StatusCode, b)
-					}
-				}
-			}
+	c.FollowCIDs(func(cid string) {
+		// A CID may name what garbage collection took (a re-redacted
+		// recording's old root).
+		resp, err := http.Get(base + "/v1/blobs/" + cid)
+		if err != nil {
+			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c["GET /v1/blobs/"+cid] = b
+		if resp.StatusCode != 200 && resp.StatusCode != 404 {
+			t.Fatalf("GET blob: %d %s", resp.StatusCode, b)
+		}
+	})
+}
+
+// searchServedAndStored collects what srv serves about id, stops it, adds
+// every file under its data directory and the index's rows and its log,
+// and fails on any spelling of any secret.
+func searchServedAndStored(t *testing.T, srv *serverProc, logs *appserver.LogBuffer, id string, secrets, labels []string) testenv.Corpus {
+	t.Helper()
+	c := testenv.Corpus{}
+	collectServed(t, "http://"+srv.addr, id, c)
+	c.AddFiles(t, srv.data, "running")
+	srv.stop()
+	c.AddFiles(t, srv.data, "stopped")
+	c.AddSQLite(t, filepath.Join(srv.data, "index.sqlite"))
+	c["server log"] = logs.Bytes()
+	if hits := c.Hits(secrets, labels); len(hits) > 0 {
+		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
 	}
+	t.Logf("searched %d bytes in %d places for %d secrets", c.Size(), len(c), len(secrets))
+	return c
 }
 
 // TestIssue17ClassesNeverStored plants each class of issue 17 through the
@@ -253,7 +236,7 @@ func TestIssue17ClassesNeverStored(t *testing.T) {
 			t.Fatalf("%s is not in what is sent", p.labels[i])
 		}
 	}
-	logs := &lockedBuffer{}
+	logs := &appserver.LogBuffer{}
 	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(), args: []string{"--log-level", "debug"}, out: logs}
 	srv.start()
 	defer srv.stop()
@@ -276,17 +259,7 @@ func TestIssue17ClassesNeverStored(t *testing.T) {
 	finishRec(t, base, o.ID)
 	waitIndexed(t, base, o.ID)
 
-	c := testenv.Corpus{}
-	collectServed(t, base, o.ID, c)
-	c.AddFiles(t, srv.data, "running")
-	srv.stop()
-	c.AddFiles(t, srv.data, "stopped")
-	c.AddSQLite(t, filepath.Join(srv.data, "index.sqlite"))
-	c["server log"] = logs.Bytes()
-	if hits := c.Hits(p.secrets, p.labels); len(hits) > 0 {
-		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
-	}
-	t.Logf("searched %d bytes in %d places for %d secrets", c.Size(), len(c), len(p.secrets))
+	c := searchServedAndStored(t, srv, logs, o.ID, p.secrets, p.labels)
 
 	// What redaction did, it said.
 	var rep store.RedactionReport
@@ -297,13 +270,7 @@ func TestIssue17ClassesNeverStored(t *testing.T) {
 	for _, rc := range rep.Rules {
 		rules[rc.Rule+" "+rc.Channel] = true
 	}
-	for _, want := range []string{"utf8:replaced console", "frame:undecodable frame", "known-value har", "known-value console",
-		"receipt:masked-target receipt", "check:masked-field check", "detector:jwt dom", "detector:card dom",
-		"detector:card console", "detector:generic console", "detector:generic recording"} {
-		if !rules[want] {
-			t.Errorf("the report has no %q: %v", want, rules)
-		}
-	}
+	wantIssue17Rules(t, "the report", rules)
 	// The event with bad bytes is stored as valid text.
 	var page playback.EventPage
 	if err := json.Unmarshal(c["GET /v1/recordings/"+o.ID+"/events?limit=10000"], &page); err != nil {
@@ -361,7 +328,7 @@ func TestRealCookieCaptureThroughTheBinary(t *testing.T) {
 	if len(sent.Hits(cp.Secrets, labels)) == 0 {
 		t.Fatal("nothing to find")
 	}
-	logs := &lockedBuffer{}
+	logs := &appserver.LogBuffer{}
 	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir(), args: []string{"--log-level", "debug"}, out: logs}
 	srv.start()
 	defer srv.stop()
@@ -373,17 +340,7 @@ func TestRealCookieCaptureThroughTheBinary(t *testing.T) {
 	sendAll(t, base, id, again, len(again))
 	finishRec(t, base, id)
 	waitIndexed(t, base, id)
-	c := testenv.Corpus{}
-	collectServed(t, base, id, c)
-	c.AddFiles(t, srv.data, "running")
-	srv.stop()
-	c.AddFiles(t, srv.data, "stopped")
-	c.AddSQLite(t, filepath.Join(srv.data, "index.sqlite"))
-	c["server log"] = logs.Bytes()
-	if hits := c.Hits(cp.Secrets, labels); len(hits) > 0 {
-		t.Errorf("%d hits:\n  %s", len(hits), strings.Join(hits, "\n  "))
-	}
-	t.Logf("searched %d bytes in %d places for %d secrets of a real capture (%d entries)", c.Size(), len(c), len(cp.Secrets), len(cp.Entries))
+	searchServedAndStored(t, srv, logs, id, cp.Secrets, labels)
 }
 
 // oldWayStore stores lines as a version before issue 17 did: the metadata
@@ -478,13 +435,7 @@ func TestAuditScanFixReRedactsAnOldStore(t *testing.T) {
 	for _, f := range rep.Findings {
 		found[f.Rule+" "+f.Channel] = true
 	}
-	for _, want := range []string{"utf8:replaced console", "frame:undecodable frame", "known-value har", "known-value console",
-		"receipt:masked-target receipt", "check:masked-field check", "detector:jwt dom", "detector:card dom",
-		"detector:card console", "detector:generic console", "detector:generic recording"} {
-		if !found[want] {
-			t.Errorf("audit scan did not find %q: %v", want, found)
-		}
-	}
+	wantIssue17Rules(t, "audit scan", found)
 	if h := (testenv.Corpus{"audit scan": []byte(out + errOut)}).Hits(p.secrets, p.labels); len(h) > 0 {
 		t.Errorf("audit scan printed secrets: %v", h)
 	}
@@ -515,7 +466,7 @@ func TestAuditScanFixReRedactsAnOldStore(t *testing.T) {
 	}
 
 	// Serve the fixed store, collect the old blobs, and search everything.
-	logs := &lockedBuffer{}
+	logs := &appserver.LogBuffer{}
 	srv := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--log-level", "debug"}, out: logs}
 	srv.start()
 	defer srv.stop()
@@ -531,15 +482,7 @@ func TestAuditScanFixReRedactsAnOldStore(t *testing.T) {
 	if row.Root != newRoot || len(row.ReRedacted) != 1 || row.ReRedacted[0].OldRoot != oldRoot || len(row.ReRedacted[0].Rules) == 0 {
 		t.Errorf("the recording does not say it was re-redacted: %+v", row)
 	}
-	c := testenv.Corpus{}
-	collectServed(t, base, id, c)
-	srv.stop()
-	c.AddFiles(t, data, "after --fix and a sweep")
-	c.AddSQLite(t, filepath.Join(data, "index.sqlite"))
-	c["server log"] = logs.Bytes()
-	if hits := c.Hits(p.secrets, p.labels); len(hits) > 0 {
-		t.Errorf("%d hits after --fix:\n  %s", len(hits), strings.Join(hits, "\n  "))
-	}
+	searchServedAndStored(t, srv, logs, id, p.secrets, p.labels)
 	// …and the data directory held them before (the search can fail).
 	if h := (testenv.Corpus{"bundle": mustRead(t, car)}).Hits(p.secrets, p.labels); len(h) == 0 {
 		t.Error("the old bundle holds no secret: the store was not written the old way")

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,6 +35,28 @@ func (c Corpus) Snapshot() [][]byte {
 	}
 	return out
 }
+
+// FollowCIDs calls fetch for every blob CID the corpus names, again for
+// those the fetched bytes name, until no CID is new; it returns how many it
+// fetched. fetch adds what it reads to the corpus.
+func (c Corpus) FollowCIDs(fetch func(cid string)) int {
+	fetched := map[string]bool{}
+	for more := true; more; {
+		more = false
+		for _, b := range c.Snapshot() {
+			for _, cid := range cidRE.FindAllString(string(b), -1) {
+				if !fetched[cid] {
+					fetched[cid] = true
+					fetch(cid)
+					more = true
+				}
+			}
+		}
+	}
+	return len(fetched)
+}
+
+var cidRE = regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
 
 // Size is the corpus's total size in bytes.
 func (c Corpus) Size() int {
