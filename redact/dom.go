@@ -249,7 +249,10 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	if err != nil {
 		return Result{}, fmt.Errorf("redact: dom: %w", err)
 	}
-	if emit && r.rawNeedsWork(data) {
+	// Most DOM events (mouse moves, scrolls, viewport changes) carry no
+	// string value at all: the string pass's pre-filter is not worth its
+	// cost there.
+	if emit && s.t.hasString() && r.rawNeedsWork(data) {
 		s.scrubStrings()
 	}
 	if len(s.edits) == 0 {

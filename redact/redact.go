@@ -65,6 +65,9 @@ type Redactor struct {
 	// pendingHashes the entries of values learned since TakeKnownHashes.
 	hashed        hashedKnown
 	pendingHashes []byte
+	// pendingSnaps are snapshot texts not yet read for refs (target.go).
+	pendingSnaps []string
+	pendingBytes int
 	// video holds the video events' mask rectangles, for the GOPs
 	// RedactGOP is given later. In memory; Observe rebuilds it.
 	vmasks videoMasks
@@ -132,9 +135,9 @@ func (r *Redactor) Observe(kind event.Kind, data json.RawMessage) {
 			} `json:"effects"`
 		}
 		if json.Unmarshal(data, &v) == nil {
-			r.learnRefs(v.Text)
+			r.noteSnapshot(v.Text)
 			if v.Effects != nil {
-				r.learnRefs(v.Effects.SnapshotDelta)
+				r.noteSnapshot(v.Effects.SnapshotDelta)
 			}
 		}
 	}

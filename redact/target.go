@@ -25,6 +25,39 @@ import (
 // fill aimed at a forgotten ref fails closed.
 const maxRefs = 4096
 
+// Snapshot text is read for refs only when a fill or check needs one
+// resolved: each snapshot's text is kept (a reference to the decoded
+// string, bounded by maxPendingSnaps and maxPendingBytes; past them the
+// oldest are forgotten, and a ref only they showed fails closed), and
+// learnPending reads them all then. Most snapshots are never needed.
+const (
+	maxPendingSnaps = 32
+	maxPendingBytes = 2 << 20
+)
+
+// noteSnapshot keeps snapshot text for learnPending.
+func (r *Redactor) noteSnapshot(text string) {
+	if text == "" || !strings.ContainsAny(text, "@=") {
+		return
+	}
+	r.pendingSnaps = append(r.pendingSnaps, text)
+	r.pendingBytes += len(text)
+	for len(r.pendingSnaps) > maxPendingSnaps || r.pendingBytes > maxPendingBytes {
+		r.pendingBytes -= len(r.pendingSnaps[0])
+		r.pendingSnaps[0] = ""
+		r.pendingSnaps = r.pendingSnaps[1:]
+	}
+}
+
+// learnPending learns the refs of the snapshots kept since the last call.
+func (r *Redactor) learnPending() {
+	for i, t := range r.pendingSnaps {
+		r.learnRefs(t)
+		r.pendingSnaps[i] = ""
+	}
+	r.pendingSnaps, r.pendingBytes = r.pendingSnaps[:0], 0
+}
+
 // learnRefs remembers the refs of snapshot text, each with whether its
 // line names a masked field (impliesPassword, the plan's name patterns).
 // It reads names, never values, so observing the stored (redacted) text
@@ -76,7 +109,9 @@ func (r *Redactor) learnRefs(text string) {
 
 // refMasked resolves a ref: masked, and whether it is known at all. A
 // ref is matched with and without its '@'.
-func (d *detectors) refMasked(ref string) (masked, resolved bool) {
+func (r *Redactor) refMasked(ref string) (masked, resolved bool) {
+	r.learnPending()
+	d := r.det
 	ref = strings.TrimSpace(ref)
 	for _, k := range []string{ref, "@" + strings.TrimPrefix(ref, "@"), strings.TrimPrefix(ref, "@")} {
 		if d.maskedRefs[k] {
@@ -98,6 +133,7 @@ var targetMembers = map[string]bool{"ref": true, "role": true, "name": true, "se
 // target and the resolved one, either may be nil) must have its value
 // masked.
 func (r *Redactor) targetMasked(targets ...any) bool {
+	r.learnPending()
 	d := r.det
 	resolved := false
 	for _, tv := range targets {
@@ -117,7 +153,7 @@ func (r *Redactor) targetMasked(targets ...any) bool {
 			}
 		}
 		if t.Ref != "" {
-			masked, ok := d.refMasked(t.Ref)
+			masked, ok := r.refMasked(t.Ref)
 			if masked {
 				return true
 			}
@@ -153,6 +189,7 @@ func (r *Redactor) targetMasked(targets ...any) bool {
 // ref or a CSS selector that resolves to a masked element or to nothing.
 // A state check's target is an API call or a data row, not an element.
 func (r *Redactor) checkTargetMasked(typ, target string) bool {
+	r.learnPending()
 	d := r.det
 	if d.maskedCheckTarget(target) {
 		return true
@@ -162,7 +199,7 @@ func (r *Redactor) checkTargetMasked(typ, target string) bool {
 		return false
 	}
 	if looksLikeRef(t) {
-		masked, ok := d.refMasked(t)
+		masked, ok := r.refMasked(t)
 		return masked || !ok
 	}
 	if strings.ContainsAny(t, "#.[>:=") {

@@ -116,7 +116,7 @@ func (r *Redactor) textNeedsWork(d *event.Decoded) bool {
 	case event.KindSnapshot:
 		p, ok := d.Payload.(*event.Snapshot)
 		if ok {
-			r.learnRefs(p.Text)
+			r.noteSnapshot(p.Text)
 		}
 		return !ok || r.snapshotMasks(p.Text)
 	case event.KindReceipt:
@@ -125,7 +125,7 @@ func (r *Redactor) textNeedsWork(d *event.Decoded) bool {
 			return true
 		}
 		if p.Effects != nil {
-			r.learnRefs(p.Effects.SnapshotDelta)
+			r.noteSnapshot(p.Effects.SnapshotDelta)
 			if r.snapshotMasks(p.Effects.SnapshotDelta) {
 				return true
 			}
