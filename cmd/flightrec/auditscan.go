@@ -71,7 +71,12 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		}
 		defer lock.Close()
 	}
-	st, err := store.OpenStore(sc.Data, store.LogOptions{})
+	// A scan only reads; --fix writes, under the lock taken above.
+	open := store.OpenStoreReadOnly
+	if *fix {
+		open = store.OpenStore
+	}
+	st, err := open(sc.Data, store.LogOptions{})
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
