@@ -488,3 +488,25 @@ func TestAuditScanFixReRedactsAnOldStore(t *testing.T) {
 		t.Error("the old bundle holds no secret: the store was not written the old way")
 	}
 }
+
+// TestAuditScanFixRefusedWhileLocked: --fix writes, so it takes the data
+// directory's lock; while a server holds it, the refusal is the envelope
+// with DATA_DIR_LOCKED and nothing is rewritten.
+func TestAuditScanFixRefusedWhileLocked(t *testing.T) {
+	_, open, before, _ := issue17Recording(7)
+	data := t.TempDir()
+	id, root := oldWayStore(t, data, open, before)
+	lock, err := store.LockDir(data, store.LockOptions{Holder: store.LockHolder{Command: "serve", Addr: "127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	out, errOut, code := runCLI(t, "audit", "scan", "--fix", "--data", data, "--json")
+	var env struct{ Error struct{ Code, Message, Next string } }
+	if code != exitFailure || json.Unmarshal([]byte(errOut), &env) != nil || env.Error.Code != "DATA_DIR_LOCKED" || env.Error.Next == "" {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if got := strings.TrimSpace(string(mustRead(t, filepath.Join(data, "recordings", id, "ROOT")))); got != root {
+		t.Errorf("root changed while locked: %s → %s", root, got)
+	}
+}
