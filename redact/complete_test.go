@@ -232,3 +232,20 @@ func TestSanitizeJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestRollingHashSlidesLikeItHashes(t *testing.T) {
+	base := rollBase([]byte("0123456789abcdef0123456789abcdef"))
+	s := strings.Repeat("\xff\xfe~a9Z", 40)
+	const n = 17
+	pw := uint64(1)
+	for i := 1; i < n; i++ {
+		pw = mulMod(pw, base)
+	}
+	hv := rollHash(base, s[:n])
+	for i := 0; i+n < len(s); i++ {
+		if want := rollHash(base, s[i:i+n]); hv != want {
+			t.Fatalf("at %d: sliding %d, direct %d", i, hv, want)
+		}
+		hv = rollSlide(hv, s[i], s[i+n], pw, base)
+	}
+}

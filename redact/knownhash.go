@@ -46,8 +46,8 @@ const rollMod = 1<<61 - 1
 func mulMod(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	// 2^64 = 2^3 (mod 2^61-1): fold the high part in
-	r := (hi<<3 | lo>>61) + (lo & rollMod)
-	if r >= rollMod {
+	r := (hi<<3 | lo>>61) + (lo & rollMod) // < 2^62: at most two subtractions
+	for r >= rollMod {
 		r -= rollMod
 	}
 	return r
@@ -77,6 +77,13 @@ func rollHash(base uint64, s string) uint64 {
 		h = addMod(mulMod(h, base), uint64(s[i])+1)
 	}
 	return h
+}
+
+// rollSlide moves a window's rolling hash one byte on: out leaves, in
+// enters; pw is base^(length-1).
+func rollSlide(hv uint64, out, in byte, pw, base uint64) uint64 {
+	hv = addMod(hv, rollMod-mulMod(uint64(out)+1, pw))
+	return addMod(mulMod(hv, base), uint64(in)+1)
 }
 
 func (r *Redactor) mac8(s string) (out [8]byte) {
@@ -205,9 +212,7 @@ func (r *Redactor) hashedSpans(s string, first bool) []hspan {
 			if i+n >= len(s) {
 				break
 			}
-			// drop s[i], take s[i+n]
-			hv = addMod(hv, rollMod-mulMod(uint64(s[i])+1, pw))
-			hv = addMod(mulMod(hv, h.base), uint64(s[i+n])+1)
+			hv = rollSlide(hv, s[i], s[i+n], pw, h.base)
 		}
 	}
 	if len(out) < 2 {
