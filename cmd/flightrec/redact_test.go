@@ -502,7 +502,9 @@ func TestAuditScanFixRefusedWhileLocked(t *testing.T) {
 	}
 	defer lock.Close()
 	out, errOut, code := runCLI(t, "audit", "scan", "--fix", "--data", data, "--json")
-	var env struct{ Error struct{ Code, Message, Next string } }
+	var env struct {
+		Error struct{ Code, Message, Next string }
+	}
 	if code != exitFailure || json.Unmarshal([]byte(errOut), &env) != nil || env.Error.Code != "DATA_DIR_LOCKED" || env.Error.Next == "" {
 		t.Fatalf("exit %d: %s %s", code, out, errOut)
 	}
