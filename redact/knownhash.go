@@ -125,10 +125,6 @@ func (r *Redactor) TakeKnownHashes() []byte {
 	return b
 }
 
-// DropKnownHashes forgets the entries not yet taken (a batch refused
-// before anything was stored).
-func (r *Redactor) DropKnownHashes() { r.pendingHashes = nil }
-
 var errKnownHashes = errors.New("redact: known-value hashes are not whole entries")
 
 // LoadKnownHashes adds entries written by TakeKnownHashes (by this server
