@@ -249,6 +249,13 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	// Whether the recording was re-redacted (audit scan --fix) is in its
+	// manifest, not in the index's columns.
+	if row.Root != "" && row.ReRedacted == nil {
+		if m, err := s.st.ReadManifest(row.Root); err == nil {
+			row.ReRedacted = m.Recording.ReRedacted
+		}
+	}
 	if s.Decorate == nil {
 		writeJSON(w, row)
 		return
