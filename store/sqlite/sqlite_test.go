@@ -308,7 +308,8 @@ func TestMigrateAddsBlobIndex(t *testing.T) {
 	if err := db.IndexEvents(t.Context(), "old", rows, 100); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP INDEX events_cid`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{`DROP TABLE events_fts`, `DROP TABLE event_docs`,
+		`DROP INDEX events_cid`, `PRAGMA user_version = 1`} {
 		if _, err := db.w.ExecContext(t.Context(), q); err != nil {
 			t.Fatal(err)
 		}
