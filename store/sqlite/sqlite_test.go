@@ -103,6 +103,7 @@ func TestIndexEventsAtomic(t *testing.T) {
 	if !reflect.DeepEqual(tlAfter, tlBefore) {
 		t.Errorf("failed batch changed the timeline:\n got %+v\nwant %+v", tlAfter, tlBefore)
 	}
+	assertTextIndexInStep(t, db) // its text went in before the failure
 
 	// Once the cause is gone the same batch goes in whole.
 	if _, err := db.w.ExecContext(ctx, `DROP TRIGGER temp.fail_step`); err != nil {
