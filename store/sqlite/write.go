@@ -383,8 +383,8 @@ func (db *DB) foldSteps(ctx context.Context, tx *sql.Tx, rid int64, steps map[in
 }
 
 // DeleteRecording removes a recording, its events, their text index
-// entries and its steps. Deleting
-// an unknown recording is not an error: the outcome is the same.
+// entries and its steps. Deleting an unknown recording is not an error:
+// the outcome is the same.
 func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
