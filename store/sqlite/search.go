@@ -25,7 +25,9 @@ import (
 //   - strings so common that the candidates would outnumber
 //     ftsMaxCandidates: a page of them is found sooner by the scan, which
 //     reads in result order and stops when the page is full, than by
-//     sorting every match.
+//     sorting every match;
+//   - queries narrowed by recording or project to fewer events than the
+//     string has candidates in the whole store.
 //   - an index opened read-only at a schema version without events_fts.
 
 // ftsMinRunes is the shortest string the trigram index can find.
@@ -154,22 +156,45 @@ func planFTS(q store.SearchQuery) (ftsPlan, bool) {
 const signatureArm = ` UNION SELECT e.rec, e.seq FROM recordings r CROSS JOIN events e ON e.rec = r.rid
 	WHERE r.failure_signature LIKE ? ESCAPE '` + likeEscape + `'`
 
-// estimateSQL counts a plan's candidates, up to just past the bound: the
-// matching docs, plus the events of the recordings matching by signature.
-func (p ftsPlan) estimateSQL() string {
+// estimateSQL counts a plan's candidates, up to just past the bound (the
+// matching docs, plus the events of the recordings matching by signature),
+// and the scan's scope: the events of the recordings q narrows to, or -1
+// when it does not narrow by recording or project.
+func (p ftsPlan) estimateSQL(q store.SearchQuery) (string, []any) {
 	s := `SELECT (SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?))`
-	if p.bySignature {
-		s += ` + (SELECT coalesce(sum(events), 0) FROM recordings WHERE failure_signature LIKE ? ESCAPE '` + likeEscape + `')`
-	}
-	return s
-}
-
-func (p ftsPlan) estimateArgs(q store.SearchQuery) []any {
 	args := []any{p.match, ftsMaxCandidates + 1}
 	if p.bySignature {
+		s += ` + (SELECT coalesce(sum(events), 0) FROM recordings WHERE failure_signature LIKE ? ESCAPE '` + likeEscape + `')`
 		args = append(args, containsPattern(q.Text))
 	}
-	return args
+	var where []string
+	if q.Recordings != nil {
+		where = append(where, `id IN (?`+strings.Repeat(`, ?`, len(q.Recordings)-1)+`)`)
+		args = append(args, anys(q.Recordings)...)
+	}
+	if q.Project != "" {
+		where = append(where, `project = ?`)
+		args = append(args, q.Project)
+	}
+	if len(where) == 0 {
+		return s + `, -1`, args
+	}
+	return s + `, (SELECT coalesce(sum(events), 0) FROM recordings WHERE ` + strings.Join(where, ` AND `) + `)`, args
+}
+
+// useFTS decides between the paths: the index's when its candidates are
+// few, and fewer than the events the scan would read at most.
+func (db *DB) useFTS(ctx context.Context, q store.SearchQuery) (ftsPlan, bool, error) {
+	p, ok := planFTS(q)
+	if !ok || !db.fts {
+		return p, false, nil
+	}
+	var candidates, scope int64
+	s, args := p.estimateSQL(q)
+	if err := db.r.QueryRowContext(ctx, s, args...).Scan(&candidates, &scope); err != nil {
+		return p, false, fmt.Errorf("count candidates: %w", err)
+	}
+	return p, candidates <= ftsMaxCandidates && (scope < 0 || candidates < scope), nil
 }
 
 // ftsSearchQuery builds the index path's SQL: the candidates (rec, seq),
@@ -197,15 +222,13 @@ func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow
 	if q.Recordings != nil && len(q.Recordings) == 0 {
 		return nil, nil // restricted to no recording at all
 	}
+	p, ok, err := db.useFTS(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite index: search: %w", err)
+	}
 	sqlText, args := searchQuery(q)
-	if p, ok := planFTS(q); ok && db.fts {
-		var n int
-		if err := db.r.QueryRowContext(ctx, p.estimateSQL(), p.estimateArgs(q)...).Scan(&n); err != nil {
-			return nil, fmt.Errorf("sqlite index: search: count candidates: %w", err)
-		}
-		if n <= ftsMaxCandidates {
-			sqlText, args = ftsSearchQuery(q, p)
-		}
+	if ok {
+		sqlText, args = ftsSearchQuery(q, p)
 	}
 	return db.runSearch(ctx, sqlText, args)
 }

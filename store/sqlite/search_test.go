@@ -361,3 +361,56 @@ func TestSearchPlanUsesTextIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchChoosesPath checks which path answers: the index when its
+// candidates are few, the scan for a short string, and the scan when the
+// query narrows to fewer events (by recording or project) than the string
+// has candidates in the whole store; the rows are the scan's either way.
+func TestSearchChoosesPath(t *testing.T) {
+	db := openTemp(t)
+	defer db.Close()
+	ctx := t.Context()
+	for _, r := range []struct {
+		id, project string
+		n           int
+	}{{"big", "p1", 3000}, {"small", "p2", 50}} {
+		if err := db.PutRecording(ctx, store.RecordingRow{RecordingMeta: store.RecordingMeta{ID: r.id, Project: r.project},
+			State: store.StateFinished}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.IndexEvents(ctx, r.id, indextest.BenchRows(r.id, 1, r.n), uint64(r.n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		q       store.SearchQuery
+		wantFTS bool
+	}{
+		{store.SearchQuery{Text: "cannot read", Limit: 1000}, true},                    // 3,050 candidates
+		{store.SearchQuery{Text: "for order 42", Recordings: []string{"small"}}, true}, // a few
+		{store.SearchQuery{Text: "cannot read", Recordings: []string{"small"}}, false}, // 3,050 > 50 events
+		{store.SearchQuery{Text: "cannot read", Project: "p2"}, false},                 // the same by project
+		{store.SearchQuery{Text: "cannot read", Project: "p1"}, false},                 // 3,050 > 3,000 events
+		{store.SearchQuery{Text: "ca"}, false},
+		{store.SearchQuery{Status: 500}, false},
+	} {
+		_, ok, err := db.useFTS(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != c.wantFTS {
+			t.Errorf("Search(%+v) through the index: %v, want %v", c.q, ok, c.wantFTS)
+		}
+		got, err := db.Search(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := db.scanSearch(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("Search(%+v) = %d rows, the scan %d", c.q, len(got), len(want))
+		}
+	}
+}
