@@ -18,8 +18,8 @@ import (
 // both paths give the same rows. The scan remains for what the index
 // cannot answer:
 //
-//   - strings under ftsMinRunes characters (they have no trigram) or not
-//     valid UTF-8;
+//   - strings under ftsMinRunes characters (they have no trigram), not
+//     valid UTF-8, or holding a NUL;
 //   - queries with neither Text nor URL (recording, project, status and
 //     error code narrow through indexes, then scan);
 //   - strings so common that the candidates would outnumber
@@ -27,7 +27,7 @@ import (
 //     reads in result order and stops when the page is full, than by
 //     sorting every match;
 //   - queries narrowed by recording or project to fewer events than the
-//     string has candidates in the whole store.
+//     string has candidates in the whole store;
 //   - an index opened read-only at a schema version without events_fts.
 
 // ftsMinRunes is the shortest string the trigram index can find.
@@ -93,9 +93,10 @@ const ftsMaxTerms = 32
 // with s as a substring in some column. Each trigram is a quoted string,
 // in which every character but the double quote (doubled) is literal, so
 // AND, OR, NEAR, *, ^, ':' and parentheses in s are text. ok is false for a
-// string the index cannot find.
+// string the index cannot find, and for one holding a NUL, where FTS5's
+// query parser would stop (LIKE stops there too, and the scan keeps that).
 func ftsTerms(s string) (query string, ok bool) {
-	if !utf8.ValidString(s) {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 		return "", false
 	}
 	r := []rune(s)

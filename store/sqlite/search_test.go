@@ -94,6 +94,8 @@ var migrationQueries = []store.SearchQuery{
 	{URL: "/orders/77/", Text: "cannot READ"},
 	{Project: "beta", Text: "(reading 'total')", Limit: 10},
 	{Text: "ze"},
+	{Text: "zebra\x00-7781"},
+	{Text: "zebra-\xff7781"},
 	{Status: 500, Limit: 20},
 	// Longer than ftsMaxTerms trigrams: a spread of them narrows.
 	{Text: "Cannot read properties of undefined (reading 'total') at pay (https://pv-4718.preview.example/static/app.1", EventsOnly: true, Limit: 30},
