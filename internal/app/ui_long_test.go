@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +14,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/playback"
 )
 
 // longRecording ingests a finished recording of n steps, one small
@@ -144,4 +146,106 @@ func BenchmarkUIPlayerInteractive(b *testing.B) {
 		b.Logf("ready at 10,000 steps: %.0f ms (goal ≤ 300 ms); %.2f× of 20 steps (goal ≤ 1.3×); longest task goal ≤ 50 ms",
 			tti[10000], tti[10000]/tti[20])
 	}
+}
+
+// TestUIPlayerLong drives the player over a recording of 10,000 steps:
+// it opens at the failing step with its panes filled, j and k move, a deep
+// link to step 9,000 works, scrolling reaches the last step, and the page
+// holds only the step rows in view, never one per step.
+func TestUIPlayerLong(t *testing.T) {
+	testenv.RequireChromium(t)
+	srv := appserver.Start(t)
+	const n, failed = 10000, 7000
+	id := longRecording(t, srv.Base, n, failed)
+
+	// The compact timeline is the whole timeline in a fraction of the
+	// bytes, and names the failing step.
+	full := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps", nil)
+	compact := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	var ct playback.CompactTimeline
+	compact.decode(t, &ct)
+	if len(ct.Step) != n || len(ct.Target) != n || ct.Step[n-1] != n || len(ct.Failed) != 1 || ct.Failed[0] != failed ||
+		ct.Outcome[failed-1] != "failed" || ct.ErrorCode[failed-1] != "ELEMENT_NOT_FOUND" {
+		t.Fatalf("compact timeline: %d steps, failed %v", len(ct.Step), ct.Failed)
+	}
+	t.Logf("timeline of %d steps: %d bytes full, %d compact", n, len(full.body), len(compact.body))
+	if len(compact.body)*2 > len(full.body) {
+		t.Errorf("the compact timeline is %d bytes, the full one %d: want under half", len(compact.body), len(full.body))
+	}
+	if r := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=tiny", nil); r.status != 400 || r.errCode(t) != "BAD_PARAMETER" {
+		t.Errorf("form=tiny: %d %s", r.status, r.body)
+	}
+
+	tab := newUITab(t, 1280, 800)
+	stepRows := func() int { return uiEval[int](tab, `document.querySelectorAll("#steps button.step").length`) }
+	panes := func(step int) {
+		t.Helper()
+		tab.waitFor(fmt.Sprintf("step %d's receipt", step), fmt.Sprintf(
+			`document.body.dataset.step === "%d" && document.getElementById("receipt").textContent.includes("Item %d") ? "ok" : ""`, step, step), 15*time.Second)
+	}
+	inView := func(step int) bool {
+		return uiEval[bool](tab, fmt.Sprintf(`(() => { const b = document.querySelector('#steps button[data-step="%d"]');
+			if (!b) return false; const p = document.getElementById("steps-pane").getBoundingClientRect(), r = b.getBoundingClientRect();
+			return r.top >= p.top && r.bottom <= p.bottom; })()`, step))
+	}
+
+	tab.open(srv.Base + "/r/" + id)
+	if got := tab.selected(); got != failed {
+		t.Fatalf("opened at step %d, want the failing step %d; the list: %s", got, failed, uiEval[string](tab, `(() => {
+			const p = document.getElementById("steps-pane"), b = document.querySelectorAll("#steps button.step");
+			return JSON.stringify({top: p.scrollTop, sh: p.scrollHeight, ch: p.clientHeight, rows: b.length, cur: document.body.dataset.step,
+				first: b[0] && b[0].dataset.step, last: b.length && b[b.length-1].dataset.step}); })()`))
+	}
+	panes(failed)
+	if !inView(failed) {
+		t.Error("the failing step's row is not in view in the step list")
+	}
+	if !strings.Contains(uiEval[string](tab, `document.getElementById("receipt").textContent`), "ELEMENT_NOT_FOUND") {
+		t.Error("the receipt does not show the failure's code")
+	}
+	tab.waitFor("the failing request", `document.querySelector('#network tr.net-row[data-status="500"]') ? "ok" : ""`, 15*time.Second)
+	tab.waitFor("the step's console line", fmt.Sprintf(`document.getElementById("console").textContent.includes("step %d logged this") ? "ok" : ""`, failed), 15*time.Second)
+	if r := stepRows(); r >= 200 || r < 5 {
+		t.Errorf("%d step rows in the page for %d steps: want those in view, under 200", r, n)
+	}
+
+	// j and k move the selection, the URL and the panes.
+	tab.press("j")
+	panes(failed + 1)
+	tab.press("k")
+	tab.press("k")
+	panes(failed - 1)
+	if s := uiEval[string](tab, `location.search`); s != fmt.Sprintf("?step=%d", failed-1) {
+		t.Errorf("after j, k, k: location.search %q", s)
+	}
+	if !inView(failed - 1) {
+		t.Error("the selected step's row is not in view after k")
+	}
+
+	// A deep link to step 9,000.
+	tab.open(srv.Base + "/r/" + id + "?step=9000")
+	if got := tab.selected(); got != 9000 {
+		t.Fatalf("the deep link to step 9000 selected %d", got)
+	}
+	panes(9000)
+	if !inView(9000) {
+		t.Error("step 9000's row is not in view")
+	}
+	if r := stepRows(); r >= 200 {
+		t.Errorf("%d step rows in the page at step 9000", r)
+	}
+
+	// Scrolling the list to its end reaches the last step, which a click
+	// selects; the page still holds a few rows.
+	uiEval[bool](tab, `(() => { const p = document.getElementById("steps-pane"); p.scrollTop = p.scrollHeight; return true; })()`)
+	tab.waitFor("the last step's row", fmt.Sprintf(`document.querySelector('#steps button[data-step="%d"]') ? "ok" : ""`, n), 15*time.Second)
+	tab.click(fmt.Sprintf(`#steps button[data-step="%d"]`, n))
+	if got := tab.selected(); got != n {
+		t.Fatalf("clicking the last step's row selected %d", got)
+	}
+	panes(n)
+	if r := stepRows(); r >= 200 {
+		t.Errorf("%d step rows in the page after scrolling to the end", r)
+	}
+	tab.noErrors("long recording")
 }

@@ -117,11 +117,15 @@
   // user expanded stays expanded); their heights are measured once shown
   // and estimated from those measured until then.
   function virtual(scroller, list, spacer) {
-    const v = { n: 0, row: null, empty: null, h: null, sum: 0, seen: 0, nodes: new Map() };
+    const v = { n: 0, row: null, empty: null, h: null, est: 0, nodes: new Map() };
     const top = spacer();
     const bot = spacer();
     const setH = (sp, px) => { (sp.firstElementChild || sp).style.height = px + "px"; };
-    const height = (i) => v.h[i] || (v.seen ? v.sum / v.seen : 28);
+    // Rows not measured yet are taken to be as high as the first ones
+    // drawn were on average. The estimate is fixed from then on: were it
+    // to follow later measurements, every row below the view would move
+    // when one in view is measured, under the user's pointer.
+    const height = (i) => v.h[i] || v.est || 28;
     // base is where the list starts in the scroller's content.
     const base = () => list === scroller ? 0
       : list.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop;
@@ -151,28 +155,33 @@
       setH(top, above);
       setH(bot, below);
       list.replaceChildren(top, ...rows, bot);
+      let sum = 0;
       for (const [k, node] of keep) {
-        const hh = node.offsetHeight;
-        if (!hh || v.h[k] === hh) continue;
-        if (v.h[k]) v.sum -= v.h[k]; else v.seen++;
-        v.sum += hh;
-        v.h[k] = hh;
+        v.h[k] = node.offsetHeight || v.h[k];
+        sum += v.h[k];
       }
+      if (!v.est && sum) v.est = sum / keep.size;
     };
     // reset shows n rows from the top; empty is shown when n is 0.
     v.reset = (n, row, empty) => {
-      Object.assign(v, { n, row, empty, h: new Float64Array(n), sum: 0, seen: 0, nodes: new Map() });
+      Object.assign(v, { n, row, empty, h: new Float64Array(n), est: 0, nodes: new Map() });
       scroller.scrollTop = 0;
       v.draw();
     };
     // show scrolls the least that brings row i into view, and draws.
     v.show = (i) => {
       if (i < 0 || i >= v.n) return;
-      const b = base();
-      const y = b + v.offset(i);
-      if (y < scroller.scrollTop) scroller.scrollTop = y - 8;
-      else if (y + height(i) > scroller.scrollTop + scroller.clientHeight) {
-        scroller.scrollTop = y + height(i) - scroller.clientHeight + 8;
+      // Twice at most: the rows drawn at the first place tried are
+      // measured, which moves row i by what the estimate missed (and the
+      // spacers, drawn first, must hold the estimate, or the scroller
+      // stops short of it).
+      for (let pass = 0; pass < 3; pass++) {
+        v.draw();
+        const y = base() + v.offset(i);
+        const top = scroller.scrollTop;
+        if (y < top) scroller.scrollTop = y - 8;
+        else if (y + height(i) > top + scroller.clientHeight) scroller.scrollTop = y + height(i) - scroller.clientHeight + 8;
+        else if (v.nodes.has(i)) return;
       }
       v.draw();
     };
