@@ -33,6 +33,8 @@ type Service struct {
 	log    *slog.Logger
 	dom    *dom.Cache // DOM checkpoint sets by recording
 	videos videoBuilds
+	// compact keeps compact timelines encoded (timelinecache.go).
+	compact compactCache
 	// OnError counts error replies by code (shared with ingest's metric).
 	OnError func(code string)
 	// Decorate, when set, adds a "retention" member to a recording's
@@ -277,6 +279,13 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if form == "compact" {
+		if b := s.compact.get(row.ID, row.IndexedTo); b != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+			return
+		}
+	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
 		s.fail(w, indexError(err))
@@ -286,7 +295,13 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		steps = []store.StepRow{}
 	}
 	if form == "compact" {
-		writeJSON(w, compactTimeline(row, steps))
+		b, err := s.compact.put(compactTimeline(row, steps))
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
 		return
 	}
 	writeJSON(w, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
