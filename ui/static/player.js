@@ -144,17 +144,26 @@
       const end = i;
       let below = 0;
       for (; i < v.n; i++) below += height(i);
+      // Rows that stay are left where they are, never taken out and put
+      // back: a click whose press and release straddle a redraw would be
+      // lost, and so would focus.
+      for (const [k, node] of v.nodes) if (k < start || k >= end) node.remove();
+      if (list.firstChild !== top) list.prepend(top);
+      if (list.lastChild !== bot) list.append(bot);
       const keep = new Map();
-      const rows = [];
+      let prev = top;
       for (let k = start; k < end; k++) {
-        const node = v.nodes.get(k) || v.row(k);
+        let node = v.nodes.get(k);
+        if (!node) {
+          node = v.row(k);
+          prev.after(node);
+        }
         keep.set(k, node);
-        rows.push(node);
+        prev = node;
       }
       v.nodes = keep;
       setH(top, above);
       setH(bot, below);
-      list.replaceChildren(top, ...rows, bot);
       let sum = 0;
       for (const [k, node] of keep) {
         v.h[k] = node.offsetHeight || v.h[k];
@@ -165,6 +174,7 @@
     // reset shows n rows from the top; empty is shown when n is 0.
     v.reset = (n, row, empty) => {
       Object.assign(v, { n, row, empty, h: new Float64Array(n), est: 0, nodes: new Map() });
+      list.replaceChildren();
       scroller.scrollTop = 0;
       v.draw();
     };
