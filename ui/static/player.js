@@ -790,6 +790,9 @@
       return;
     }
     let rec, tl;
+    // A step the address names is fetched beside the timeline, not after.
+    const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
+    if (want >= 0) loadStep(want);
     try {
       [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(FR.rec(id, "/steps?form=compact"))]);
     } catch (e) {
@@ -807,7 +810,6 @@
     renderTitle(rec);
     renderSteps();
     if (state.steps.length) {
-      const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
       // The failing step first, unless the address names one.
       const first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[0].step);
       await select(first);
