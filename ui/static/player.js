@@ -181,12 +181,12 @@
     // show scrolls the least that brings row i into view, and draws.
     v.show = (i) => {
       if (i < 0 || i >= v.n) return;
-      // Twice at most: the rows drawn at the first place tried are
+      // A few passes at most: the rows drawn at the first place tried are
       // measured, which moves row i by what the estimate missed (and the
-      // spacers, drawn first, must hold the estimate, or the scroller
-      // stops short of it).
+      // spacers must hold the estimate before scrolling, or the scroller
+      // stops short of it: reset drew them so).
       for (let pass = 0; pass < 3; pass++) {
-        v.draw();
+        if (pass > 0 || !v.est) v.draw(); // with an estimate, go straight there
         const y = base() + v.offset(i);
         const top = scroller.scrollTop;
         if (y < top) scroller.scrollTop = y - 8;
