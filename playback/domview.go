@@ -24,7 +24,9 @@ const domCacheBytes = 128 << 20
 // no script, no handler, no external fetch — under a CSP without any
 // script source, for a sandboxed iframe. The recording's checkpoint set
 // is built once (cached, extended as an open recording grows), so any
-// step renders in bounded time however long the recording is.
+// step renders in bounded time however long the recording is; a finished
+// recording's set is kept in the store too (domkeep.go), so a restart
+// does not build it again.
 func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
@@ -56,7 +58,7 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	upTo := row.IndexedTo
-	cp, err := s.dom.Get(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo))
+	cp, err := s.dom.GetKept(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo), s.domKeep(row))
 	if err != nil {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {

@@ -33,6 +33,8 @@ type Service struct {
 	log    *slog.Logger
 	dom    *dom.Cache // DOM checkpoint sets by recording
 	videos videoBuilds
+	// compact keeps compact timelines encoded (timelinecache.go).
+	compact compactCache
 	// OnError counts error replies by code (shared with ingest's metric).
 	OnError func(code string)
 	// Decorate, when set, adds a "retention" member to a recording's
@@ -266,7 +268,7 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 	}{row, s.Decorate(r.Context(), row)})
 }
 
-// Timeline answers GET /v1/recordings/{id}/steps.
+// Timeline answers GET /v1/recordings/{id}/steps (form=full, the default).
 type Timeline struct {
 	Recording      string          `json:"recording"`
 	IndexedThrough uint64          `json:"indexed_through"`
@@ -279,6 +281,18 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	form := r.URL.Query().Get("form")
+	if err := enumParam("form", form, []string{"full", "compact"}); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if form == "compact" {
+		if b := s.compact.get(row.ID, row.IndexedTo); b != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+			return
+		}
+	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
 		s.fail(w, indexError(err))
@@ -287,7 +301,66 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	if steps == nil {
 		steps = []store.StepRow{}
 	}
+	if form == "compact" {
+		b, err := s.compact.put(compactTimeline(row, steps))
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+		return
+	}
 	writeJSON(w, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
+}
+
+// CompactTimeline answers GET /v1/recordings/{id}/steps?form=compact: the
+// timeline as columns, entry i of each being step i's (in step order),
+// with only what a list of steps shows. At 10,000 steps it is about a
+// third of the full form: no per-step counts map, no seqs, times as
+// microseconds from T0 rather than nanoseconds since the epoch.
+type CompactTimeline struct {
+	Recording      string `json:"recording"`
+	IndexedThrough uint64 `json:"indexed_through"`
+	Form           string `json:"form"` // "compact"
+	// T0 is the first step's start_ts (ns since the epoch); Start and
+	// End are each step's start_ts and end_ts as µs after it.
+	T0        int64    `json:"t0"`
+	Step      []int    `json:"step"`
+	Start     []int64  `json:"start"`
+	End       []int64  `json:"end"`
+	Action    []string `json:"action"`
+	Target    []string `json:"target"`
+	Outcome   []string `json:"outcome"`
+	ErrorCode []string `json:"error_code"`
+	// HAR, Console and DOM are the step's counts of those kinds.
+	HAR     []int64 `json:"har"`
+	Console []int64 `json:"console"`
+	DOM     []int64 `json:"dom"`
+	// Failed lists the steps whose outcome is "failed", for a player to
+	// open at the first without scanning.
+	Failed []int `json:"failed"`
+}
+
+func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimeline {
+	n := len(steps)
+	c := CompactTimeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Form: "compact",
+		Step: make([]int, n), Start: make([]int64, n), End: make([]int64, n),
+		Action: make([]string, n), Target: make([]string, n), Outcome: make([]string, n), ErrorCode: make([]string, n),
+		HAR: make([]int64, n), Console: make([]int64, n), DOM: make([]int64, n), Failed: []int{}}
+	if n > 0 {
+		c.T0 = steps[0].StartTS
+	}
+	for i, s := range steps {
+		c.Step[i] = s.Step
+		c.Start[i], c.End[i] = (s.StartTS-c.T0)/1000, (s.EndTS-c.T0)/1000
+		c.Action[i], c.Target[i], c.Outcome[i], c.ErrorCode[i] = s.Action, s.Target, s.Outcome, s.ErrorCode
+		c.HAR[i], c.Console[i], c.DOM[i] = s.Counts[event.KindHAR], s.Counts[event.KindConsole], s.Counts[event.KindDOM]
+		if s.Outcome == "failed" {
+			c.Failed = append(c.Failed, s.Step)
+		}
+	}
+	return c
 }
 
 // StepView answers GET /v1/recordings/{id}/steps/{n}: every event of the

@@ -274,6 +274,12 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		pb.MaxVideoDuration = cfg.MaxVideoDuration
 	}
 	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "flightrec_dom_sets_loaded_total", Help: "DOM checkpoint sets read from the store (kept by an earlier run)."},
+		func() float64 { l, _ := pb.DOMSetCounts(); return float64(l) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "flightrec_dom_sets_built_total", Help: "DOM checkpoint sets built by replaying a recording from its first event."},
+		func() float64 { _, b := pb.DOMSetCounts(); return float64(b) }))
 	tokens, err := auth.OpenTokens(st.Dir())
 	var auditLog *audit.Log
 	if err == nil {

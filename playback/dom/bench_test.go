@@ -2,6 +2,9 @@ package dom
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -80,4 +83,64 @@ func BenchmarkCheckpointsBuild(b *testing.B) {
 	b.ReportMetric(float64(st.Bytes), "cp-bytes")
 	b.ReportMetric(float64(st.Checkpoints), "checkpoints")
 	b.ReportMetric(float64(st.Events), "events")
+}
+
+// BenchmarkFirstViewAfterRestart is the first DOM view of a finished
+// recording after a restart (the state after its last step, rendered):
+// "rebuild" builds the checkpoint set from every event, as a server did
+// before sets were kept; "stored" reads the kept set from a file and
+// restores it. The stored case at two lengths shows it flat in the
+// recording's length.
+func BenchmarkFirstViewAfterRestart(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		evs := genEvents(genOpts{seed: 42, events: n, items: 330, steps: 100, snapshots: 1})
+		lastStep := evs[len(evs)-1].Step
+		view := func(b *testing.B, cp *Checkpoints, buf *bytes.Buffer) {
+			d, err := cp.AfterStep(lastStep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf.Reset()
+			if err := d.RenderInert(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		built := NewCheckpoints(0)
+		for _, e := range evs {
+			_ = built.Add(e)
+		}
+		path := filepath.Join(b.TempDir(), "set")
+		if err := os.WriteFile(path, built.Marshal(evs[len(evs)-1].Seq), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		st := built.Stats()
+		b.Logf("%d events, %d nodes, %d checkpoints", st.Events, st.Nodes, st.Checkpoints)
+		if n == 50000 {
+			b.Run(fmt.Sprintf("rebuild/events=%d", n), func(b *testing.B) {
+				var buf bytes.Buffer
+				for b.Loop() {
+					cp := NewCheckpoints(0)
+					for _, e := range evs {
+						_ = cp.Add(e)
+					}
+					view(b, cp, &buf)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("stored/events=%d", n), func(b *testing.B) {
+			var buf bytes.Buffer
+			for b.Loop() {
+				raw, err := os.ReadFile(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cp, _, err := UnmarshalCheckpoints(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				view(b, cp, &buf)
+			}
+			b.ReportMetric(float64(len(buf.Bytes())), "html-bytes")
+		})
+	}
 }

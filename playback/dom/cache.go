@@ -3,6 +3,7 @@ package dom
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // Fill adds to cp, in seq order, the recording's dom events with seq >
@@ -26,6 +27,17 @@ type Cache struct {
 	total int64
 	lru   list.List // of *cacheEntry, most recent first
 	byID  map[string]*list.Element
+
+	loaded, built atomic.Int64
+}
+
+// Keep is how a cache keeps a finished recording's set across restarts
+// (a derived blob in the store): Load returns the stored set and the seq
+// the recording was read through, nil when there is none or it cannot be
+// used; Save stores a set just filled through upTo. Either may be nil.
+type Keep struct {
+	Load func() (cp *Checkpoints, through uint64)
+	Save func(cp *Checkpoints, through uint64)
 }
 
 type cacheEntry struct {
@@ -34,6 +46,7 @@ type cacheEntry struct {
 	cp    *Checkpoints
 	read  uint64 // the seq through which the recording has been read
 	done  bool   // filled at least once
+	kept  bool   // loaded from, or saved to, its Keep
 	bytes int64  // as last accounted
 }
 
@@ -53,6 +66,14 @@ func NewCache(maxBytes int64, every int) *Cache {
 //
 // A set larger than the whole budget is returned but not kept.
 func (c *Cache) Get(id string, upTo uint64, fill Fill) (*Checkpoints, error) {
+	return c.GetKept(id, upTo, fill, nil)
+}
+
+// GetKept is Get for a recording whose set may be kept (keep non-nil: a
+// finished recording): a set the cache does not hold is loaded with
+// keep.Load before any fill, and a set filled through upTo that was not
+// loaded is saved with keep.Save, once.
+func (c *Cache) GetKept(id string, upTo uint64, fill Fill, keep *Keep) (*Checkpoints, error) {
 	c.mu.Lock()
 	el, ok := c.byID[id]
 	if ok {
@@ -64,29 +85,46 @@ func (c *Cache) Get(id string, upTo uint64, fill Fill) (*Checkpoints, error) {
 	e := el.Value.(*cacheEntry)
 	c.mu.Unlock()
 
-	err := e.update(upTo, fill)
-	c.account(e)
-	return e.cp, err
+	cp, err := c.update(e, upTo, fill, keep)
+	c.account(e, cp)
+	return cp, err
 }
 
-func (e *cacheEntry) update(upTo uint64, fill Fill) error {
+// Counts is how many sets were loaded from their Keep and how many were
+// built from a recording's first event.
+func (c *Cache) Counts() (loaded, built int64) { return c.loaded.Load(), c.built.Load() }
+
+func (c *Cache) update(e *cacheEntry, upTo uint64, fill Fill, keep *Keep) (*Checkpoints, error) {
 	e.fill.Lock()
 	defer e.fill.Unlock()
-	if e.done && e.read >= upTo {
-		return nil
+	if !e.done && keep != nil && keep.Load != nil {
+		if cp, through := keep.Load(); cp != nil {
+			e.cp, e.read, e.done, e.kept = cp, through, true, true
+			c.loaded.Add(1)
+		}
 	}
-	through, err := fill(e.cp, e.read)
-	if err == nil {
+	if !e.done || e.read < upTo {
+		if !e.done && e.read == 0 {
+			c.built.Add(1)
+		}
+		through, err := fill(e.cp, e.read)
+		e.read = max(e.read, through, e.cp.LastSeq())
+		if err != nil {
+			return e.cp, err
+		}
 		e.done = true
 	}
-	e.read = max(e.read, through, e.cp.LastSeq())
-	return err
+	if keep != nil && keep.Save != nil && !e.kept && e.read >= upTo {
+		keep.Save(e.cp, e.read)
+		e.kept = true
+	}
+	return e.cp, nil
 }
 
 // account updates an entry's size and evicts from the cold end until the
 // cache is within budget.
-func (c *Cache) account(e *cacheEntry) {
-	b := e.cp.Bytes()
+func (c *Cache) account(e *cacheEntry, cp *Checkpoints) {
+	b := cp.Bytes()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byID[e.id]

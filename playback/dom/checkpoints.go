@@ -69,6 +69,11 @@ type Checkpoints struct {
 	liveSize int64 // the live state's encoded size at the last checkpoint
 	stats    Stats
 
+	// A set restored from its stored form (persist.go) has no live
+	// state until an event is added; these stand in for its counts.
+	restoredSkipped int64
+	restoredNodes   int
+
 	endMu  sync.Mutex
 	end    []byte // the live state encoded, for seeks past the last checkpoint
 	endSeq uint64
@@ -152,6 +157,9 @@ func (c *Checkpoints) Add(e Event) error {
 	defer c.mu.Unlock()
 	if e.Seq <= c.lastSeq {
 		return fmt.Errorf("%w: seq %d after %d", ErrOrder, e.Seq, c.lastSeq)
+	}
+	if err := c.restoreLive(); err != nil {
+		return err
 	}
 	// The first event of a new step closes the previous one: keep the
 	// state there if that is not too soon after the last checkpoint.
@@ -360,7 +368,10 @@ func (c *Checkpoints) bytesLocked() int64 {
 	c.endMu.Lock()
 	end := int64(len(c.end))
 	c.endMu.Unlock()
-	live := c.liveSize + int64(cap(c.live.nodes))*int64(unsafe.Sizeof(node{})+16)
+	live := c.liveSize
+	if c.live != nil {
+		live += int64(cap(c.live.nodes)) * int64(unsafe.Sizeof(node{})+16)
+	}
 	return c.sealed + c.tailBytes + live + end +
 		int64(len(c.cps))*int64(unsafe.Sizeof(checkpoint{})+8) +
 		int64(cap(c.steps))*int64(unsafe.Sizeof(stepMark{}))
@@ -373,7 +384,7 @@ func (c *Checkpoints) Stats() Stats {
 	s := c.stats
 	s.Checkpoints = len(c.cps)
 	s.Bytes = c.bytesLocked()
-	s.Skipped = c.live.skipped
-	s.Nodes = c.live.Nodes()
+	s.Skipped = c.skippedLocked()
+	s.Nodes = c.nodesLocked()
 	return s
 }

@@ -6,7 +6,6 @@
 
 (() => {
   const $ = (s) => document.querySelector(s);
-  const PAGE = 200; // rows rendered at a time in long lists
   const PREVIEW = 2000; // characters of a long text shown before "show all"
   const CHUNK = 100000; // characters of it added to the page at a time after
 
@@ -15,6 +14,8 @@
     rec: null,
     steps: [],
     byStep: new Map(),
+    index: new Map(), // step → its position in steps
+    firstDOM: null, // the first step with a DOM event
     cur: null,
     at: "after",
     videoOK: null, // null: unknown yet, true: playable, false: fall back to frames
@@ -23,9 +24,7 @@
     frameIdx: 0,
     domURL: "",
     net: [],
-    netShown: 0,
     logs: [],
-    logsShown: 0,
   };
   const cache = new Map(); // step → Promise of its StepView, a few kept
 
@@ -107,6 +106,106 @@
   function blobURL(cid) {
     return FR.rec(id, "/blobs/" + encodeURIComponent(cid));
   }
+
+  // ---- long lists ------------------------------------------------------------
+
+  // virtual shows only the rows of a long list that are in its scroller's
+  // view, and a screenful either side, between two spacers that stand for
+  // the rest: the page holds tens of rows whether the list has 20 or
+  // 10,000, so opening it and scrolling it cost the same. Rows are built
+  // by row(i) when they come into view and kept while they stay (a row a
+  // user expanded stays expanded); their heights are measured once shown
+  // and estimated from those measured until then.
+  function virtual(scroller, list, spacer) {
+    const v = { n: 0, row: null, empty: null, h: null, est: 0, nodes: new Map() };
+    const top = spacer();
+    const bot = spacer();
+    const setH = (sp, px) => { (sp.firstElementChild || sp).style.height = px + "px"; };
+    // Rows not measured yet are taken to be as high as the first ones
+    // drawn were on average. The estimate is fixed from then on: were it
+    // to follow later measurements, every row below the view would move
+    // when one in view is measured, under the user's pointer.
+    const height = (i) => v.h[i] || v.est || 28;
+    // base is where the list starts in the scroller's content.
+    const base = () => list === scroller ? 0
+      : list.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop;
+    v.offset = (i) => { let y = 0; for (let k = 0; k < i; k++) y += height(k); return y; };
+    v.draw = () => {
+      if (!v.n) { list.replaceChildren(...(v.empty ? [v.empty] : [])); v.nodes.clear(); return; }
+      const margin = scroller.clientHeight || 400;
+      const from = scroller.scrollTop - base() - margin;
+      const to = scroller.scrollTop - base() + scroller.clientHeight + margin;
+      let y = 0;
+      let i = 0;
+      while (i < v.n - 1 && y + height(i) < from) y += height(i++);
+      const start = i;
+      const above = y;
+      while (i < v.n && (y < to || i - start < 8)) y += height(i++);
+      const end = i;
+      let below = 0;
+      for (; i < v.n; i++) below += height(i);
+      // Rows that stay are left where they are, never taken out and put
+      // back: a click whose press and release straddle a redraw would be
+      // lost, and so would focus.
+      for (const [k, node] of v.nodes) if (k < start || k >= end) node.remove();
+      if (list.firstChild !== top) list.prepend(top);
+      if (list.lastChild !== bot) list.append(bot);
+      const keep = new Map();
+      let prev = top;
+      for (let k = start; k < end; k++) {
+        let node = v.nodes.get(k);
+        if (!node) {
+          node = v.row(k);
+          prev.after(node);
+        }
+        keep.set(k, node);
+        prev = node;
+      }
+      v.nodes = keep;
+      setH(top, above);
+      setH(bot, below);
+      let sum = 0;
+      for (const [k, node] of keep) {
+        v.h[k] = node.offsetHeight || v.h[k];
+        sum += v.h[k];
+      }
+      if (!v.est && sum) v.est = sum / keep.size;
+    };
+    // reset shows n rows from the top; empty is shown when n is 0.
+    v.reset = (n, row, empty) => {
+      Object.assign(v, { n, row, empty, h: new Float64Array(n), est: 0, nodes: new Map() });
+      list.replaceChildren();
+      scroller.scrollTop = 0;
+      v.draw();
+    };
+    // show scrolls the least that brings row i into view, and draws.
+    v.show = (i) => {
+      if (i < 0 || i >= v.n) return;
+      // A few passes at most: the rows drawn at the first place tried are
+      // measured, which moves row i by what the estimate missed (and the
+      // spacers must hold the estimate before scrolling, or the scroller
+      // stops short of it: reset drew them so).
+      for (let pass = 0; pass < 3; pass++) {
+        if (pass > 0 || !v.est) v.draw(); // with an estimate, go straight there
+        const y = base() + v.offset(i);
+        const top = scroller.scrollTop;
+        if (y < top) scroller.scrollTop = y - 8;
+        else if (y + height(i) > top + scroller.clientHeight) scroller.scrollTop = y + height(i) - scroller.clientHeight + 8;
+        else if (v.nodes.has(i)) return;
+      }
+      v.draw();
+    };
+    let queued = 0;
+    scroller.addEventListener("scroll", () => {
+      if (!queued) queued = requestAnimationFrame(() => { queued = 0; v.draw(); });
+    }, { passive: true });
+    return v;
+  }
+
+  const stepList = virtual($("#steps-pane"), $("#steps"), () => FR.el("li", { class: "spacer", "aria-hidden": "true" }));
+  const netList = virtual($("#network .net-wrap"), $("#network tbody"),
+    () => FR.el("tr", { class: "spacer", "aria-hidden": "true" }, FR.el("td", { colspan: "4" })));
+  const logList = virtual($("#console"), $("#console"), () => FR.el("div", { class: "spacer", "aria-hidden": "true" }));
 
   // ---- header and reports --------------------------------------------------
 
@@ -202,33 +301,35 @@
   // ---- steps ---------------------------------------------------------------
 
   function renderSteps() {
-    const list = $("#steps");
-    list.replaceChildren();
-    for (const s of state.steps) {
-      const failed = s.outcome === "failed";
-      const what = s.action ? s.action + (s.target ? " " + s.target : "") : (s.step === 0 ? "setup" : "(no receipt)");
-      const c = s.counts || {};
-      const extras = [];
-      if (c.har) extras.push(c.har + " req");
-      if (c.console) extras.push(c.console + " log");
-      const btn = FR.el("button", {
-        type: "button",
-        class: "step" + (failed ? " failed" : ""),
-        "data-step": s.step,
-        "data-outcome": s.outcome || "",
-        title: what,
-      },
-      FR.el("span", { class: "n", text: String(s.step) }),
-      FR.el("span", { class: "what" },
-        FR.el("span", { class: "action", text: s.action || (s.step === 0 ? "setup" : "–") }),
-        s.target ? FR.el("span", { class: "target", text: " " + s.target }) : null),
-      FR.el("span", { class: "meta" },
-        s.outcome ? FR.badge(s.outcome) : null,
-        s.error_code ? FR.el("span", { class: "code", text: s.error_code }) : null,
-        extras.length ? FR.el("span", { class: "muted small", text: extras.join(" · ") }) : null));
-      btn.addEventListener("click", () => select(s.step));
-      list.append(FR.el("li", {}, btn));
-    }
+    stepList.reset(state.steps.length, stepRow, FR.el("li", { class: "muted", text: "No steps indexed yet." }));
+  }
+
+  function stepRow(i) {
+    const s = state.steps[i];
+    const failed = s.outcome === "failed";
+    const what = s.action ? s.action + (s.target ? " " + s.target : "") : (s.step === 0 ? "setup" : "(no receipt)");
+    const c = s.counts || {};
+    const extras = [];
+    if (c.har) extras.push(c.har + " req");
+    if (c.console) extras.push(c.console + " log");
+    const sel = s.step === state.cur;
+    const btn = FR.el("button", {
+      type: "button",
+      class: "step" + (failed ? " failed" : "") + (sel ? " selected" : ""),
+      "data-step": s.step,
+      "data-outcome": s.outcome || "",
+      "aria-current": sel ? "step" : null,
+      title: what,
+    },
+    FR.el("span", { class: "n", text: String(s.step) }),
+    FR.el("span", { class: "what" },
+      FR.el("span", { class: "action", text: s.action || (s.step === 0 ? "setup" : "–") }),
+      s.target ? FR.el("span", { class: "target", text: " " + s.target }) : null),
+    FR.el("span", { class: "meta" },
+      s.outcome ? FR.badge(s.outcome) : null,
+      s.error_code ? FR.el("span", { class: "code", text: s.error_code }) : null,
+      extras.length ? FR.el("span", { class: "muted small", text: extras.join(" · ") }) : null));
+    return FR.el("li", { "aria-posinset": i + 1, "aria-setsize": state.steps.length }, btn);
   }
 
   function stepButton(n) {
@@ -236,7 +337,7 @@
   }
 
   function neighbour(delta) {
-    const i = state.steps.findIndex((s) => s.step === state.cur);
+    const i = state.index.get(state.cur);
     const j = Math.max(0, Math.min(state.steps.length - 1, i + delta));
     return state.steps[j] ? state.steps[j].step : null;
   }
@@ -255,15 +356,6 @@
     return p;
   }
 
-  // keepInView scrolls the step list (only it, not the page) to show btn.
-  function keepInView(btn) {
-    const pane = $("#steps-pane");
-    const pr = pane.getBoundingClientRect();
-    const br = btn.getBoundingClientRect();
-    if (br.top < pr.top) pane.scrollTop -= pr.top - br.top + 8;
-    else if (br.bottom > pr.bottom) pane.scrollTop += br.bottom - pr.bottom + 8;
-  }
-
   // select makes step n current: list, URL, video, DOM and every panel.
   async function select(n, opts) {
     opts = opts || {};
@@ -275,11 +367,13 @@
       b.classList.remove("selected");
       b.removeAttribute("aria-current");
     }
+    // Scroll the step list (only it, not the page) to the step: its row
+    // is drawn then if it was not.
+    stepList.show(state.index.get(n));
     const btn = stepButton(n);
     if (btn) {
       btn.classList.add("selected");
       btn.setAttribute("aria-current", "step");
-      keepInView(btn);
       if (focusWasInList || opts.focus) btn.focus({ preventScroll: true });
     }
     document.body.dataset.step = String(n);
@@ -394,7 +488,7 @@
 
   function hasDOM(n, at) {
     const limit = at === "before" ? n - 1 : n;
-    return state.steps.some((s) => s.step <= limit && s.counts && s.counts.dom > 0);
+    return state.firstDOM != null && state.firstDOM <= limit;
   }
 
   function setDOM() {
@@ -495,50 +589,34 @@
     box.dataset.outcome = r.outcome || "";
   }
 
-  // Network: at most PAGE rows at a time, whatever the step holds.
+  // Network: only the rows in view, whatever the step holds.
   function renderNetwork(hars) {
     state.net = hars;
-    state.netShown = 0;
-    const tb = $("#network tbody");
-    tb.replaceChildren();
     $("#network-detail").hidden = true;
     $("#network-count").textContent = hars.length ? "(" + hars.length + ")" : "";
-    if (!hars.length) {
-      tb.append(FR.el("tr", { class: "none" }, FR.el("td", { colspan: "4", class: "muted", text: "No requests in this step." })));
-    }
-    moreNetwork();
+    netList.reset(hars.length, netRow,
+      FR.el("tr", { class: "none" }, FR.el("td", { colspan: "4", class: "muted", text: "No requests in this step." })));
   }
 
-  function moreNetwork() {
-    const tb = $("#network tbody");
-    const end = Math.min(state.net.length, state.netShown + PAGE);
-    const frag = document.createDocumentFragment();
-    for (let i = state.netShown; i < end; i++) {
-      const h = state.net[i].data || {};
-      const req = h.request || {};
-      const res = h.response || {};
-      const status = res.status || 0;
-      const bad = status >= 400 || status === 0;
-      const url = String(req.url || "");
-      frag.append(FR.el("tr", {
-        class: "net-row" + (bad ? " bad" : ""),
-        tabindex: "0",
-        "data-index": i,
-        "data-status": status,
-        "data-method": req.method || "",
-      },
-      FR.el("td", { class: "method", text: req.method || "" }),
-      FR.el("td", { class: "url", title: url.length > 2000 ? url.slice(0, 2000) + "…" : url,
-        text: url.length > 300 ? url.slice(0, 300) + "…" : url }),
-      FR.el("td", { class: "status num", text: status ? String(status) : "failed" }),
-      FR.el("td", { class: "num", text: ms(h.time) })));
-    }
-    tb.append(frag);
-    state.netShown = end;
-    const more = $("#network-more");
-    const left = state.net.length - end;
-    more.hidden = left <= 0;
-    more.textContent = "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)";
+  function netRow(i) {
+    const h = state.net[i].data || {};
+    const req = h.request || {};
+    const res = h.response || {};
+    const status = res.status || 0;
+    const bad = status >= 400 || status === 0;
+    const url = String(req.url || "");
+    return FR.el("tr", {
+      class: "net-row" + (bad ? " bad" : ""),
+      tabindex: "0",
+      "data-index": i,
+      "data-status": status,
+      "data-method": req.method || "",
+    },
+    FR.el("td", { class: "method", text: req.method || "" }),
+    FR.el("td", { class: "url", title: url.length > 2000 ? url.slice(0, 2000) + "…" : url,
+      text: url.length > 300 ? url.slice(0, 300) + "…" : url }),
+    FR.el("td", { class: "status num", text: status ? String(status) : "failed" }),
+    FR.el("td", { class: "num", text: ms(h.time) }));
   }
 
   function headersTable(list) {
@@ -588,16 +666,12 @@
     box.dataset.index = String(i);
   }
 
-  // Console: long messages truncated, at most PAGE entries at a time.
+  // Console: long messages truncated, only the entries in view.
   function renderConsole(logs) {
     state.logs = logs;
-    state.logsShown = 0;
-    const box = $("#console");
-    box.replaceChildren();
     const errors = logs.filter((l) => l.data && /^(error|assert|exception)$/.test(l.data.level)).length;
     $("#console-count").textContent = logs.length ? "(" + logs.length + (errors ? ", " + errors + " errors" : "") + ")" : "";
-    if (!logs.length) box.append(empty("No console messages in this step."));
-    moreConsole();
+    logList.reset(logs.length, logEntry, empty("No console messages in this step."));
   }
 
   function stackList(frames) {
@@ -606,39 +680,24 @@
     })));
   }
 
-  function moreConsole() {
-    const box = $("#console");
-    const old = box.querySelector(":scope > .more");
-    if (old) old.remove();
-    const end = Math.min(state.logs.length, state.logsShown + PAGE);
-    const frag = document.createDocumentFragment();
-    for (let i = state.logsShown; i < end; i++) {
-      const c = state.logs[i].data || {};
-      const lvl = c.level || "log";
-      const bad = /^(error|assert|exception)$/.test(lvl);
-      const where = c.url ? c.url + (c.line ? ":" + c.line + (c.column ? ":" + c.column : "") : "") : "";
-      const entry = FR.el("div", { class: "entry level-" + lvl + (bad ? " bad" : ""), "data-level": lvl, "data-seq": state.logs[i].seq },
-        FR.el("div", { class: "entry-head" },
-          FR.badge(lvl, bad ? "fail" : lvl === "warn" || lvl === "warning" ? "warn" : "none"),
-          " ", FR.el("span", { class: "msg" }, preview(c.text))),
-        where ? FR.el("div", { class: "where muted small", text: where.length > 500 ? where.slice(0, 500) + "…" : where }) : null);
-      const mapped = c.mapped_stack && c.mapped_stack.length;
-      const stack = mapped ? c.mapped_stack : c.stack;
-      if (stack && stack.length) {
-        entry.append(FR.el("details", { class: "stack-box" },
-          FR.el("summary", { text: mapped ? "stack (source-mapped)" : "stack" }), stackList(stack)));
-        if (mapped) entry.querySelector("details").open = true;
-      }
-      frag.append(entry);
+  function logEntry(i) {
+    const c = state.logs[i].data || {};
+    const lvl = c.level || "log";
+    const bad = /^(error|assert|exception)$/.test(lvl);
+    const where = c.url ? c.url + (c.line ? ":" + c.line + (c.column ? ":" + c.column : "") : "") : "";
+    const entry = FR.el("div", { class: "entry level-" + lvl + (bad ? " bad" : ""), "data-level": lvl, "data-seq": state.logs[i].seq },
+      FR.el("div", { class: "entry-head" },
+        FR.badge(lvl, bad ? "fail" : lvl === "warn" || lvl === "warning" ? "warn" : "none"),
+        " ", FR.el("span", { class: "msg" }, preview(c.text))),
+      where ? FR.el("div", { class: "where muted small", text: where.length > 500 ? where.slice(0, 500) + "…" : where }) : null);
+    const mapped = c.mapped_stack && c.mapped_stack.length;
+    const stack = mapped ? c.mapped_stack : c.stack;
+    if (stack && stack.length) {
+      entry.append(FR.el("details", { class: "stack-box" },
+        FR.el("summary", { text: mapped ? "stack (source-mapped)" : "stack" }), stackList(stack)));
+      if (mapped) entry.querySelector("details").open = true;
     }
-    box.append(frag);
-    state.logsShown = end;
-    const left = state.logs.length - end;
-    if (left > 0) {
-      const more = FR.el("button", { type: "button", class: "more", text: "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)" });
-      more.addEventListener("click", moreConsole);
-      box.append(more);
-    }
+    return entry;
   }
 
   function renderSnapshots(snaps) {
@@ -715,7 +774,10 @@
     tb.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(ev); }
     });
-    $("#network-more").addEventListener("click", moreNetwork);
+    $("#steps").addEventListener("click", (ev) => {
+      const b = ev.target.closest("button.step");
+      if (b) select(Number(b.dataset.step));
+    });
     $("#frame-prev").addEventListener("click", () => { state.frameIdx--; renderFrames(); });
     $("#frame-next").addEventListener("click", () => { state.frameIdx++; renderFrames(); });
   }
@@ -733,36 +795,55 @@
       return;
     }
     let rec, tl;
+    // A step the address names is fetched beside the timeline, not after.
+    const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
+    if (want >= 0) loadStep(want);
     try {
-      [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(FR.rec(id, "/steps"))]);
+      [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(FR.rec(id, "/steps?form=compact"))]);
     } catch (e) {
       FR.showError(errBox, e);
       ready(false);
       return;
     }
     state.rec = rec;
-    state.steps = tl.steps || [];
-    for (const s of state.steps) state.byStep.set(s.step, s);
+    state.steps = fromColumns(tl);
+    state.steps.forEach((s, i) => {
+      state.byStep.set(s.step, s);
+      state.index.set(s.step, i);
+      if (state.firstDOM == null && s.counts.dom > 0) state.firstDOM = s.step;
+    });
     renderTitle(rec);
+    renderSteps();
+    if (state.steps.length) {
+      // The failing step first, unless the address names one.
+      const first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[0].step);
+      await select(first);
+    }
+    ready(true);
+    // What the selected step does not need waits until it is shown.
     renderDownloads(rec);
     renderRetention(rec.retention);
-    renderSteps();
     loadRedaction();
-    if (!state.steps.length) {
-      $("#steps").append(FR.el("li", { class: "muted", text: "No steps indexed yet." }));
-      ready(true);
-      return;
+    if (state.steps.length) setupVideo();
+  }
+
+  // fromColumns turns the compact timeline (GET …/steps?form=compact) into
+  // the step objects the page uses.
+  function fromColumns(tl) {
+    const out = new Array(tl.step.length);
+    for (let i = 0; i < out.length; i++) {
+      out[i] = {
+        step: tl.step[i],
+        start_ts: tl.t0 + tl.start[i] * 1000,
+        end_ts: tl.t0 + tl.end[i] * 1000,
+        action: tl.action[i],
+        target: tl.target[i],
+        outcome: tl.outcome[i],
+        error_code: tl.error_code[i],
+        counts: { har: tl.har[i], console: tl.console[i], dom: tl.dom[i] },
+      };
     }
-    setupVideo();
-    const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
-    let first;
-    if (state.byStep.has(want)) first = want;
-    else {
-      const failed = state.steps.find((s) => s.outcome === "failed");
-      first = (failed || state.steps[0]).step;
-    }
-    await select(first);
-    ready(true);
+    return out;
   }
 
   main().catch((e) => {

@@ -1,0 +1,255 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback"
+)
+
+// longRecording ingests a finished recording of n steps, one small
+// receipt each (and a request and a console line on some), whose step
+// failed fails, and returns its id. It takes a testing.TB so benchmarks
+// can build one too.
+func longRecording(tb testing.TB, base string, n, failed int) string {
+	tb.Helper()
+	post := func(path string, body []byte) []byte {
+		tb.Helper()
+		resp, err := http.Post(base+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			tb.Fatalf("POST %s: %d %s", path, resp.StatusCode, buf.Bytes())
+		}
+		return buf.Bytes()
+	}
+	var o ingest.OpenReply
+	json.Unmarshal(post("/v1/recordings", []byte(`{"project":"shop","flow":"long-checkout"}`)), &o)
+	ts := time.Now().Add(-time.Hour).UnixNano()
+	var evs []event.Envelope
+	add := func(step int, kind event.Kind, data string) {
+		evs = append(evs, event.Envelope{Seq: uint64(len(evs) + 1), TS: ts + int64(len(evs))*int64(time.Millisecond),
+			Step: step, Kind: kind, Data: json.RawMessage(data)})
+	}
+	for s := 1; s <= n; s++ {
+		if s%50 == 0 || s == failed {
+			status := 200
+			if s == failed {
+				status = 500
+			}
+			add(s, event.KindHAR, fmt.Sprintf(`{"startedDateTime":"2026-11-30T10:00:00.000Z","time":2,"request":{"method":"POST","url":"https://shop.example/api/step/%d","httpVersion":"HTTP/1.1","cookies":[],"headers":[],"queryString":[],"headersSize":-1,"bodySize":0},"response":{"status":%d,"statusText":"","httpVersion":"HTTP/1.1","cookies":[],"headers":[],"content":{"size":2,"mimeType":"application/json","text":"{}"},"redirectURL":"","headersSize":-1,"bodySize":2}}`, s, status))
+			add(s, event.KindConsole, fmt.Sprintf(`{"level":"error","text":"step %d logged this"}`, s))
+		}
+		outcome := "done"
+		errPart := ""
+		if s == failed {
+			outcome = "failed"
+			errPart = `,"error":{"code":"ELEMENT_NOT_FOUND","message":"no button named Pay"}`
+		}
+		add(s, event.KindReceipt, fmt.Sprintf(`{"step":%d,"action":{"verb":"click","target":{"role":"button","name":"Item %d"}},"outcome":%q%s}`, s, s, outcome, errPart))
+	}
+	for i := 0; i < len(evs); i += 5000 {
+		post("/v1/recordings/"+o.ID+"/events", testgen.NDJSON(evs[i:min(i+5000, len(evs))]))
+	}
+	post("/v1/recordings/"+o.ID+"/finish", []byte(`{"verdict":"fail"}`))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/v1/recordings/" + o.ID)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var row struct {
+			IndexedTo uint64 `json:"indexed_through"`
+			State     string `json:"state"`
+		}
+		json.NewDecoder(resp.Body).Decode(&row)
+		resp.Body.Close()
+		if row.IndexedTo >= uint64(len(evs)) && row.State == "finished" {
+			return o.ID
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("recording %s not indexed: %+v", o.ID, row)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// longTasks records every main-thread task over 50 ms from the start of
+// each document, for the benchmark to read.
+const longTasks = `window.__longtasks = [];
+try { new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longtasks.push(e.duration); })
+  .observe({ type: "longtask", buffered: true }); } catch (e) {}`
+
+// BenchmarkUIPlayerInteractive opens the player on recordings of 20,
+// 1,000 and 10,000 steps and reports the time to interactive (the
+// flightrec-ready mark, from navigation start; the median, and the first
+// open apart) and the longest main-thread task until the page settles
+// (the median), beside the goals: at 10,000 steps ready
+// within 300 ms and within 1.3× of 20 steps, no task over 50 ms.
+func BenchmarkUIPlayerInteractive(b *testing.B) {
+	testenv.RequireChromium(b)
+	srv := appserver.Start(b)
+	ctx := testenv.Chromium(b)
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: longTasks}); err != nil {
+		b.Fatal(err)
+	}
+	sizes := []int{20, 1000, 10000}
+	ids := map[int]string{}
+	for _, n := range sizes {
+		ids[n] = longRecording(b, srv.Base, n, n*7/10)
+	}
+	median := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+	tti := map[int]float64{}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			var readies, tasks []float64
+			for b.Loop() {
+				if err := chromedp.Do(ctx, chromedp.Navigate(srv.Base+"/r/"+ids[n])); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body && document.body.dataset.ready === "1"`,
+					chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(400 * time.Millisecond) // what loads after ready, for the longest task
+				m, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[performance.getEntriesByName("flightrec-ready")[0].startTime,
+					Math.max(0, ...(window.__longtasks || []))]`))
+				if err != nil || len(m) != 2 {
+					b.Fatal(err)
+				}
+				readies, tasks = append(readies, m[0]), append(tasks, m[1])
+			}
+			// The first open reads the timeline from the index; later
+			// ones find it cached (playback/timelinecache.go).
+			b.ReportMetric(readies[0], "ms-first-open")
+			tti[n] = median(readies)
+			b.ReportMetric(tti[n], "ms-to-ready")
+			b.ReportMetric(median(tasks), "ms-longest-task")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+	if tti[20] > 0 && tti[10000] > 0 {
+		b.Logf("ready at 10,000 steps: %.0f ms (goal ≤ 300 ms); %.2f× of 20 steps (goal ≤ 1.3×); longest task goal ≤ 50 ms",
+			tti[10000], tti[10000]/tti[20])
+	}
+}
+
+// TestUIPlayerLong drives the player over a recording of 10,000 steps:
+// it opens at the failing step with its panes filled, j and k move, a deep
+// link to step 9,000 works, scrolling reaches the last step, and the page
+// holds only the step rows in view, never one per step.
+func TestUIPlayerLong(t *testing.T) {
+	testenv.RequireChromium(t)
+	srv := appserver.Start(t)
+	const n, failed = 10000, 7000
+	id := longRecording(t, srv.Base, n, failed)
+
+	// The compact timeline is the whole timeline in a fraction of the
+	// bytes, and names the failing step.
+	full := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps", nil)
+	compact := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	var ct playback.CompactTimeline
+	compact.decode(t, &ct)
+	if len(ct.Step) != n || len(ct.Target) != n || ct.Step[n-1] != n || len(ct.Failed) != 1 || ct.Failed[0] != failed ||
+		ct.Outcome[failed-1] != "failed" || ct.ErrorCode[failed-1] != "ELEMENT_NOT_FOUND" {
+		t.Fatalf("compact timeline: %d steps, failed %v", len(ct.Step), ct.Failed)
+	}
+	t.Logf("timeline of %d steps: %d bytes full, %d compact", n, len(full.body), len(compact.body))
+	if len(compact.body)*2 > len(full.body) {
+		t.Errorf("the compact timeline is %d bytes, the full one %d: want under half", len(compact.body), len(full.body))
+	}
+	if r := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=tiny", nil); r.status != 400 || r.errCode(t) != "BAD_PARAMETER" {
+		t.Errorf("form=tiny: %d %s", r.status, r.body)
+	}
+
+	tab := newUITab(t, 1280, 800)
+	stepRows := func() int { return uiEval[int](tab, `document.querySelectorAll("#steps button.step").length`) }
+	panes := func(step int) {
+		t.Helper()
+		tab.waitFor(fmt.Sprintf("step %d's receipt", step), fmt.Sprintf(
+			`document.body.dataset.step === "%d" && document.getElementById("receipt").textContent.includes("Item %d") ? "ok" : ""`, step, step), 15*time.Second)
+	}
+	inView := func(step int) bool {
+		return uiEval[bool](tab, fmt.Sprintf(`(() => { const b = document.querySelector('#steps button[data-step="%d"]');
+			if (!b) return false; const p = document.getElementById("steps-pane").getBoundingClientRect(), r = b.getBoundingClientRect();
+			return r.top >= p.top && r.bottom <= p.bottom; })()`, step))
+	}
+
+	tab.open(srv.Base + "/r/" + id)
+	if got := tab.selected(); got != failed {
+		t.Fatalf("opened at step %d, want the failing step %d; the list: %s", got, failed, uiEval[string](tab, `(() => {
+			const p = document.getElementById("steps-pane"), b = document.querySelectorAll("#steps button.step");
+			return JSON.stringify({top: p.scrollTop, sh: p.scrollHeight, ch: p.clientHeight, rows: b.length, cur: document.body.dataset.step,
+				first: b[0] && b[0].dataset.step, last: b.length && b[b.length-1].dataset.step}); })()`))
+	}
+	panes(failed)
+	if !inView(failed) {
+		t.Error("the failing step's row is not in view in the step list")
+	}
+	if !strings.Contains(uiEval[string](tab, `document.getElementById("receipt").textContent`), "ELEMENT_NOT_FOUND") {
+		t.Error("the receipt does not show the failure's code")
+	}
+	tab.waitFor("the failing request", `document.querySelector('#network tr.net-row[data-status="500"]') ? "ok" : ""`, 15*time.Second)
+	tab.waitFor("the step's console line", fmt.Sprintf(`document.getElementById("console").textContent.includes("step %d logged this") ? "ok" : ""`, failed), 15*time.Second)
+	if r := stepRows(); r >= 200 || r < 5 {
+		t.Errorf("%d step rows in the page for %d steps: want those in view, under 200", r, n)
+	}
+
+	// j and k move the selection, the URL and the panes.
+	tab.press("j")
+	panes(failed + 1)
+	tab.press("k")
+	tab.press("k")
+	panes(failed - 1)
+	if s := uiEval[string](tab, `location.search`); s != fmt.Sprintf("?step=%d", failed-1) {
+		t.Errorf("after j, k, k: location.search %q", s)
+	}
+	if !inView(failed - 1) {
+		t.Error("the selected step's row is not in view after k")
+	}
+
+	// A deep link to step 9,000.
+	tab.open(srv.Base + "/r/" + id + "?step=9000")
+	if got := tab.selected(); got != 9000 {
+		t.Fatalf("the deep link to step 9000 selected %d", got)
+	}
+	panes(9000)
+	if !inView(9000) {
+		t.Error("step 9000's row is not in view")
+	}
+	if r := stepRows(); r >= 200 {
+		t.Errorf("%d step rows in the page at step 9000", r)
+	}
+
+	// Scrolling the list to its end reaches the last step, which a click
+	// selects; the page still holds a few rows.
+	uiEval[bool](tab, `(() => { const p = document.getElementById("steps-pane"); p.scrollTop = p.scrollHeight; return true; })()`)
+	tab.waitFor("the last step's row", fmt.Sprintf(`document.querySelector('#steps button[data-step="%d"]') ? "ok" : ""`, n), 15*time.Second)
+	tab.click(fmt.Sprintf(`#steps button[data-step="%d"]`, n))
+	if got := tab.selected(); got != n {
+		t.Fatalf("clicking the last step's row selected %d", got)
+	}
+	panes(n)
+	if r := stepRows(); r >= 200 {
+		t.Errorf("%d step rows in the page after scrolling to the end", r)
+	}
+	tab.noErrors("long recording")
+}
