@@ -80,7 +80,7 @@ type fixture struct {
 	alphaOnly  string            // a CID only alpha's recording holds
 	unknownRec string
 	group      map[string]string // project → a group of its recording
-	t0         map[string]int64 // project → its recording's first event time
+	t0         map[string]int64  // project → its recording's first event time
 }
 
 // jpegOf is a small solid JPEG of colour c.
