@@ -51,27 +51,11 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 			"the flow uses {{base}} or paths, and no --base was given"))
 		return exitUsage
 	}
-	if err := params.check(); err != nil {
+	if fl, err = bindFlow(fl, &params, *persona, *base); err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage
 	}
-	values, err := paramValues(fl, params.values, *persona, os.LookupEnv)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitUsage
-	}
-	if fl, err = fl.Bind(values); err != nil {
-		printErr(errOut, *asJSON, missingParams(err))
-		return exitUsage
-	}
-	fl = fl.Expand(*base)
-	if *labels != "" {
-		rc.Labels = map[string]string{}
-		for _, kv := range strings.Split(*labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			rc.Labels[k] = v
-		}
-	}
+	rc.Labels = parseLabels(*labels)
 	if !*quiet && !*asJSON {
 		rc.Log = out
 	}
@@ -101,6 +85,36 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	printRecordResult(out, res, "")
 	return exitOK
+}
+
+// bindFlow supplies fl's parameters (a persona file, then the
+// environment, then --param) and expands it against base; a run missing
+// any is refused before a browser starts.
+func bindFlow(fl *flow.Flow, params *paramFlag, persona, base string) (*flow.Flow, error) {
+	if err := params.check(); err != nil {
+		return nil, err
+	}
+	values, err := paramValues(fl, params.values, persona, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if fl, err = fl.Bind(values); err != nil {
+		return nil, missingParams(err)
+	}
+	return fl.Expand(base), nil
+}
+
+// parseLabels reads --labels k=v,k=v; "" is none.
+func parseLabels(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // paramFlag collects --param name=value, the last of a name winning.
