@@ -1,0 +1,212 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/store"
+)
+
+// rerun runs flightrec rerun --json and decodes its result.
+func rerun(t *testing.T, args ...string) RerunResult {
+	t.Helper()
+	out, errOut, code := flightrecEnv(t, nil, 10*time.Minute, append([]string{"rerun", "--json", "--quiet"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("rerun %v: exit %d\n%s\n%s", args, code, out, errOut)
+	}
+	var res RerunResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("rerun --json: %v: %s", err, out)
+	}
+	return res
+}
+
+// TestRerunFastAndDeep is the seed's rerun on the demo storefront: the
+// failing run, rerun 3 times with clock, randomness and network pinned
+// against a storefront whose API answers only 503 (so every answer came
+// from the recording), reproduces 3 of 3 with its signature; rerun deep
+// against the real storefront with the bug off, it is not reproduced.
+// The groups read back through GET /v1/groups/{id}, each recording names
+// its group, and diff --group takes the group's id.
+func TestRerunFastAndDeep(t *testing.T) {
+	testenv.RequireChromium(t)
+	buggy := startStorefront(t, "--bug")
+	frontend := startStorefront(t, "--frontend-only")
+	fixed := startStorefront(t)
+	data, work := t.TempDir(), t.TempDir()
+	file, src, err := demoapp.FlowFile("checkout-with-gift-card-fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := filepath.Join(work, filepath.Base(file))
+	if err := os.WriteFile(shipped, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig := recordFlow(t, nil, shipped, buggy, data)
+	// The masked values the exported flow asks for, supplied as record's.
+	params := []string{"--param", "card_number=" + demoapp.Card, "--param", "password=" + demoapp.Password,
+		"--param", "gift_card_code=" + demoapp.GiftCode}
+	const sig = "POST /api/checkout 500 GIFT_CARD_STATE"
+
+	fast := rerun(t, append([]string{orig, "--times", "3", "--pin", "clock,random,network", "--base", frontend, "--data", data}, params...)...)
+	t.Logf("fast rerun (network from the recording), 3 runs: %s", fast.Wall.Round(time.Millisecond))
+	g := fast.Group
+	if g.Verdict != store.GroupReproduced || g.Reproduced != 3 || g.Of != 3 || g.Signature != sig ||
+		g.Summary != "reproduced 3 of 3: "+sig || g.Purpose != store.GroupRerun || g.Seed != orig {
+		t.Errorf("fast rerun group: %+v, want reproduced 3 of 3: %s", g, sig)
+	}
+	if !slices.Equal(g.Pins, []string{"clock", "random", "network"}) {
+		t.Errorf("fast rerun pins: %v", g.Pins)
+	}
+
+	deep := rerun(t, append([]string{orig, "--times", "3", "--pin", "clock,random", "--base", fixed, "--data", data}, params...)...)
+	t.Logf("deep rerun (the real backend, bug off), 3 runs: %s", deep.Wall.Round(time.Millisecond))
+	if d := deep.Group; d.Verdict != store.GroupNotReproduced || d.Reproduced != 0 || d.Of != 3 || d.Signature != sig {
+		t.Errorf("deep rerun group: %+v, want not_reproduced against %s", d, sig)
+	}
+
+	// Through a server: the group, each member's groups, diff --group.
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	var got store.Group
+	getJSON(t, base+"/v1/groups/"+g.ID, &got)
+	if got.ID != g.ID || !slices.Equal(got.Members, g.Members) || got.Verdict != store.GroupReproduced || got.Summary != g.Summary {
+		t.Errorf("GET /v1/groups/%s: %+v, want %+v", g.ID, got, g)
+	}
+	for _, m := range g.Members {
+		var row struct {
+			Groups []string `json:"groups"`
+			Labels map[string]string
+		}
+		getJSON(t, base+"/v1/recordings/"+m, &row)
+		if !slices.Equal(row.Groups, []string{g.ID}) {
+			t.Errorf("recording %s: groups %v, want [%s]", m, row.Groups, g.ID)
+		}
+	}
+	out, errOut, code := flightrec(t, "diff", "--group", g.ID, "--server", base)
+	if code != exitOK || !strings.Contains(out, "reproduced 3 of 3: "+sig) || !strings.Contains(out, "group "+g.ID) {
+		t.Errorf("diff --group %s: exit %d\n%s\n%s", g.ID, code, out, errOut)
+	}
+	// An unknown group is the envelope, with where to go next.
+	resp, err := http.Get(base + "/v1/groups/" + store.NewGroupID(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(body), `"GROUP_NOT_FOUND"`) || !strings.Contains(string(body), `"next"`) {
+		t.Errorf("unknown group: %d %s", resp.StatusCode, body)
+	}
+	// No masked value reached the group or the rerun's output.
+	gb, _ := json.Marshal(fast)
+	for _, secret := range []string{demoapp.Card, demoapp.Password, demoapp.GiftCode} {
+		if strings.Contains(string(gb), secret) {
+			t.Errorf("rerun's result holds a masked value (%d bytes of it)", len(secret))
+		}
+	}
+}
+
+// pinnedPage serves a page that shows Date.now(), Math.random(),
+// crypto.getRandomValues and the time a timer fires at, and posts what it
+// showed to /report, where the test collects it.
+func pinnedPage(t *testing.T) (base string, reports func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>pinned</title><body><p id="out">waiting</p><script>
+var b = new Uint32Array(2); crypto.getRandomValues(b);
+var first = "now=" + Date.now() + " random=" + Math.random() + " bytes=" + b[0] + "," + b[1] + " date=" + new Date().toISOString();
+setTimeout(function () {
+  var text = first + " later=" + Date.now() + " perf=" + performance.now();
+  document.getElementById("out").textContent = "shown " + text;
+  fetch("/report", {method: "POST", body: text});
+}, 50);
+</script></body>`)
+	})
+	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String(), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(got)
+		got = nil
+		return out
+	}
+}
+
+// TestRerunPinsClockAndRandom: a page that shows the time and random
+// values renders the same text in all three runs of a rerun with the
+// clock and randomness pinned, and different text without the pins.
+func TestRerunPinsClockAndRandom(t *testing.T) {
+	testenv.RequireChromium(t)
+	base, reports := pinnedPage(t)
+	dir := t.TempDir()
+	fl := filepath.Join(dir, "pinned.yaml")
+	if err := os.WriteFile(fl, []byte("name: pinned-page\nstart_url: \"{{base}}/\"\nsteps:\n  - wait: {text: \"shown now=\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	pinned := rerun(t, fl, "--times", "3", "--pin", "clock,random", "--base", base, "--data", data)
+	texts := reports()
+	if len(texts) != 3 || texts[0] != texts[1] || texts[1] != texts[2] {
+		t.Fatalf("pinned runs showed %q, want one text three times", texts)
+	}
+	if !strings.Contains(texts[0], "later=") || strings.Contains(texts[0], "NaN") {
+		t.Errorf("pinned text %q", texts[0])
+	}
+	// The pinned clock starts at the rerun's start and the timer moved it
+	// by exactly its delay.
+	var now, later int64
+	if _, err := fmt.Sscanf(texts[0][strings.Index(texts[0], "now="):], "now=%d", &now); err != nil {
+		t.Fatalf("pinned text %q: %v", texts[0], err)
+	}
+	if _, err := fmt.Sscanf(texts[0][strings.Index(texts[0], "later="):], "later=%d", &later); err != nil {
+		t.Fatalf("pinned text %q: %v", texts[0], err)
+	}
+	if later-now != 50 {
+		t.Errorf("the pinned clock moved %d ms over a 50 ms timer", later-now)
+	}
+	if g := pinned.Group; g.Purpose != store.GroupRerun || len(g.Members) != 3 || g.Verdict != store.GroupNotReproduced {
+		t.Errorf("pinned group %+v", g)
+	}
+
+	rerun(t, fl, "--times", "3", "--base", base, "--data", data)
+	free := reports()
+	if len(free) != 3 || (free[0] == free[1] && free[1] == free[2]) {
+		t.Errorf("unpinned runs showed %q, want different texts", free)
+	}
+	for _, f := range free {
+		if f == texts[0] {
+			t.Errorf("an unpinned run showed the pinned text %q", f)
+		}
+	}
+}
