@@ -210,3 +210,80 @@ func TestRerunPinsClockAndRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestRerunNetworkNotRecorded: under the network pin, an API request the
+// recording never made fails its step with NETWORK_NOT_RECORDED and its
+// URL, a recorded one is answered from the recording (the live app is
+// not asked), and a WebSocket is refused.
+func TestRerunNetworkNotRecorded(t *testing.T) {
+	testenv.RequireChromium(t)
+	var mu sync.Mutex
+	api, beacons, live := "a", []string{}, 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		path := api
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>net</title><body><button id="load">Load</button><p id="out"></p><script>
+var ws;
+try { new WebSocket("ws://" + location.host + "/ws"); ws = "opened"; } catch (e) { ws = e.name; }
+new Image().src = "/beacon?ws=" + ws;
+document.getElementById("load").onclick = function () {
+  fetch("/api/`+path+`").then(function (r) { return r.json(); })
+    .then(function (j) { document.getElementById("out").textContent = "api=" + j.v; })
+    .catch(function () { document.getElementById("out").textContent = "api=failed"; });
+};
+</script></body>`)
+	})
+	mux.HandleFunc("GET /api/{name}", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		live++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"v":%q}`, r.PathValue("name"))
+	})
+	mux.HandleFunc("GET /beacon", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		beacons = append(beacons, r.URL.Query().Get("ws"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	fl := filepath.Join(t.TempDir(), "net.yaml")
+	if err := os.WriteFile(fl, []byte("name: net\nstart_url: \"{{base}}/\"\nsteps:\n  - click: button \"Load\"\n  - wait: {text: \"api=\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	orig := recordFlow(t, nil, fl, base, data)
+
+	// The same app: its API answered from the recording, not asked.
+	mu.Lock()
+	live, beacons = 0, nil
+	mu.Unlock()
+	same := rerun(t, orig, "--times", "1", "--pin", "network", "--base", base, "--data", data)
+	mu.Lock()
+	if live != 0 || len(same.Runs[0].Failed) != 0 || !slices.Equal(beacons, []string{"NotSupportedError"}) {
+		t.Errorf("replayed run: %d live API requests, failed %+v, WebSocket %v", live, same.Runs[0].Failed, beacons)
+	}
+	// A build that asks another API path: not in the recording.
+	api = "b"
+	mu.Unlock()
+	changed := rerun(t, orig, "--times", "1", "--pin", "network", "--base", base, "--data", data)
+	f := changed.Runs[0].Failed
+	if len(f) == 0 || f[0].Step != 1 || f[0].Code != "NETWORK_NOT_RECORDED" || !strings.Contains(f[0].Message, base+"/api/b") {
+		t.Errorf("changed build under the network pin: failed %+v, want step 1 NETWORK_NOT_RECORDED naming /api/b", f)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if live != 0 {
+		t.Errorf("the live API was asked %d times under the network pin", live)
+	}
+}

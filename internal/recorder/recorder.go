@@ -314,6 +314,12 @@ func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
 		}
 		s.settle(2 * time.Second)
 		s.ensureFrame(0)
+		// Step 0 has no receipt: an API request of the start page the
+		// network pin could not answer fails the run here.
+		if m := s.takeMisses(0); len(m) > 0 {
+			res.Failed = append(res.Failed, StepResult{Step: 0, Verb: "goto", Code: CodeNetworkNotRecorded,
+				Message: fmt.Sprintf("%s %s is not in the recording", m[0].method, m[0].url)})
+		}
 	}
 	for i, step := range fl.Steps {
 		n := i + 1
