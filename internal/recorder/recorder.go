@@ -194,7 +194,7 @@ type session struct {
 	cursor        *event.Point
 	misses        map[int][]replayMiss // API requests the network pin could not answer, by step
 	replayed      map[string][]string  // "METHOD url" → the notes of its answers from the recording
-	vp            event.Viewport // set before any goroutine reads it
+	vp            event.Viewport       // set before any goroutine reads it
 
 	frames *frames
 	cwork  chan func() // console work, in arrival order, off the reader goroutine
