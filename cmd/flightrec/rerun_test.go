@@ -101,6 +101,12 @@ func TestRerunFastAndDeep(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "reproduced 3 of 3: "+sig) || !strings.Contains(out, "group "+g.ID) {
 		t.Errorf("diff --group %s: exit %d\n%s\n%s", g.ID, code, out, errOut)
 	}
+	// Through the server (no plan at hand: the recorded bodies' redaction
+	// marks, under JSON re-ordered by redaction, match the live secrets).
+	viaServer := rerun(t, append([]string{orig, "--times", "1", "--pin", "clock,random,network", "--base", frontend, "--server", base}, params...)...)
+	if s := viaServer.Group; s.Verdict != store.GroupReproduced || s.Summary != "reproduced 1 of 1: "+sig {
+		t.Errorf("rerun --server: %+v", s)
+	}
 	// An unknown group is the envelope, with where to go next.
 	resp, err := http.Get(base + "/v1/groups/" + store.NewGroupID(time.Now()))
 	if err != nil {

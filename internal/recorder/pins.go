@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"bytes"
 	_ "embed"
 	"encoding/base64"
 	"encoding/json"
@@ -183,40 +182,83 @@ func (r *Replay) key(method, raw string) string {
 var markRE = regexp.MustCompile(`\[redacted(?::[0-9a-f]+)?\]`)
 
 // bodiesMatch says whether a live body (already redacted when a plan was
-// given) is the recorded one: equal, or equal where the recorded one's
-// redaction marks stand for any value, or the recorded one's prefix when
-// it was cut at the cap.
+// given) is the recorded one: equal; the same JSON (redaction writes JSON
+// back with its keys sorted) where a string holding a redaction mark
+// stands for any value in its place; text equal but for its marks; or,
+// for a body cut at the cap, the recorded one's prefix.
 func bodiesMatch(rec, live string, truncated bool) bool {
 	if rec == live {
 		return true
 	}
-	if truncated && len(rec) > 0 && strings.HasPrefix(live, rec) {
-		return true
+	if truncated {
+		return len(rec) > 0 && markedMatch(rec, live, true)
 	}
+	var x, y any
+	if json.Unmarshal([]byte(rec), &x) == nil && json.Unmarshal([]byte(live), &y) == nil {
+		return jsonMatch(x, y)
+	}
+	return markedMatch(rec, live, false)
+}
+
+// markedMatch compares text where each redaction mark in rec stands for
+// any run of characters; prefix accepts a live text that goes on.
+func markedMatch(rec, live string, prefix bool) bool {
 	if !markRE.MatchString(rec) {
-		return jsonEqual(rec, live)
+		return rec == live || (prefix && strings.HasPrefix(live, rec))
 	}
 	parts := markRE.Split(rec, -1)
 	for i, p := range parts {
 		parts[i] = regexp.QuoteMeta(p)
 	}
-	pat := "^" + strings.Join(parts, `.*?`) + "$"
-	if truncated {
-		pat = strings.TrimSuffix(pat, "$")
+	pat := "^" + strings.Join(parts, `(?s:.*?)`)
+	if !prefix {
+		pat += "$"
 	}
 	re, err := regexp.Compile(pat)
 	return err == nil && re.MatchString(live)
 }
 
-// jsonEqual says whether two bodies are the same JSON (key order aside).
-func jsonEqual(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
+// jsonMatch compares decoded JSON values, a recorded string with a mark
+// matching as markedMatch says.
+func jsonMatch(rec, live any) bool {
+	switch r := rec.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok || len(l) != len(r) {
+			return false
+		}
+		for k, v := range r {
+			lv, ok := l[k]
+			if !ok || !jsonMatch(v, lv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(r) {
+			return false
+		}
+		for i := range r {
+			if !jsonMatch(r[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		if markRE.MatchString(r) {
+			// A secret may have been a number the page sent.
+			ls, ok := live.(string)
+			if !ok {
+				b, _ := json.Marshal(live)
+				ls = string(b)
+			}
+			return markedMatch(r, ls, false)
+		}
+		return live == r
+	default:
+		return live == rec
 	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
 }
 
 // Match finds the recorded answer to a live request: the first unused
