@@ -88,7 +88,11 @@ func errf(field, format string, args ...any) *Error {
 type Decoded struct {
 	Envelope
 	Payload any
-	bin     *binarySpan // where the binary member sits in Data, if any
+	// Replaced counts the invalid UTF-8 sequences and lone surrogate
+	// escapes the reader replaced with U+FFFD before decoding (ingest
+	// reports them).
+	Replaced int
+	bin      *binarySpan // where the binary member sits in Data, if any
 }
 
 // Decode validates env and parses its data into the kind's payload type.

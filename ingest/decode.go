@@ -11,6 +11,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/redact"
 )
 
 // DecodeBatch parses an NDJSON batch: one envelope per line, blank lines
@@ -43,6 +44,9 @@ func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
 				"send smaller batches",
 				"line %d: more than %d events in one batch", line, lim.MaxEventsPerBatch).With("line", line)
 		}
+		// Real pages emit invalid UTF-8 and lone surrogates; the event is
+		// kept with U+FFFD in their place (counted), never refused for one.
+		raw, replaced := redact.SanitizeJSON(raw)
 		env, err := event.ParseEnvelope(raw)
 		if err != nil {
 			return nil, badLine(line, err)
@@ -51,6 +55,7 @@ func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
 		if err != nil {
 			return nil, badLine(line, err)
 		}
+		d.Replaced = replaced
 		if v, ok := d.Payload.(*event.Video); ok && lim.MaxVideoChunkBytes > 0 && len(v.Chunk) > lim.MaxVideoChunkBytes {
 			return nil, apierr.New(http.StatusRequestEntityTooLarge, "VIDEO_CHUNK_TOO_LARGE",
 				fmt.Sprintf("split the stream into chunks of at most %d bytes (the split may fall anywhere) or raise --max-video-chunk-bytes; nothing of this batch was stored", lim.MaxVideoChunkBytes),

@@ -222,6 +222,13 @@ func (s *Service) rebuildRedactor(id string) (*redact.Redactor, tsRange, error) 
 	if err != nil {
 		return nil, ts, err
 	}
+	hashes, err := s.st.KnownHashes(id)
+	if err != nil {
+		return nil, ts, err
+	}
+	if err := red.LoadKnownHashes(hashes); err != nil {
+		return nil, ts, err
+	}
 	s.configureVideo(red, id)
 	_, err = s.st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
 		red.Observe(r.Kind, r.Data)
@@ -340,6 +347,19 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 			"fix the redaction policy (flightrec policy test DIR) and open the recording again",
 			"the redaction policy could not be evaluated for this recording")
 	}
+	// The policy saw the metadata as sent (in memory); what is stored, listed
+	// and indexed is redacted like any event.
+	rm, mf, err := red.RedactMeta(redact.Meta{Labels: meta.Labels, Executor: meta.Executor, Versions: meta.Versions})
+	if err != nil {
+		s.log.Error("redacting a recording's metadata failed; refused", "project", req.Project, "err", err)
+		return OpenReply{}, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+			"check the labels, executor and versions; nothing was stored", "the recording's metadata could not be redacted")
+	}
+	meta.Labels, meta.Executor, meta.Versions = rm.Labels, rm.Executor, rm.Versions
+	for _, f := range mf {
+		meta.Redactions = append(meta.Redactions, store.Redaction{Rule: f.Rule, Channel: f.Channel, Pointer: f.Pointer})
+		s.m.Redactions.WithLabelValues(f.Rule).Inc()
+	}
 	s.configureVideo(red, meta.ID)
 	meta.PlanDigest = plan.Digest()
 	planJSON, _ := json.Marshal(plan)
@@ -347,6 +367,9 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 		return OpenReply{}, storageError(err)
 	}
 	if err := s.st.SavePlan(meta.ID, planJSON); err != nil {
+		return OpenReply{}, storageError(err)
+	}
+	if err := s.st.AppendKnownHashes(meta.ID, red.TakeKnownHashes()); err != nil {
 		return OpenReply{}, storageError(err)
 	}
 	lg, err := s.st.OpenLog(meta.ID)
@@ -514,6 +537,12 @@ func (s *Service) commit(r *recording, batch []*event.Decoded, recs []store.Reco
 	// From storing the blobs until the log record naming them is durable,
 	// a garbage collection must not begin: its mark would miss them.
 	defer s.st.Blobs.Hold()()
+	// The values this batch taught, as keyed hashes, before the records
+	// that are redacted with them: a restart after the acknowledgement
+	// still masks them.
+	if err := s.st.AppendKnownHashes(r.meta.ID, r.red.TakeKnownHashes()); err != nil {
+		return storageError(err)
+	}
 	if len(blobs) > 0 {
 		cids, err := s.st.Blobs.PutMany(blobs)
 		if err != nil {
@@ -553,11 +582,26 @@ func (s *Service) addRedactions(rec *store.Record, fs []redact.Finding) {
 // failure refuses the whole batch.
 func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.Decoded) (recs []store.Record, blobs [][]byte, blobOf []int, blobBytes int64, err error) {
 	recs = make([]store.Record, len(batch))
+	// known[i] is how many values redaction knew before event i: an event
+	// redacted before a later one of the batch taught a value is scrubbed
+	// again (rescrubKnown) before anything of the batch is written.
+	known := make([]int, len(batch))
+	defer func() {
+		if err == nil {
+			err = s.rescrubKnown(r, batch, recs, known)
+		}
+	}()
 	for i, d := range batch {
 		var res redact.Result
 		var err error
+		known[i] = r.red.KnownCount()
+		var utf8Fixed []redact.Finding
 		if !s.cfg.MeasureWithoutRedaction {
-			res, err = r.red.Redact(d)
+			if d, utf8Fixed, err = sanitizeUTF8(d, s.cfg.MaxStep); err == nil {
+				batch[i] = d
+				res, err = r.red.Redact(d)
+				res.Findings = append(utf8Fixed, res.Findings...)
+			}
 		}
 		if err != nil {
 			s.log.Error("redaction failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
@@ -621,6 +665,62 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		recs[i] = rec
 	}
 	return recs, blobs, blobOf, blobBytes, nil
+}
+
+// sanitizeUTF8 replaces invalid UTF-8 and lone surrogate escapes in an
+// event's data with U+FFFD (redact.SanitizeJSON) before anything else reads
+// it (DecodeBatch did so for a batch read off the wire; events decoded
+// elsewhere come through here), one finding per replacement.
+func sanitizeUTF8(d *event.Decoded, maxStep int) (*event.Decoded, []redact.Finding, error) {
+	clean, n := redact.SanitizeJSON(d.Data)
+	nd := d
+	if n > 0 {
+		var err error
+		if nd, err = event.Decode(event.Envelope{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: d.Kind, Data: clean}, event.Limits{MaxStep: maxStep}); err != nil {
+			return d, nil, err
+		}
+	}
+	n += d.Replaced // DecodeBatch's, before the envelope was read
+	if n == 0 {
+		return d, nil, nil
+	}
+	fs := make([]redact.Finding, n)
+	for i := range fs {
+		fs[i] = redact.Finding{Rule: redact.RuleUTF8, Channel: string(d.Kind), Pointer: ""}
+	}
+	return nd, fs, nil
+}
+
+// rescrubKnown scrubs again, with the known values as they stand at the
+// end of the batch, the stored data of each event redacted before a value
+// was learned. Binary payloads and video chunks carry no text.
+func (s *Service) rescrubKnown(r *recording, batch []*event.Decoded, recs []store.Record, known []int) error {
+	if s.cfg.MeasureWithoutRedaction {
+		return nil
+	}
+	final := r.red.KnownCount()
+	for i := range recs {
+		rec := &recs[i]
+		if known[i] == final || event.HasBinary(rec.Kind) || rec.Kind == event.KindVideo || rec.Data == nil {
+			continue
+		}
+		data, fs, err := r.red.RescrubKnown(rec.Kind, rec.Data)
+		if err == nil && data != nil {
+			var rd *event.Decoded
+			rd, err = event.Decode(event.Envelope{Seq: rec.Seq, TS: rec.TS, Step: rec.Step, Kind: rec.Kind, Data: data},
+				event.Limits{MaxStep: s.cfg.MaxStep})
+			if err == nil {
+				rec.Data, rec.Summary = data, event.Summarize(rd)
+				s.addRedactions(rec, fs)
+			}
+		}
+		if err != nil {
+			s.log.Error("scrubbing known values failed; batch refused", "recording", r.meta.ID, "seq", batch[i].Seq, "err", err)
+			return apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+				"report this; nothing of this batch was stored", "seq %d could not be redacted", batch[i].Seq)
+		}
+	}
+	return nil
 }
 
 // dropped is the stored data of an event redaction refused to keep: the

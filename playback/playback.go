@@ -251,6 +251,13 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	// Whether the recording was re-redacted (audit scan --fix) is in its
+	// manifest, not in the index's columns.
+	if row.Root != "" && row.ReRedacted == nil {
+		if m, err := s.st.ReadManifest(row.Root); err == nil {
+			row.ReRedacted = m.Recording.ReRedacted
+		}
+	}
 	// The groups it belongs to (GET /v1/groups/{id}); a groups directory
 	// that cannot be read leaves them out rather than the recording.
 	groups, err := s.st.GroupsOf(row.ID)

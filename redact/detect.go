@@ -71,6 +71,9 @@ type detectors struct {
 	// maskedRefs are snapshot refs ("@e4") of fields seen masked, so a
 	// receipt aimed at the ref alone is recognised.
 	maskedRefs map[string]bool
+	// refs are every ref a snapshot showed, true when its field is masked
+	// (target.go resolves fills and checks through them).
+	refs map[string]bool
 	// knownForms caches the JSON-escaped and percent-encoded spellings of
 	// known values for the fast path's raw check.
 	knownForms map[string][]string
@@ -88,6 +91,7 @@ func newDetectors(plan *policy.Plan) (*detectors, error) {
 		selectors:   map[string]bool{},
 		nameCache:   map[string]bool{},
 		maskedRefs:  map[string]bool{},
+		refs:        map[string]bool{},
 		knownForms:  map[string][]string{},
 	}
 	if d.entropy <= 0 {
@@ -663,7 +667,8 @@ func scanSlack(s string, out []dspan) []dspan {
 // --- cards ---
 
 // scanCard finds 13–19 digit Luhn-valid numbers, contiguous or in groups of
-// 3–7 digits separated by single spaces or dashes (one kind per number).
+// 3–7 digits separated by single spaces, dashes or dots (one kind per
+// number).
 // A contiguous run longer than 19 digits is not a card, nor a run glued to
 // letters (hex ids) or to a decimal point. The first digit must be one a
 // card network issues (2–6, 8, 9), which rules out unix timestamps.
@@ -701,7 +706,7 @@ func scanCard(s string, out []dspan) []dspan {
 			g.en = j
 			gs[ng] = g
 			ng++
-			if ng < len(gs) && j+1 < n && (s[j] == ' ' || s[j] == '-') && isDigitB(s[j+1]) {
+			if ng < len(gs) && j+1 < n && cardSep(s[j]) && isDigitB(s[j+1]) {
 				j++
 				continue
 			}
@@ -717,14 +722,18 @@ func scanCard(s string, out []dspan) []dspan {
 	return out
 }
 
-// cardByte: a digit, or a single space or dash between digits.
+// cardByte: a digit, or a single separator between digits.
 func cardByte(s string, i int) bool {
 	c := s[i]
 	if isDigitB(c) {
 		return true
 	}
-	return (c == ' ' || c == '-') && i > 0 && i+1 < len(s) && isDigitB(s[i-1]) && isDigitB(s[i+1])
+	return cardSep(c) && i > 0 && i+1 < len(s) && isDigitB(s[i-1]) && isDigitB(s[i+1])
 }
+
+// cardSep: what separates a card's digit groups — a space, a dash or a dot
+// ("4111.1111.1111.1111").
+func cardSep(c byte) bool { return c == ' ' || c == '-' || c == '.' }
 
 // cardGroup is one run of digits, s[st:en], and the separator before it.
 type cardGroup struct {
@@ -733,7 +742,9 @@ type cardGroup struct {
 }
 
 func cardInRun(s string, gs []cardGroup, out []dspan) []dspan {
-	glued := func(g cardGroup) bool {
+	// A group is glued when letters (a hex id) or a decimal point touch it
+	// from outside the window: before its first group, after its last.
+	gluedBefore := func(g cardGroup) bool {
 		if g.st > 0 {
 			p := s[g.st-1]
 			if isAlpha(p) || (p == '.' && g.st > 1 && isDigitB(s[g.st-2])) {
@@ -743,6 +754,9 @@ func cardInRun(s string, gs []cardGroup, out []dspan) []dspan {
 				return true
 			}
 		}
+		return false
+	}
+	gluedAfter := func(g cardGroup) bool {
 		if g.en < len(s) {
 			q := s[g.en]
 			if isAlpha(q) || (q == '.' && g.en+1 < len(s) && isDigitB(s[g.en+1])) {
@@ -756,7 +770,7 @@ func cardInRun(s string, gs []cardGroup, out []dspan) []dspan {
 	}
 	if len(gs) == 1 {
 		g := gs[0]
-		if l := g.en - g.st; l >= 13 && l <= 19 && !glued(g) && cardDigitsOK(s[g.st:g.en]) {
+		if l := g.en - g.st; l >= 13 && l <= 19 && !gluedBefore(g) && !gluedAfter(g) && cardDigitsOK(s[g.st:g.en]) {
 			out = append(out, dspan{g.st, g.en, detCard})
 		}
 		return out
@@ -776,7 +790,7 @@ func cardInRun(s string, gs []cardGroup, out []dspan) []dspan {
 			if total > 19 {
 				break
 			}
-			if b > a && total >= 13 && !glued(gs[a]) && !glued(gs[b]) && cardDigitsOK(s[gs[a].st:gs[b].en]) {
+			if b > a && total >= 13 && !gluedBefore(gs[a]) && !gluedAfter(gs[b]) && cardDigitsOK(s[gs[a].st:gs[b].en]) {
 				best = b
 			}
 		}
@@ -831,7 +845,7 @@ func secretish(k []byte) bool {
 		case 'p':
 			switch r[1] {
 			case 'a':
-				if pre(r, "passw") {
+				if pre(r, "passw") || pre(r, "passphrase") {
 					return true
 				}
 			case 'w':
@@ -874,6 +888,30 @@ func secretish(k []byte) bool {
 	}
 	return false
 }
+
+// keySignals reports whether a normalized key names a secret so plainly
+// that whatever follows it is the secret, whatever its entropy or case
+// ("password: SECRETCOLONCONSOLE"): password, pwd, passwd, passphrase,
+// secret, token, api key, access token, auth, authorization, credential
+// and the keys that contain them. "session" alone does not: "Session:
+// expired" is prose.
+func keySignals(k []byte) bool {
+	if bytes.HasPrefix(k, wordAuthor) && !bytes.HasPrefix(k, wordAuthoriz) && !bytes.HasPrefix(k, wordAuthoris) {
+		k = k[len(wordAuthor):] // "author…" names a person; a later word may still signal
+	}
+	for _, w := range signalWords {
+		if bytes.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	wordAuthor, wordAuthoriz, wordAuthoris = []byte("author"), []byte("authoriz"), []byte("authoris")
+	signalWords                            = [][]byte{[]byte("passw"), []byte("pwd"), []byte("passphrase"),
+		[]byte("secret"), []byte("token"), []byte("apikey"), []byte("privatekey"), []byte("auth"), []byte("credential")}
+)
 
 // pre is bytes.HasPrefix for a constant prefix (inlined to a compare).
 func pre(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
@@ -1093,7 +1131,7 @@ func (d *detectors) scanKV(s string, out []dspan, keys bool) []dspan {
 		if trivialValue(v) {
 			continue
 		}
-		if !quoted && spaced && s[p] == ':' && (wordLike(v) || len(v) < 4) {
+		if !quoted && spaced && s[p] == ':' && (wordLike(v) || len(v) < 4) && !keySignals(k) {
 			continue // "Session: expired" is prose
 		}
 		out = append(out, dspan{st, en, detGeneric})

@@ -1,7 +1,6 @@
 package redact
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,8 +131,10 @@ type domState struct {
 	touched  []*dnode
 	path     []byte
 	gen      uint64
-	knownRaw [][]byte // the known values, as bytes, for scrubKnown
 	seen     map[int]struct{}
+	// selCache holds target selectors parsed for resolveSelector (nil: a
+	// selector the matcher refuses).
+	selCache map[string]*selectorSet
 }
 
 const maxCarry = 4096
@@ -147,6 +148,7 @@ func newDOMState(plan *policy.Plan, known *knownValues) (*domState, error) {
 		masked:     map[*dnode]struct{}{},
 		carry:      map[string]string{},
 		seen:       map[int]struct{}{},
+		selCache:   map[string]*selectorSet{},
 	}
 	for _, t := range plan.MaskInputTypes {
 		s.inputTypes[strings.ToLower(strings.TrimSpace(t))] = true
@@ -247,8 +249,11 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	if err != nil {
 		return Result{}, fmt.Errorf("redact: dom: %w", err)
 	}
-	if emit && len(s.known.vals) > 0 {
-		s.scrubKnown()
+	// Most DOM events (mouse moves, scrolls, viewport changes) carry no
+	// string value at all: the string pass's pre-filter is not worth its
+	// cost there.
+	if emit && s.t.hasString() && r.rawNeedsWork(data) {
+		s.scrubStrings()
 	}
 	if len(s.edits) == 0 {
 		return Result{}, nil
@@ -1000,45 +1005,45 @@ func (s *domState) emitAttributes(n *dnode, a int32, rule string) {
 	}
 }
 
-// scrubKnown erases values this recording masked elsewhere wherever they
-// show in the event's other strings (a password echoed in page text, a card
-// number on a review page): rule "known-value". Strings the model reads —
-// tagName and the tracked attributes — are left alone, so that observing
-// the stored event rebuilds the same structure.
-func (s *domState) scrubKnown() {
-	if len(s.knownRaw) != len(s.known.vals) {
-		s.knownRaw = s.knownRaw[:0]
-		for v := range s.known.vals {
-			s.knownRaw = append(s.knownRaw, []byte(v))
-		}
-	}
+// scrubStrings runs the one string pass every channel gets (URLs, the
+// plan's detectors, the known values: scrubber.str) over every other string
+// of the event — text nodes, mutation texts, attribute values (title, alt,
+// data-*, data: URLs), input events — so a JWT, "password: …" or a card
+// number in page text is erased as it would be in a console line. Strings
+// the model reads — tagName and the tracked attributes — are left alone,
+// so that observing the stored event rebuilds the same structure; strings
+// a mask already erased are skipped.
+func (s *domState) scrubStrings() {
 	done := make(map[int32]bool, len(s.edits))
 	for _, e := range s.edits {
 		done[e.start] = true
 	}
+	w := &scrubber{r: s.r, channel: string(event.KindDOM)}
 	s.path = s.path[:0]
-	s.scrubKnownAt(0, false, done)
+	s.scrubAt(w, 0, false, done)
+	s.findings = append(s.findings, w.findings...)
 }
 
-func (s *domState) scrubKnownAt(i int32, attrMap bool, done map[int32]bool) {
+func (s *domState) scrubAt(w *scrubber, i int32, attrMap bool, done map[int32]bool) {
 	t := &s.t
 	n := &t.nodes[i]
 	switch n.kind {
 	case jString:
-		if done[n.start] || !s.holdsKnown(i) {
+		if done[n.start] {
 			return
 		}
-		v := t.str(i)
-		nv, ok := s.known.replaceIn(v, s.r.erase)
-		if !ok {
-			return
+		w.fixed = string(s.path)
+		if w.fixed == "" {
+			w.fixed = "/"
 		}
-		s.edits = append(s.edits, jedit{start: n.start, end: n.end, repl: jsonQuote(nv)})
-		s.findings = append(s.findings, Finding{Rule: "known-value", Channel: string(event.KindDOM), Pointer: string(s.path)})
+		nv, ok := w.str(t.str(i))
+		if ok {
+			s.edits = append(s.edits, jedit{start: n.start, end: n.end, repl: jsonQuote(nv)})
+		}
 	case jObject:
 		base := len(s.path)
 		for m := n.first; m >= 0; m = t.nodes[m].next {
-			if t.nodes[m].kind == jNull || t.nodes[m].kind == jNumber || t.nodes[m].kind == jTrue || t.nodes[m].kind == jFalse {
+			if k := t.nodes[m].kind; k != jString && k != jObject && k != jArray {
 				continue
 			}
 			if t.keyIs(m, "tagName") {
@@ -1055,7 +1060,7 @@ func (s *domState) scrubKnownAt(i int32, attrMap bool, done map[int32]bool) {
 			} else {
 				s.path = appendPointerToken(s.path, t.rawKey(m))
 			}
-			s.scrubKnownAt(m, t.keyIs(m, "attributes") && t.nodes[m].kind == jObject, done)
+			s.scrubAt(w, m, t.keyIs(m, "attributes") && t.nodes[m].kind == jObject, done)
 		}
 		s.path = s.path[:base]
 	case jArray:
@@ -1063,33 +1068,11 @@ func (s *domState) scrubKnownAt(i int32, attrMap bool, done map[int32]bool) {
 		k := 0
 		for c := n.first; c >= 0; c = t.nodes[c].next {
 			s.path = strconv.AppendInt(append(s.path[:base], '/'), int64(k), 10)
-			s.scrubKnownAt(c, false, done)
+			s.scrubAt(w, c, false, done)
 			k++
 		}
 		s.path = s.path[:base]
 	}
-}
-
-// holdsKnown reports whether string node i may contain a known value,
-// without decoding it when it has no escapes.
-func (s *domState) holdsKnown(i int32) bool {
-	n := &s.t.nodes[i]
-	if n.esc {
-		v := s.t.str(i)
-		for k := range s.known.vals {
-			if strings.Contains(v, k) {
-				return true
-			}
-		}
-		return false
-	}
-	raw := s.t.src[n.start+1 : n.end-1]
-	for _, k := range s.knownRaw {
-		if bytes.Contains(raw, k) {
-			return true
-		}
-	}
-	return false
 }
 
 func appendPointerToken(p, tok []byte) []byte {

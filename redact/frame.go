@@ -42,7 +42,15 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 		return Result{}, fmt.Errorf("redact: %s event without a frame payload", d.Kind)
 	}
 	ch := string(d.Kind)
+	undecodable := Result{Drop: true, Findings: []Finding{{Rule: "frame:undecodable", Channel: ch, Pointer: "/image"}}}
 	if len(f.Masks) == 0 {
+		// Bytes that are not a JPEG or PNG of sane dimensions are dropped
+		// with or without masks: a "frame" can carry anything, and only an
+		// image is what the player shows. The header and dimensions are
+		// cheap to read; a full decode is left to masked frames.
+		if _, err := frameConfig(f.Image); err != nil {
+			return undecodable, nil
+		}
 		if r.plan.DropUnmaskedFrames && r.dom.maskedOnPage() {
 			return Result{Drop: true, Findings: []Finding{{Rule: "frame:dropped-unmasked", Channel: ch, Pointer: "/image"}}}, nil
 		}
@@ -50,7 +58,7 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 	}
 	img, err := decodeFrame(f.Image)
 	if err != nil {
-		return Result{Drop: true, Findings: []Finding{{Rule: "frame:undecodable", Channel: ch, Pointer: "/image"}}}, nil
+		return undecodable, nil
 	}
 	// Re-encode as the declared mime, so what is stored is what it says.
 	isJPEG := f.Mime == "image/jpeg"
@@ -67,29 +75,44 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 	return Result{Image: buf.Bytes(), Findings: findings}, nil
 }
 
-// decodeFrame decodes a JPEG or PNG, refusing other formats and images
-// too large to decode safely.
-func decodeFrame(b []byte) (image.Image, error) {
-	var decodeConfig func([]byte) (image.Config, error)
-	var decode func([]byte) (image.Image, error)
+// CheckImage reports whether b is a JPEG or PNG with sane dimensions, as
+// every stored frame and screenshot must be (audit scan reads it).
+func CheckImage(b []byte) error {
+	_, err := frameConfig(b)
+	return err
+}
+
+// frameConfig reads a JPEG's or PNG's header and dimensions, refusing
+// other formats and images too large to decode safely.
+func frameConfig(b []byte) (image.Config, error) {
+	var cfg image.Config
+	var err error
 	switch {
 	case bytes.HasPrefix(b, []byte("\xff\xd8")):
-		decodeConfig = func(b []byte) (image.Config, error) { return jpeg.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return jpeg.Decode(bytes.NewReader(b)) }
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(b))
 	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
-		decodeConfig = func(b []byte) (image.Config, error) { return png.DecodeConfig(bytes.NewReader(b)) }
-		decode = func(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
+		cfg, err = png.DecodeConfig(bytes.NewReader(b))
 	default:
-		return nil, fmt.Errorf("not a JPEG or PNG image")
+		return cfg, fmt.Errorf("not a JPEG or PNG image")
 	}
-	cfg, err := decodeConfig(b)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxFramePixels {
-		return nil, fmt.Errorf("image size out of bounds")
+		return cfg, fmt.Errorf("image size out of bounds")
 	}
-	return decode(b)
+	return cfg, nil
+}
+
+// decodeFrame decodes a JPEG or PNG whose header frameConfig accepts.
+func decodeFrame(b []byte) (image.Image, error) {
+	if _, err := frameConfig(b); err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(b, []byte("\xff\xd8")) {
+		return jpeg.Decode(bytes.NewReader(b))
+	}
+	return png.Decode(bytes.NewReader(b))
 }
 
 // paintMasks copies img and paints each rectangle, given in a width×height

@@ -111,27 +111,9 @@ func (w *scrubber) walk(v any) (any, bool) {
 	case string:
 		return w.str(x)
 	case map[string]any:
-		changed := false
-		for _, k := range sortedKeys(x) {
-			w.push(k)
-			if nv, ok := w.member(k, x[k]); ok {
-				x[k] = nv
-				changed = true
-			}
-			w.pop()
-		}
-		return x, changed
+		return w.eachChild(x, w.member)
 	case []any:
-		changed := false
-		for i := range x {
-			w.push(strconv.Itoa(i))
-			if nv, ok := w.walk(x[i]); ok {
-				x[i] = nv
-				changed = true
-			}
-			w.pop()
-		}
-		return x, changed
+		return w.eachChild(x, func(_ string, c any) (any, bool) { return w.walk(c) })
 	case json.Number:
 		// A card number sent as a JSON number.
 		if w.r.det.card && len(x) >= 13 && scanCard(string(x), nil) != nil {
@@ -141,6 +123,32 @@ func (w *scrubber) walk(v any) (any, bool) {
 		}
 	}
 	return v, false
+}
+
+// eachChild calls f on each member of an object (in key order) or element
+// of an array, with the pointer at it, and stores what f changes. Any other
+// v is returned unchanged.
+func (w *scrubber) eachChild(v any, f func(key string, c any) (any, bool)) (any, bool) {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			w.push(k)
+			if nv, ok := f(k, x[k]); ok {
+				x[k], changed = nv, true
+			}
+			w.pop()
+		}
+	case []any:
+		for i := range x {
+			w.push(strconv.Itoa(i))
+			if nv, ok := f("", x[i]); ok {
+				x[i], changed = nv, true
+			}
+			w.pop()
+		}
+	}
+	return v, changed
 }
 
 // member scrubs one object member: a secret key's value is erased whole
@@ -418,7 +426,9 @@ func rawUserinfo(s string) bool {
 }
 
 // encodedForms are the spellings of v, other than v, it may take in raw
-// JSON: JSON-escaped (also as JSON inside a JSON string) and percent-encoded.
+// JSON: JSON-escaped (also as JSON inside a JSON string), percent-encoded
+// ("%20" and "+" for a space) and base64 (standard and URL alphabets, at
+// the three alignments: base64Forms).
 func encodedForms(v string) []string {
 	var out []string
 	add := func(f string) {
@@ -440,6 +450,9 @@ func encodedForms(v string) []string {
 	add(string(hq[1 : len(hq)-1]))
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
+	for _, f := range base64Forms(v) {
+		add(f)
+	}
 	return out
 }
 

@@ -1,6 +1,10 @@
 package redact
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/flightrec/flightrec/event"
+)
 
 // Known values (knownValues in redact.go) are matched in every event. With
 // a handful, strings.Contains per value is fastest; a long recording can
@@ -12,7 +16,7 @@ import "strings"
 
 // knownLoopMax is the number of known values up to which a plain loop is
 // used.
-const knownLoopMax = 16
+const knownLoopMax = 2
 
 type knownForm struct{ form, value string }
 
@@ -71,6 +75,9 @@ func (x *knownIdx) addForm(f, v string) {
 // knownIn reports whether any known value appears in raw JSON s, plainly,
 // JSON-escaped or percent-encoded.
 func (r *Redactor) knownIn(s string) bool {
+	if len(r.hashed.byLen) > 0 && len(r.hashedSpans(s, true)) > 0 {
+		return true
+	}
 	vals := r.known.vals
 	if len(vals) == 0 {
 		return false
@@ -121,6 +128,16 @@ func (r *Redactor) knownIn(s string) bool {
 // (JSON inside a string, percent-encoded), the longest at a position
 // first, with the value's erased form.
 func (r *Redactor) replaceKnown(s string) (string, bool) {
+	out, hit := r.replacePlainKnown(s)
+	if len(r.hashed.byLen) > 0 {
+		if o, h := r.replaceHashed(out); h {
+			out, hit = o, true
+		}
+	}
+	return out, hit
+}
+
+func (r *Redactor) replacePlainKnown(s string) (string, bool) {
 	if len(r.known.vals) == 0 {
 		return s, false
 	}
@@ -164,4 +181,46 @@ func (r *Redactor) replaceKnown(s string) (string, bool) {
 		}
 	}
 	return out, hit
+}
+
+// RescrubKnown replaces the known values in an event's already redacted
+// data. Ingest calls it for the events of a batch that were redacted
+// before a later event of the same batch taught a value (a cookie an
+// analytics beacon echoed in its URL before the request that carries it),
+// so the whole batch is scrubbed with the set as it stands when the batch
+// is written. It returns nil when nothing changed.
+func (r *Redactor) RescrubKnown(kind event.Kind, data []byte) ([]byte, []Finding, error) {
+	if !r.knownIn(bytesString(data)) {
+		return nil, nil, nil
+	}
+	v, err := decodeJSON(data)
+	if err != nil {
+		return nil, nil, errBadData
+	}
+	w := &scrubber{r: r, channel: string(kind)}
+	nv, changed := w.knownOnly(v)
+	if !changed {
+		return nil, nil, nil
+	}
+	out, err := marshalJSON(nv)
+	if err != nil {
+		return nil, nil, errBadData
+	}
+	return out, w.findings, nil
+}
+
+// knownOnly replaces known values in every string of v (object members'
+// names are left alone).
+func (w *scrubber) knownOnly(v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		s, ok := w.r.replaceKnown(x)
+		if ok {
+			w.find("known-value")
+		}
+		return s, ok
+	case map[string]any, []any:
+		return w.eachChild(x, func(_ string, c any) (any, bool) { return w.knownOnly(c) })
+	}
+	return v, false
 }

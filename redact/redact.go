@@ -58,6 +58,16 @@ type Redactor struct {
 	// value, a fill aimed at a masked field): they are masked wherever else
 	// they show (snapshots, console, checks, bodies). In memory only.
 	known *knownValues
+	// hkey is the server's key, for the known values' hashes (knownhash.go);
+	// nil: they are neither written nor loaded.
+	hkey []byte
+	// hashed holds known values loaded as hashes after a restart;
+	// pendingHashes the entries of values learned since TakeKnownHashes.
+	hashed        hashedKnown
+	pendingHashes []byte
+	// pendingSnaps are snapshot texts not yet read for refs (target.go).
+	pendingSnaps []string
+	pendingBytes int
 	// video holds the video events' mask rectangles, for the GOPs
 	// RedactGOP is given later. In memory; Observe rebuilds it.
 	vmasks videoMasks
@@ -70,6 +80,10 @@ type Redactor struct {
 // is the server's HMAC key.
 func New(plan *policy.Plan, key []byte) (*Redactor, error) {
 	r := &Redactor{plan: plan, known: newKnownValues()}
+	if len(key) >= 16 {
+		r.hkey = key
+		r.known.onAdd = r.hashKnown
+	}
 	if plan.Pseudonymize {
 		if len(key) < 16 {
 			return nil, fmt.Errorf("redact: a pseudonymizing plan needs a key of at least 16 bytes")
@@ -111,6 +125,21 @@ func (r *Redactor) Observe(kind event.Kind, data json.RawMessage) {
 		r.dom.observe(data)
 	case event.KindVideo:
 		r.vmasks.observe(data)
+	case event.KindSnapshot, event.KindReceipt:
+		// Refs and whether they are masked are read from names, which
+		// redaction keeps: the stored text teaches what the sent one did.
+		var v struct {
+			Text    string `json:"text"`
+			Effects *struct {
+				SnapshotDelta string `json:"snapshot_delta"`
+			} `json:"effects"`
+		}
+		if json.Unmarshal(data, &v) == nil {
+			r.noteSnapshot(v.Text)
+			if v.Effects != nil {
+				r.noteSnapshot(v.Effects.SnapshotDelta)
+			}
+		}
 	}
 }
 
@@ -135,6 +164,9 @@ type knownValues struct {
 	// minLen keeps short values (a checkbox "on", a one-digit quantity)
 	// from masking unrelated text.
 	minLen int
+	// onAdd hears each new value (the Redactor hashes it to outlive a
+	// restart).
+	onAdd func(string)
 }
 
 func newKnownValues() *knownValues { return &knownValues{vals: map[string]struct{}{}, minLen: 4} }
@@ -143,26 +175,53 @@ func newKnownValues() *knownValues { return &knownValues{vals: map[string]struct
 func (k *knownValues) add(v string) {
 	v = strings.TrimSpace(v)
 	if len(v) >= k.minLen && v != Erased && !strings.HasPrefix(v, "[redacted") {
+		if _, ok := k.vals[v]; ok {
+			return
+		}
 		k.vals[v] = struct{}{}
-	}
-}
-
-// replaceIn replaces every known value in s; it reports whether any was.
-func (k *knownValues) replaceIn(s string, with func(string) string) (string, bool) {
-	if len(k.vals) == 0 {
-		return s, false
-	}
-	hit := false
-	for v := range k.vals {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, with(v))
-			hit = true
+		if k.onAdd != nil {
+			k.onAdd(v)
 		}
 	}
-	return s, hit
 }
 
 // PointerEscape escapes one JSON pointer reference token (RFC 6901).
 func PointerEscape(tok string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
 }
+
+// Meta is a recording's metadata as sent at open: what the list, the index
+// and meta.json show of it.
+type Meta struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	Executor string            `json:"executor,omitempty"`
+	Versions map[string]string `json:"versions,omitempty"`
+}
+
+// RedactMeta redacts a recording's metadata with the same pass as a meta
+// event's data (secret keys, detectors, URLs, known values), so a label
+// like {"note":"password=…"} is stored erased wherever the metadata goes.
+// Findings carry channel "recording" and pointers into Meta's JSON.
+func (r *Redactor) RedactMeta(m Meta) (Meta, []Finding, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return m, nil, err
+	}
+	res, err := r.redactText(&event.Decoded{Envelope: event.Envelope{Kind: event.KindMeta, Data: raw}})
+	if err != nil || res.Data == nil {
+		return m, nil, err
+	}
+	var out Meta
+	if err := json.Unmarshal(res.Data, &out); err != nil {
+		return m, nil, err
+	}
+	for i := range res.Findings {
+		res.Findings[i].Channel = "recording"
+	}
+	return out, res.Findings, nil
+}
+
+// KnownCount is how many values the recording has learned to mask so far
+// (ingest compares it across a batch: an event redacted before a value was
+// learned is scrubbed again, RescrubKnown).
+func (r *Redactor) KnownCount() int { return len(r.known.vals) }

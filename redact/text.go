@@ -3,7 +3,6 @@ package redact
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
@@ -116,20 +115,27 @@ func (r *Redactor) textNeedsWork(d *event.Decoded) bool {
 	switch d.Kind {
 	case event.KindSnapshot:
 		p, ok := d.Payload.(*event.Snapshot)
+		if ok {
+			r.noteSnapshot(p.Text)
+		}
 		return !ok || r.snapshotMasks(p.Text)
 	case event.KindReceipt:
 		p, ok := d.Payload.(*event.Receipt)
 		if !ok {
 			return true
 		}
-		if p.Effects != nil && r.snapshotMasks(p.Effects.SnapshotDelta) {
-			return true
+		if p.Effects != nil {
+			r.noteSnapshot(p.Effects.SnapshotDelta)
+			if r.snapshotMasks(p.Effects.SnapshotDelta) {
+				return true
+			}
 		}
-		return fillVerb(p.Action.Verb) && hasArgs(p.Action.Args) &&
-			(r.det.maskedTarget(p.Action.Target) || r.det.maskedTarget(p.Resolved))
+		// A fill is resolved on the decoded target (target.go), which may
+		// carry members the typed one does not.
+		return fillVerb(p.Action.Verb) && hasArgs(p.Action.Args)
 	case event.KindCheck:
 		p, ok := d.Payload.(*event.Check)
-		return !ok || (hasArgs(p.Expect) || hasArgs(p.Actual)) && r.det.maskedCheckTarget(p.Target)
+		return !ok || (hasArgs(p.Expect) || hasArgs(p.Actual)) && r.checkTargetMasked(p.Type, p.Target)
 	}
 	return false
 }
@@ -352,16 +358,6 @@ func unescapeSnap(v string) string {
 
 // --- receipts and checks ---
 
-// targetOf reads a decoded target object.
-func targetOf(v any) *event.Target {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	s := func(k string) string { x, _ := m[k].(string); return x }
-	return &event.Target{Ref: s("ref"), Role: s("role"), Name: s("name"), Selector: s("selector")}
-}
-
 // receipt erases a masked fill's arguments and masked fields in the
 // snapshot delta.
 func (w *scrubber) receipt(m map[string]any) bool {
@@ -386,8 +382,7 @@ func (w *scrubber) receipt(m map[string]any) bool {
 	if !fillVerb(verb) || !has || args == nil {
 		return changed
 	}
-	d := w.r.det
-	if !d.maskedTarget(targetOf(act["target"])) && !d.maskedTarget(targetOf(m["resolved"])) {
+	if !w.r.targetMasked(act["target"], m["resolved"]) {
 		return changed
 	}
 	keep := !strings.EqualFold(verb, "press") // key names are not secrets
@@ -421,26 +416,8 @@ func (w *scrubber) eraseLeaves(v any, rule string, remember bool) (any, bool) {
 			w.remember(x.String())
 		}
 		return w.r.erase(x.String()), true
-	case map[string]any:
-		changed := false
-		for _, k := range sortedKeys(x) {
-			w.push(k)
-			if nv, ok := w.eraseLeaves(x[k], rule, remember); ok {
-				x[k], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
-	case []any:
-		changed := false
-		for i := range x {
-			w.push(strconv.Itoa(i))
-			if nv, ok := w.eraseLeaves(x[i], rule, remember); ok {
-				x[i], changed = nv, true
-			}
-			w.pop()
-		}
-		return x, changed
+	case map[string]any, []any:
+		return w.eachChild(x, func(_ string, c any) (any, bool) { return w.eraseLeaves(c, rule, remember) })
 	}
 	return v, false
 }
@@ -448,7 +425,8 @@ func (w *scrubber) eraseLeaves(v any, rule string, remember bool) (any, bool) {
 // check erases expect and actual whole when the target names a masked field.
 func (w *scrubber) check(m map[string]any) bool {
 	t, _ := m["target"].(string)
-	if !w.r.det.maskedCheckTarget(t) {
+	typ, _ := m["type"].(string)
+	if !w.r.checkTargetMasked(typ, t) {
 		return false
 	}
 	changed := false

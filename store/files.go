@@ -59,3 +59,46 @@ func (s *Store) Key(name string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// knownHashesFile holds a recording's redaction known-value hashes
+// (redact.KnownHashSize-byte entries; keyed hashes, never values).
+const knownHashesFile = "known.hashes"
+
+// AppendKnownHashes appends entries to a recording's known-value hashes
+// durably (fsync; the directory too when the file is new). Ingest writes a
+// batch's entries before its log records, so whatever a restart finds
+// acknowledged, the values it taught are remembered.
+func (s *Store) AppendKnownHashes(id string, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	path := filepath.Join(s.recDir(id), knownHashesFile)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: known hashes of %s: %w", id, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && statErr != nil {
+		err = SyncDir(s.recDir(id))
+	}
+	if err != nil {
+		return fmt.Errorf("store: known hashes of %s: %w", id, err)
+	}
+	return nil
+}
+
+// KnownHashes reads a recording's known-value hashes (nil when none).
+func (s *Store) KnownHashes(id string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.recDir(id), knownHashesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}

@@ -47,6 +47,22 @@ type RecordingMeta struct {
 	Verdict    string          `json:"verdict,omitempty"`
 	// FailureSignature is set by diffrun; empty until then.
 	FailureSignature string `json:"failure_signature,omitempty"`
+	// Redactions is what redaction erased in the metadata itself (labels,
+	// executor, versions) at open: rule and pointer, never the value.
+	Redactions []Redaction `json:"redactions,omitempty"`
+	// ReRedacted lists the times a finished recording was redacted again
+	// with a newer policy (flightrec audit scan --fix), oldest first.
+	ReRedacted []ReRedaction `json:"re_redacted,omitempty"`
+}
+
+// ReRedaction is one retroactive redaction of a finished recording: when,
+// the root it replaced and the one it made, and the rules that fired
+// (never the values).
+type ReRedaction struct {
+	At      int64    `json:"at"` // unix ns
+	OldRoot string   `json:"old_root"`
+	NewRoot string   `json:"new_root,omitempty"` // in the audit log; the manifest cannot name its own CID
+	Rules   []string `json:"rules"`
 }
 
 // RecordingRow is a recording as the index holds it.

@@ -324,12 +324,72 @@ func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
 		}
 		return root, err
 	}
+	return s.sealLog(meta, gaps)
+}
+
+// Reseal replaces a finished recording's events and metadata with recs (in
+// seq order, every event) and meta: retroactive redaction. It writes recs
+// as a new log, seals it into a new manifest and root exactly as Seal does,
+// and points ROOT at it; the old manifest and segments stay as blobs,
+// referenced by nothing, until garbage collection, so a bundle exported
+// for the old root still verifies on its own. A crash before ROOT is
+// replaced leaves the old root (recovery removes the new log); after, the
+// new one. The caller holds the data directory's lock.
+func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot string, err error) {
+	if err := s.writable(); err != nil {
+		return "", "", err
+	}
+	id := meta.ID
+	if oldRoot, err = s.Root(id); err != nil {
+		return "", "", err
+	}
+	if oldRoot == "" {
+		return "", "", fmt.Errorf("recording %s is still open: only a finished recording is resealed", id)
+	}
+	// A repaired recording's declared gaps stay declared.
+	old, err := s.ReadManifest(oldRoot)
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.RemoveAll(s.logDir(id)); err != nil { // a crashed reseal's
+		return "", "", fmt.Errorf("store: reseal %s: %w", id, err)
+	}
+	lg, err := s.OpenLog(id)
+	if err != nil {
+		return "", "", err
+	}
+	for len(recs) > 0 {
+		n := min(len(recs), 1024)
+		if _, err := lg.Append(recs[:n]); err != nil {
+			lg.Close()
+			return "", "", fmt.Errorf("store: reseal %s: %w", id, err)
+		}
+		recs = recs[n:]
+	}
+	if err := lg.Close(); err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return "", "", err
+	}
+	if err := WriteFileAtomic(s.metaPath(id), b, 0o644); err != nil {
+		return "", "", err
+	}
+	newRoot, err = s.sealLog(meta, old.Gaps)
+	return oldRoot, newRoot, err
+}
+
+// sealLog turns a recording's log into a manifest and points ROOT at it.
+func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
+	id := meta.ID
 	// From the first segment Put until ROOT names the manifest, the blobs
 	// stored here are referenced by nothing a sweep's mark phase reads: a
 	// sweep beginning meanwhile waits for this (FSBlobs.Hold).
 	defer s.Blobs.Hold()()
 	man := Manifest{Version: 1, Recording: meta, Counts: map[event.Kind]int64{}, Gaps: gaps}
 	report := NewReportBuilder(id, meta.PlanDigest)
+	report.AddMeta(&meta)
 	blobs := map[string]int64{}
 	steps := map[int]struct{}{}
 	segs, err := segmentFiles(s.logDir(id))

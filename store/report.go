@@ -70,6 +70,15 @@ func (b *ReportBuilder) Add(r *Record) {
 	}
 }
 
+// AddMeta counts the redactions made in a recording's metadata at open
+// (seq 0: they belong to no event).
+func (b *ReportBuilder) AddMeta(m *RecordingMeta) {
+	if len(m.Redactions) > 0 {
+		b.Add(&Record{Redactions: m.Redactions})
+		b.rep.Events--
+	}
+}
+
 // Report returns the report, rules sorted by rule then channel.
 func (b *ReportBuilder) Report() *RedactionReport {
 	rep := b.rep
@@ -105,6 +114,7 @@ func (s *Store) Redaction(id string) (*RedactionReport, error) {
 		return nil, err
 	}
 	b := NewReportBuilder(id, meta.PlanDigest)
+	b.AddMeta(&meta)
 	if _, err := s.Scan(id, Pos{}, 0, func(r Record, _ Locator) error { b.Add(&r); return nil }); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,8 @@ type serverProc struct {
 	data string
 	args []string // more flags for serve
 	env  []string // more environment for serve
+	// out, when set, receives the server's stdout and stderr (its log).
+	out  io.Writer
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -78,6 +80,9 @@ func (p *serverProc) start() {
 	p.t.Helper()
 	p.cmd = exec.Command(p.bin, append([]string{"serve", "--addr", p.addr, "--data", p.data, "--log-level", "warn"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = io.Discard, io.Discard
+	if p.out != nil {
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	}
 	if p.env != nil {
 		p.cmd.Env = append(os.Environ(), p.env...)
 	}

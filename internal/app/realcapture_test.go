@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,20 +97,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	if err := json.Unmarshal(get("/v1/recordings/"+id+"/redaction"), &rep); err != nil {
 		t.Fatal(err)
 	}
-	cidRE := regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
-	fetched := map[string]bool{}
-	for more := true; more; {
-		more = false
-		for _, b := range c.Snapshot() {
-			for _, cid := range cidRE.FindAllString(string(b), -1) {
-				if !fetched[cid] {
-					fetched[cid] = true
-					get("/v1/blobs/" + cid)
-					more = true
-				}
-			}
-		}
-	}
+	fetched := c.FollowCIDs(func(cid string) { get("/v1/blobs/" + cid) })
 
 	// Every file while the server runs (the index's -wal and -shm are
 	// there now), then again after it closed and checkpointed.
@@ -123,7 +109,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	c["server log"] = srv.Log.Bytes()
 
 	t.Logf("searched %d bytes in %d places (%d files, %d blobs, %d API replies, %d bytes of log) for %d secrets",
-		c.Size(), len(c), c.Count("file "), len(fetched), c.Count("GET ")+c.Count("POST "), len(c["server log"]), len(cp.Secrets))
+		c.Size(), len(c), c.Count("file "), fetched, c.Count("GET ")+c.Count("POST "), len(c["server log"]), len(cp.Secrets))
 	// CookieApp issues sid and csrf on GET /, then receives the password.
 	labels := make([]string, len(cp.Secrets))
 	for i := range labels {

@@ -39,6 +39,8 @@ const (
 	KindDelete = "delete" // recording, project, why, bytes_freed, details{class, expired_at}
 	KindPlan   = "plan"   // recording, details{plan_digest}
 	KindSweep  = "sweep"  // details{removed, blobs_removed, bytes_freed}
+	// recording, project, details{old_root, new_root, rules}
+	KindReRedact = "re_redact"
 )
 
 // Reasons for a deletion (Entry.Why); others may be added.
@@ -77,6 +79,14 @@ func Delete(recording, project, why string, bytesFreed int64, class string, expi
 // Plan is the entry for the retention plan decided for a recording.
 func Plan(recording, planDigest string) Entry {
 	return Entry{Kind: KindPlan, Recording: recording, Details: map[string]any{"plan_digest": planDigest}}
+}
+
+// ReRedact is the entry for a finished recording rewritten by a newer
+// redaction policy (audit scan --fix): the root it replaced, the new one,
+// and the rules that fired — never the values.
+func ReRedact(recording, project, oldRoot, newRoot string, rules []string) Entry {
+	return Entry{Kind: KindReRedact, Recording: recording, Project: project, Why: "re-redacted by a newer policy",
+		Details: map[string]any{"old_root": oldRoot, "new_root": newRoot, "rules": rules}}
 }
 
 // Sweep is the entry summing up one sweep.

@@ -14,8 +14,9 @@ import (
 // both of its fetches have been answered.
 const CookieAppDoneTitle = "cookieapp: done"
 
-// cookieAppPage fetches /api/me (the browser sends the cookies back) and
-// then POSTs a form with a password it makes up itself, so that the
+// cookieAppPage fetches /api/me (the browser sends the cookies back),
+// sends two analytics-style beacons to /collect that echo the cookies and
+// the session, and then POSTs a form with a password it makes up itself, so that the
 // password is never in a response body: it is a secret only the request
 // carries. The page shows the outcome in its title.
 const cookieAppPage = `<!doctype html>
@@ -26,6 +27,13 @@ const cookieAppPage = `<!doctype html>
   const out = document.getElementById("out");
   try {
     const me = await fetch("/api/me", {headers: {"Accept": "application/json"}}).then(r => r.json());
+    // Analytics-style beacons echo the cookies: URL-encoded inside a query
+    // value (utmcc=__utma%3D…%3B…), and in a JSON body, plainly, base64'd
+    // and with the session the page was told.
+    const csrf = (document.cookie.match(/(?:^|; )csrf=([^;]*)/) || [])[1] || "";
+    await fetch("/collect?v=1&utmcc=" + encodeURIComponent("__utma=" + csrf + ";+__utmz=1.2.3") + "&z=" + Date.now());
+    await fetch("/collect", {method: "POST", headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({cookie: document.cookie, b64: btoa("c=" + csrf + "&s=" + me.session), s: me.session})});
     const pw = Array.from(crypto.getRandomValues(new Uint8Array(12)), b => b.toString(16).padStart(2, "0")).join("");
     const login = await fetch("/api/login", {
       method: "POST",
@@ -103,6 +111,10 @@ func CookieApp(t testing.TB) (baseURL string, issued func() []string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+	})
+	mux.HandleFunc("/collect", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)

@@ -5,13 +5,16 @@ import (
 	"compress/gzip"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,6 +35,28 @@ func (c Corpus) Snapshot() [][]byte {
 	}
 	return out
 }
+
+// FollowCIDs calls fetch for every blob CID the corpus names, again for
+// those the fetched bytes name, until no CID is new; it returns how many it
+// fetched. fetch adds what it reads to the corpus.
+func (c Corpus) FollowCIDs(fetch func(cid string)) int {
+	fetched := map[string]bool{}
+	for more := true; more; {
+		more = false
+		for _, b := range c.Snapshot() {
+			for _, cid := range cidRE.FindAllString(string(b), -1) {
+				if !fetched[cid] {
+					fetched[cid] = true
+					fetch(cid)
+					more = true
+				}
+			}
+		}
+	}
+	return len(fetched)
+}
+
+var cidRE = regexp.MustCompile(`bafkrei[a-z2-7]{52}`)
 
 // Size is the corpus's total size in bytes.
 func (c Corpus) Size() int {
@@ -152,7 +177,8 @@ func (c Corpus) AddSQLite(t testing.TB, path string) {
 }
 
 // SecretForms are the spellings a secret survives in, by name: as is,
-// URL-encoded, and base64 (std and URL alphabets) alone and at each of the
+// URL-encoded, JSON-escaped (once, and again as JSON inside a JSON string),
+// and base64 (std and URL alphabets) alone and at each of the
 // three alignments it can take inside a longer base64 text (a base64
 // response body).
 func SecretForms(secret string) (names, forms []string) {
@@ -167,6 +193,10 @@ func SecretForms(secret string) (names, forms []string) {
 	add("plain", secret)
 	add("query-escaped", url.QueryEscape(secret))
 	add("path-escaped", url.PathEscape(secret))
+	if j, err := json.Marshal(secret); err == nil {
+		add("json-escaped", string(j[1:len(j)-1]))
+		add("json-escaped twice", strings.Trim(strconv.Quote(string(j[1:len(j)-1])), `"`))
+	}
 	for _, enc := range []struct {
 		name string
 		enc  *base64.Encoding

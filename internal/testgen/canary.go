@@ -59,11 +59,15 @@ func (g *canaryGen) random(n int) string { return g.keep(g.str(n, alnum)) }
 func (g *canaryGen) password() string    { return g.keep("Pw!" + g.str(14, alnum) + "#") }
 
 // card returns a Luhn-valid 16-digit number, formatted with sep every 4.
-func (g *canaryGen) card(sep string) string {
+func (g *canaryGen) card(sep string) string { return g.keep(LuhnCard(g.r, sep)) }
+
+// LuhnCard returns a random Luhn-valid 16-digit Visa-like number, with sep
+// between its groups of 4.
+func LuhnCard(r *rand.Rand, sep string) string {
 	d := make([]int, 16)
 	d[0] = 4
 	for i := 1; i < 15; i++ {
-		d[i] = g.r.IntN(10)
+		d[i] = r.IntN(10)
 	}
 	sum := 0
 	for i := 0; i < 15; i++ { // from the right, the check digit's neighbour doubles
@@ -84,7 +88,7 @@ func (g *canaryGen) card(sep string) string {
 		}
 		fmt.Fprintf(&b, "%d", x)
 	}
-	return g.keep(b.String())
+	return b.String()
 }
 
 func (g *canaryGen) pem() string {

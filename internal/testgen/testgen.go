@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"math/rand/v2"
 
 	"github.com/flightrec/flightrec/event"
@@ -76,13 +78,10 @@ func Recording(o Options) []event.Envelope {
 			}
 		}
 		if o.FrameBytes > 0 {
-			img := make([]byte, o.FrameBytes)
-			for i := range img {
-				img[i] = byte(r.Uint32())
-			}
-			// No mask rectangles: these bytes are not a decodable image, and
-			// masking (which decodes, paints and re-encodes) is redact's to
-			// test. Unmasked frames are stored byte for byte.
+			// No mask rectangles: masking (which decodes, paints and
+			// re-encodes) is redact's to test. Unmasked frames are stored
+			// byte for byte once their header and dimensions check out.
+			img := FrameJPEG(r, o.FrameBytes)
 			add(s, event.KindFrame, map[string]any{"mime": "image/jpeg", "image": base64.StdEncoding.EncodeToString(img),
 				"width": 1280, "height": 800, "cursor": map[string]int{"x": r.IntN(1280), "y": r.IntN(800)}})
 		}
@@ -113,4 +112,29 @@ func NDJSON(evs []event.Envelope) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// tinyJPEG is a valid 16×16 JPEG, the body of every FrameJPEG.
+var tinyJPEG = func() []byte {
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, 16, 16)), nil); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}()
+
+// FrameJPEG returns a valid JPEG of about n bytes whose bytes are random
+// (comment segments after the start marker), so frames are unique and
+// incompressible like real ones and still pass an image check.
+func FrameJPEG(r *rand.Rand, n int) []byte {
+	out := append(make([]byte, 0, n+len(tinyJPEG)), tinyJPEG[:2]...)
+	for left := n - len(tinyJPEG); left > 4; {
+		seg := min(left-4, 65533)
+		out = append(out, 0xFF, 0xFE, byte((seg+2)>>8), byte(seg+2))
+		for i := 0; i < seg; i++ {
+			out = append(out, byte(r.Uint32()))
+		}
+		left -= seg + 4
+	}
+	return append(out, tinyJPEG[2:]...)
 }

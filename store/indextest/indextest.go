@@ -580,8 +580,10 @@ func testSearch(t *testing.T, idx store.Index) {
 }
 
 // testSearchLiteral checks that '%', '_' and '\' in a query match only
-// themselves. Each query has a decoy that the query would match were the
-// character a wildcard or an escape.
+// themselves, and so do the quotes, operators and column filters of a
+// full-text query syntax (a backend may answer through a text index).
+// Each query has a decoy that the query would match were the character a
+// wildcard or an escape, or the word an operator.
 func testSearchLiteral(t *testing.T, idx store.Index) {
 	const id = "literal"
 	texts := []string{
@@ -589,6 +591,13 @@ func testSearchLiteral(t *testing.T, idx store.Index) {
 		"field_name is required", "fieldXname is required",
 		`saved to C:\tmp\report`, "saved to C:/tmp/report", "saved to C:tmp",
 		"plain text",
+		`quoted "hi" there`, "quoted hi there",
+		"cats AND dogs", "dogs and more cats",
+		"fish OR fowl", "fish only",
+		"NEAR(fish fowl)",
+		"glob* pattern", "globstar pattern",
+		"text: needle", "a needle alone",
+		`ends with a quote"`,
 	}
 	var rows []store.EventRow
 	for i, text := range texts {
@@ -612,9 +621,23 @@ func testSearchLiteral(t *testing.T, idx store.Index) {
 		{store.SearchQuery{Text: "field_name"}, 1},
 		{store.SearchQuery{Text: `C:\tmp`}, 1},
 		{store.SearchQuery{Text: `\`}, 1},
-		{store.SearchQuery{Text: "%"}, 9},  // the console rows' p_N?q=N%25 URLs, not the HAR row
-		{store.SearchQuery{URL: "p_"}, 9},  // not pXq
-		{store.SearchQuery{URL: "%25"}, 9}, // not q=25
+		{store.SearchQuery{Text: "%"}, len(texts)},  // the console rows' p_N?q=N%25 URLs, not the HAR row
+		{store.SearchQuery{URL: "p_"}, len(texts)},  // not pXq
+		{store.SearchQuery{URL: "%25"}, len(texts)}, // not q=25
+		{store.SearchQuery{URL: "p_1?q=1%25"}, 1},   // long enough for a trigram index; not p_10..p_19
+		{store.SearchQuery{Text: `"hi" t`}, 1},      // not: hi t
+		{store.SearchQuery{Text: `d "hi"`}, 1},
+		{store.SearchQuery{Text: `"hi"`}, 1},
+		{store.SearchQuery{Text: `quote"`}, 1},
+		{store.SearchQuery{Text: `"`}, 2},
+		{store.SearchQuery{Text: "cats AND dogs"}, 1}, // not: cats, dogs
+		{store.SearchQuery{Text: "fish OR fowl"}, 1},  // not: fish or fowl
+		{store.SearchQuery{Text: "NEAR(fish fowl)"}, 1},
+		{store.SearchQuery{Text: "fish fowl"}, 1}, // not: fish ... fowl
+		{store.SearchQuery{Text: "glob*"}, 1},     // not the prefix glob
+		{store.SearchQuery{Text: "text: needle"}, 1},
+		{store.SearchQuery{Text: "text : needle"}, 0}, // not needle in a column named text
+		{store.SearchQuery{Text: "AND"}, 2},           // an operator alone is text, and folds case
 	} {
 		want := wantSearch(recs, rows, c.q)
 		if len(want) != c.wantCount {

@@ -289,9 +289,12 @@ func containsPattern(s string) string {
 	return "%" + r.Replace(s) + "%"
 }
 
-// searchQuery builds Search's SQL. SQLite's LIKE folds ASCII case only, so
-// "case-insensitive" holds for ASCII letters; other scripts match exactly.
-func searchQuery(q store.SearchQuery) (string, []any) {
+// searchWhere is the condition of a search, in SQL over events e joined to
+// recordings r. SQLite's LIKE folds ASCII case only, so "case-insensitive"
+// holds for ASCII letters; other scripts match exactly. The text index
+// path (search.go) narrows the rows first and then applies this same
+// condition, so both paths give the same answer.
+func searchWhere(q store.SearchQuery) ([]string, []any) {
 	var (
 		where []string
 		args  []any
@@ -324,12 +327,25 @@ func searchQuery(q store.SearchQuery) (string, []any) {
 			add(`(e.url`+esc+` OR e.text`+esc+` OR e.error_code`+esc+` OR r.failure_signature`+esc+`)`, p, p, p, p)
 		}
 	}
-	s := `SELECT r.id, ` + eventCols + ` FROM events e JOIN recordings r ON r.rid = e.rec`
+	return where, args
+}
+
+// searchTail closes a search query: its condition, order and page.
+func searchTail(q store.SearchQuery, s string, args []any) (string, []any) {
+	where, wargs := searchWhere(q)
 	if len(where) > 0 {
 		s += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	s += ` ORDER BY r.id, e.seq LIMIT ?`
+	args = append(args, wargs...)
 	return s, append(args, store.PageSize(q.Limit, store.DefaultSearchPage, store.MaxSearchPage))
+}
+
+// searchQuery builds the scanning search: it narrows by recording and
+// project through indexes, then reads every row in scope, in (r.id, e.seq)
+// order, until the page is full.
+func searchQuery(q store.SearchQuery) (string, []any) {
+	return searchTail(q, `SELECT r.id, `+eventCols+` FROM events e JOIN recordings r ON r.rid = e.rec`, nil)
 }
 
 func anys(ss []string) []any {
@@ -338,21 +354,6 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
-}
-
-// Search finds events across recordings, ordered by recording id and seq.
-// Matching is substring matching over the rows in scope: it narrows by
-// recording and project through indexes, then scans.
-func (db *DB) Search(ctx context.Context, q store.SearchQuery) ([]store.EventRow, error) {
-	if q.Recordings != nil && len(q.Recordings) == 0 {
-		return nil, nil // restricted to no recording at all
-	}
-	sqlText, args := searchQuery(q)
-	out, err := db.queryEvents(ctx, sqlText, args, "")
-	if err != nil {
-		return nil, fmt.Errorf("sqlite index: search: %w", err)
-	}
-	return out, nil
 }
 
 // hasBlobSQL finds one event of a recording carrying a blob. The partial

@@ -39,6 +39,11 @@ type DB struct {
 	insStep    *sql.Stmt
 	updStep    *sql.Stmt
 	updCounter *sql.Stmt
+
+	// fts: the schema has the text index (search.go). Open migrates to it;
+	// OpenReadOnly finds what the file has, and an older file is searched
+	// by scanning.
+	fts bool
 }
 
 // busyTimeoutMS bounds how long a statement waits for another process's
@@ -80,7 +85,7 @@ func Open(path string) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
-	db := &DB{w: w}
+	db := &DB{w: w, fts: true}
 	ctx := context.Background()
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
@@ -139,8 +144,13 @@ func OpenReadOnly(path string) (*DB, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite index: open %s read-only: %w", path, err)
 	}
+	var v int
+	if err := r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sqlite index: open %s read-only: schema version: %w", path, err)
+	}
 	// Writes go to the same read-only pool, where SQLite refuses them.
-	return &DB{w: r, r: r}, nil
+	return &DB{w: r, r: r, fts: v >= ftsSchemaVersion}, nil
 }
 
 func (db *DB) prepare(ctx context.Context) error {

@@ -103,6 +103,7 @@ func TestIndexEventsAtomic(t *testing.T) {
 	if !reflect.DeepEqual(tlAfter, tlBefore) {
 		t.Errorf("failed batch changed the timeline:\n got %+v\nwant %+v", tlAfter, tlBefore)
 	}
+	assertTextIndexInStep(t, db) // its text went in before the failure
 
 	// Once the cause is gone the same batch goes in whole.
 	if _, err := db.w.ExecContext(ctx, `DROP TRIGGER temp.fail_step`); err != nil {
@@ -308,7 +309,8 @@ func TestMigrateAddsBlobIndex(t *testing.T) {
 	if err := db.IndexEvents(t.Context(), "old", rows, 100); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP INDEX events_cid`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{`DROP TABLE events_fts`, `DROP TABLE event_docs`,
+		`DROP INDEX events_cid`, `PRAGMA user_version = 1`} {
 		if _, err := db.w.ExecContext(t.Context(), q); err != nil {
 			t.Fatal(err)
 		}

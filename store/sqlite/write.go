@@ -188,8 +188,13 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 	}
 	steps := map[int]*stepTotals{}
 	var bytes, firstTS, lastTS int64
+	var loSeq, hiSeq uint64
 	for i := range fresh {
 		r := &fresh[i]
+		if i == 0 || r.Seq < loSeq {
+			loSeq = r.Seq
+		}
+		hiSeq = max(hiSeq, r.Seq)
 		bytes += r.Size
 		if firstTS == 0 || r.TS < firstTS {
 			firstTS = r.TS
@@ -198,6 +203,11 @@ func (db *DB) indexEvents(ctx context.Context, recording string, rows []store.Ev
 		addToStep(steps, r)
 	}
 	added := int64(len(fresh))
+	if added > 0 {
+		if err := indexText(ctx, tx, rid, loSeq, hiSeq); err != nil {
+			return err
+		}
+	}
 
 	newSteps, err := db.foldSteps(ctx, tx, rid, steps)
 	if err != nil {
@@ -275,10 +285,7 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, rid int64, rows []st
 		}
 		args = args[:0]
 		for i := range rows[:n] {
-			r := &rows[i]
-			args = append(args, rid, int64(r.Seq), r.Step, r.TS, string(r.Kind),
-				r.CID, r.Size, r.Loc.Segment, r.Loc.Offset, r.Loc.Length,
-				r.URL, r.Method, r.Status, r.Level, r.Text, r.Action, r.Outcome, r.ErrorCode)
+			args = appendEventArgs(args, rid, &rows[i])
 		}
 		if _, err := stmts[c].ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("insert events from seq %d: %w", rows[0].Seq, err)
@@ -286,6 +293,14 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, rid int64, rows []st
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// appendEventArgs appends the eventColumns values of r, in
+// insertEventsSQL's order.
+func appendEventArgs(args []any, rid int64, r *store.EventRow) []any {
+	return append(args, rid, int64(r.Seq), r.Step, r.TS, string(r.Kind),
+		r.CID, r.Size, r.Loc.Segment, r.Loc.Offset, r.Loc.Length,
+		r.URL, r.Method, r.Status, r.Level, r.Text, r.Action, r.Outcome, r.ErrorCode)
 }
 
 // ensureRecording returns the rid of recording, creating a placeholder row
@@ -367,8 +382,9 @@ func (db *DB) foldSteps(ctx context.Context, tx *sql.Tx, rid int64, steps map[in
 	return created, nil
 }
 
-// DeleteRecording removes a recording, its events and its steps. Deleting
-// an unknown recording is not an error: the outcome is the same.
+// DeleteRecording removes a recording, its events, their text index
+// entries and its steps. Deleting an unknown recording is not an error:
+// the outcome is the same.
 func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -383,7 +399,11 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	case err != nil:
 		return fmt.Errorf("sqlite index: delete %s: %w", id, err)
 	}
+	// The text index first: it finds the recording's docs through
+	// event_docs.
 	for _, q := range []string{
+		deleteFTSSQL,
+		deleteDocsSQL,
 		`DELETE FROM events WHERE rec = ?`,
 		`DELETE FROM steps WHERE rec = ?`,
 		`DELETE FROM recordings WHERE rid = ?`,
@@ -407,7 +427,10 @@ func (db *DB) Reset(ctx context.Context) error {
 		return fmt.Errorf("sqlite index: reset: begin: %w", err)
 	}
 	defer tx.Rollback() // a no-op once committed; the error is the one returned
-	for _, t := range []string{"events", "steps", "recordings"} {
+	if _, err := tx.ExecContext(ctx, resetFTSSQL); err != nil {
+		return fmt.Errorf("sqlite index: reset events_fts: %w", err)
+	}
+	for _, t := range []string{"event_docs", "events", "steps", "recordings"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
 			return fmt.Errorf("sqlite index: reset %s: %w", t, err)
 		}

@@ -119,6 +119,11 @@
       FR.el("span", { class: "muted small", text: FR.when(r.created_at) + " · " + FR.duration(dur) + " · " +
         r.steps + " steps · " + r.state }),
       r.failure_signature ? FR.el("span", { class: "sig small", title: "failure signature", text: r.failure_signature }) : null,
+      // A recording rewritten by a newer redaction policy (audit scan --fix)
+      // says so, with the root it replaced.
+      (r.re_redacted || []).length ? FR.el("span", { class: "badge badge-warn", id: "re-redacted",
+        title: r.re_redacted.map((x) => "replaced root " + x.old_root + " (" + (x.rules || []).join(", ") + ")").join("\n"),
+        text: "re-redacted " + FR.when(r.re_redacted[r.re_redacted.length - 1].at) }) : null,
       FR.el("span", { class: "muted small mono", text: r.id }));
   }
 
