@@ -63,16 +63,12 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
-	url, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
+	url, done, err := openTarget(local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	defer func() {
-		if err := stop(); err != nil {
-			printErr(errOut, *asJSON, err)
-		}
-	}()
+	defer done()
 	c := newClient(url, true, time.Minute, errOut)
 	res, err := recorder.Record(ctx, rc, fl, c)
 	if err != nil {

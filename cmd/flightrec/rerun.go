@@ -142,16 +142,12 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, recordError(err, "", ""))
 		return exitFailure
 	}
-	target, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
+	target, done, err := openTarget(local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	defer func() {
-		if err := stop(); err != nil {
-			printErr(errOut, *asJSON, err)
-		}
-	}()
+	defer done()
 	c := newClient(target, true, time.Minute, errOut)
 	res := RerunResult{Source: src}
 	start := time.Now()

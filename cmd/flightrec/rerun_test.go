@@ -45,15 +45,8 @@ func TestRerunFastAndDeep(t *testing.T) {
 	buggy := startStorefront(t, "--bug")
 	frontend := startStorefront(t, "--frontend-only")
 	fixed := startStorefront(t)
-	data, work := t.TempDir(), t.TempDir()
-	file, src, err := demoapp.FlowFile("checkout-with-gift-card-fails")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shipped := filepath.Join(work, filepath.Base(file))
-	if err := os.WriteFile(shipped, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data := t.TempDir()
+	shipped := shippedFlow(t, "checkout-with-gift-card-fails", t.TempDir())
 	orig := recordFlow(t, nil, shipped, buggy, data)
 	// The masked values the exported flow asks for, supplied as record's.
 	params := []string{"--param", "card_number=" + demoapp.Card, "--param", "password=" + demoapp.Password,
@@ -126,6 +119,20 @@ func TestRerunFastAndDeep(t *testing.T) {
 	}
 }
 
+// serveLoopback serves h on a free loopback port until the test ends and
+// returns its base URL.
+func serveLoopback(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
 // pinnedPage serves a page that shows Date.now(), Math.random(),
 // crypto.getRandomValues and the time a timer fires at, and posts what it
 // showed to /report, where the test collects it.
@@ -153,14 +160,7 @@ setTimeout(function () {
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + ln.Addr().String(), func() []string {
+	return serveLoopback(t, mux), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		out := slices.Clone(got)
@@ -255,14 +255,7 @@ document.getElementById("load").onclick = function () {
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	base := "http://" + ln.Addr().String()
+	base := serveLoopback(t, mux)
 	fl := filepath.Join(t.TempDir(), "net.yaml")
 	if err := os.WriteFile(fl, []byte("name: net\nstart_url: \"{{base}}/\"\nsteps:\n  - click: button \"Load\"\n  - wait: {text: \"api=\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
