@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/flow"
@@ -59,17 +60,11 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if !*quiet && !*asJSON {
 		rc.Log = out
 	}
-	if _, err := recorder.Browser(rc.Chromium); err != nil {
-		printErr(errOut, *asJSON, recordError(err, "", ""))
-		return exitFailure
-	}
-	url, done, err := openTarget(local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
+	url, c, done, code := startRecording(rc.Chromium, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
+	if code >= 0 {
+		return code
 	}
 	defer done()
-	c := newClient(url, true, time.Minute, errOut)
 	res, err := recorder.Record(ctx, rc, fl, c)
 	if err != nil {
 		printErr(errOut, *asJSON, recordError(err, url, res.ID))
@@ -81,6 +76,22 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	printRecordResult(out, res, "")
 	return exitOK
+}
+
+// startRecording checks for the browser, then opens where recordings go
+// (the server, or one over --data) and a client for it; code is -1 when
+// both are ready, else the exit code, the error printed.
+func startRecording(chromium string, local bool, server string, sc app.StoreConfig, policyDir, command string, errOut io.Writer, asJSON bool) (string, *ingest.Client, func(), int) {
+	if _, err := recorder.Browser(chromium); err != nil {
+		printErr(errOut, asJSON, recordError(err, "", ""))
+		return "", nil, nil, exitFailure
+	}
+	url, done, err := openTarget(local, server, sc, policyDir, command, errOut, asJSON)
+	if err != nil {
+		printErr(errOut, asJSON, err)
+		return "", nil, nil, exitFailure
+	}
+	return url, newClient(url, true, time.Minute, errOut), done, -1
 }
 
 // bindFlow supplies fl's parameters (a persona file, then the

@@ -138,17 +138,11 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if !*quiet && !*asJSON {
 		rc.Log = out
 	}
-	if _, err := recorder.Browser(rc.Chromium); err != nil {
-		printErr(errOut, *asJSON, recordError(err, "", ""))
-		return exitFailure
-	}
-	target, done, err := openTarget(local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
+	target, c, done, code := startRecording(rc.Chromium, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
+	if code >= 0 {
+		return code
 	}
 	defer done()
-	c := newClient(target, true, time.Minute, errOut)
 	res := RerunResult{Source: src}
 	start := time.Now()
 	ids := make([]string, 0, *times)
