@@ -57,10 +57,7 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	rc.Labels = parseLabels(*labels)
-	if !*quiet && !*asJSON {
-		rc.Log = out
-	}
-	url, c, done, code := startRecording(rc.Chromium, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
+	url, c, done, code := startRecording(&rc, !*quiet && !*asJSON, out, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
 	if code >= 0 {
 		return code
 	}
@@ -78,11 +75,15 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	return exitOK
 }
 
-// startRecording checks for the browser, then opens where recordings go
-// (the server, or one over --data) and a client for it; code is -1 when
-// both are ready, else the exit code, the error printed.
-func startRecording(chromium string, local bool, server string, sc app.StoreConfig, policyDir, command string, errOut io.Writer, asJSON bool) (string, *ingest.Client, func(), int) {
-	if _, err := recorder.Browser(chromium); err != nil {
+// startRecording points rc's progress lines at out (when verbose), checks
+// for the browser, then opens where recordings go (the server, or one
+// over --data) and a client for it; code is -1 when both are ready, else
+// the exit code, the error printed.
+func startRecording(rc *recorder.Config, verbose bool, out io.Writer, local bool, server string, sc app.StoreConfig, policyDir, command string, errOut io.Writer, asJSON bool) (string, *ingest.Client, func(), int) {
+	if verbose {
+		rc.Log = out
+	}
+	if _, err := recorder.Browser(rc.Chromium); err != nil {
 		printErr(errOut, asJSON, recordError(err, "", ""))
 		return "", nil, nil, exitFailure
 	}

@@ -135,10 +135,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if names := rc.Pins.Names(); len(names) > 0 {
 		rc.Labels["pins"] = strings.Join(names, "+")
 	}
-	if !*quiet && !*asJSON {
-		rc.Log = out
-	}
-	target, c, done, code := startRecording(rc.Chromium, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
+	target, c, done, code := startRecording(&rc, !*quiet && !*asJSON, out, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
 	if code >= 0 {
 		return code
 	}
