@@ -42,21 +42,13 @@ type RerunResult struct {
 // they are flaky, 2 on a usage error, 3 on a failure.
 func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("rerun", "rerun (REC | FLOW.yaml) --times N [--pin clock,random,network] --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a token with ingest and read)")
-	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	var rf recordFlags
+	rf.register(fs, "server URL (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a token with ingest and read)")
+	rc, asJSON, server := &rf.rc, &rf.asJSON, &rf.server
 	base := fs.String("base", "", "the app under test: pages and static assets come from it (and, without the network pin, its API)")
 	times := fs.Int("times", 3, "how many runs")
 	pins := fs.String("pin", "", "what to pin, comma-separated: clock, random, network (network needs a recording)")
 	seed := fs.Uint("seed", 0, "the random pin's seed (default: derived from the recording or flow, the same for every run)")
-	var params paramFlag
-	fs.Var(&params, "param", "a flow parameter as name=value (repeatable); also env FLIGHTREC_PARAM_NAME, or --persona")
-	persona := fs.String("persona", "", "a YAML file of parameter values (name: value); --param and FLIGHTREC_PARAM_… override it")
-	var rc recorder.Config
-	rc.RegisterFlags(fs)
-	quiet := fs.Bool("quiet", false, "print no line per step")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
 	src, code := parseOne(fs, args)
 	if code >= 0 {
 		return code
@@ -104,7 +96,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	} else {
 		var err error
 		if local {
-			rec, redactor, err = rerunFromStore(sc, src)
+			rec, redactor, err = rerunFromStore(rf.sc, src)
 		} else {
 			rec, err = exportFromServer(ctx, strings.TrimRight(*server, "/"), src)
 		}
@@ -122,7 +114,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 			return exitFailure
 		}
 	}
-	fl, err := bindFlow(fl, &params, *persona, *base)
+	fl, err := bindFlow(fl, &rf.params, rf.persona, *base)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage
@@ -135,7 +127,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if names := rc.Pins.Names(); len(names) > 0 {
 		rc.Labels["pins"] = strings.Join(names, "+")
 	}
-	target, c, done, code := startRecording(&rc, !*quiet && !*asJSON, out, local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
+	target, c, done, code := rf.start(local, out, errOut, fs.Name())
 	if code >= 0 {
 		return code
 	}
@@ -147,7 +139,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		if rc.Log != nil {
 			fmt.Fprintf(out, "run %d of %d\n", i+1, *times)
 		}
-		r, err := recorder.Record(ctx, rc, fl, c)
+		r, err := recorder.Record(ctx, *rc, fl, c)
 		if err != nil {
 			printErr(errOut, *asJSON, recordError(err, target, r.ID))
 			return exitFailure
