@@ -524,3 +524,31 @@ func TestGroup(t *testing.T) {
 		t.Fatalf("%+v", g)
 	}
 }
+
+// TestGroupVerdict: counted against a seed's signature, the runs are
+// reproduced (all show it), flaky (some) or not_reproduced (none, or no
+// signature at all), each said in one line.
+func TestGroupVerdict(t *testing.T) {
+	const sig = "POST /api/checkout 500 GIFT_CARD_STATE"
+	bug := func(id string) *Run { return demoRun(id, demoOpts{seed: 1, bug: true}) }
+	ok := func(id string) *Run { return demoRun(id, demoOpts{seed: 2}) }
+	other := numbered("o", "f", failed(sp("click", `button "A"`, "/"), "NOT_FOUND"))
+	for _, c := range []struct {
+		runs    []*Run
+		want    string
+		verdict string
+		summary string
+	}{
+		{[]*Run{bug("a"), bug("b"), bug("c")}, sig, "reproduced", "reproduced 3 of 3: " + sig},
+		{[]*Run{bug("a"), ok("b"), bug("c")}, sig, "flaky", "flaky: reproduced 2 of 3: " + sig},
+		{[]*Run{ok("a"), other, ok("c")}, sig, "not_reproduced", "not_reproduced: 0 of 3 show " + sig},
+		// Without a seed's signature, the most common; passing runs have none.
+		{[]*Run{other, other}, "", "reproduced", `reproduced 2 of 2: NOT_FOUND click button "A"`},
+		{[]*Run{ok("a"), ok("b")}, "", "not_reproduced", "not_reproduced: no failure signature in 2 runs"},
+	} {
+		g := GroupAgainst(c.runs, c.want)
+		if g.Verdict() != c.verdict || g.Summary() != c.summary {
+			t.Errorf("%s against %q: %s, %q; want %s, %q", g, c.want, g.Verdict(), g.Summary(), c.verdict, c.summary)
+		}
+	}
+}

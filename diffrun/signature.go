@@ -126,7 +126,11 @@ type GroupReport struct {
 // Group finds the most common non-empty failure signature among runs (the
 // first seen wins a tie): "reproduced k of n". Passing runs count in n and
 // are listed as odd with an empty signature.
-func Group(runs []*Run) GroupReport {
+func Group(runs []*Run) GroupReport { return GroupAgainst(runs, "") }
+
+// GroupAgainst is Group counting the runs that show want, the seed's
+// signature a rerun tries to reproduce; "" counts the most common one.
+func GroupAgainst(runs []*Run, want string) GroupReport {
 	g := GroupReport{Of: len(runs), Members: []string{}}
 	sigs := make([]string, len(runs))
 	count := map[string]int{}
@@ -141,6 +145,9 @@ func Group(runs []*Run) GroupReport {
 			g.Reproduced, g.Signature = count[s], s
 		}
 	}
+	if want != "" {
+		g.Reproduced, g.Signature = count[want], want
+	}
 	for k, r := range runs {
 		id := ""
 		if r != nil {
@@ -153,6 +160,35 @@ func Group(runs []*Run) GroupReport {
 		}
 	}
 	return g
+}
+
+// Verdict is a group's verdict: reproduced when every run shows the
+// signature, not_reproduced when none does (or there is none), flaky when
+// some do.
+func (g GroupReport) Verdict() string {
+	switch {
+	case g.Signature == "" || g.Reproduced == 0:
+		return "not_reproduced"
+	case g.Reproduced == g.Of:
+		return "reproduced"
+	}
+	return "flaky"
+}
+
+// Summary says the verdict in one line: "reproduced 3 of 3: SIGNATURE",
+// "flaky: reproduced 2 of 3: SIGNATURE", "not_reproduced: 0 of 3 show
+// SIGNATURE" (or "… no run failed").
+func (g GroupReport) Summary() string {
+	switch v := g.Verdict(); {
+	case v == "flaky":
+		return "flaky: " + g.String()
+	case v == "reproduced":
+		return g.String()
+	case g.Signature == "":
+		return fmt.Sprintf("not_reproduced: no failure signature in %d runs", g.Of)
+	default:
+		return fmt.Sprintf("not_reproduced: 0 of %d show %s", g.Of, g.Signature)
+	}
 }
 
 // String is "reproduced 3 of 4: SIGNATURE".

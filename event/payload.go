@@ -33,6 +33,9 @@ type RequestEffect struct {
 	Method string `json:"method"`
 	URL    string `json:"url"`
 	Status int    `json:"status"`
+	// Replayed says the answer came from a recording (a rerun's network
+	// pin), and whether its body was redacted or cut there.
+	Replayed string `json:"replayed,omitempty"`
 }
 
 // Effects are what a step changed besides its own outcome.

@@ -91,6 +91,8 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
 	r.Get("/v1/diff", s.handleDiff)
 	r.Get("/v1/diff/group", s.handleDiffGroup)
+	r.Post("/v1/groups", s.handleCreateGroup)
+	r.Get("/v1/groups/{id}", s.handleGroup)
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {
@@ -258,14 +260,24 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 			row.ReRedacted = m.Recording.ReRedacted
 		}
 	}
-	if s.Decorate == nil {
-		writeJSON(w, row)
-		return
+	// The groups it belongs to (GET /v1/groups/{id}); a groups directory
+	// that cannot be read leaves them out rather than the recording.
+	groups, err := s.st.GroupsOf(row.ID)
+	if err != nil {
+		s.log.Error("listing a recording's groups failed", "recording", row.ID, "err", err)
+	}
+	if groups == nil {
+		groups = []string{}
+	}
+	var retention any
+	if s.Decorate != nil {
+		retention = s.Decorate(r.Context(), row)
 	}
 	writeJSON(w, struct {
 		store.RecordingRow
-		Retention any `json:"retention"`
-	}{row, s.Decorate(r.Context(), row)})
+		Retention any      `json:"retention,omitempty"`
+		Groups    []string `json:"groups"`
+	}{row, retention, groups})
 }
 
 // Timeline answers GET /v1/recordings/{id}/steps (form=full, the default).

@@ -35,6 +35,7 @@ type Store struct {
 	Blobs *FSBlobs
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
+	groupsMu  sync.Mutex // serializes groups/ writes
 	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
 	readOnly bool
 }

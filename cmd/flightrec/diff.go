@@ -16,6 +16,7 @@ import (
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/store"
 )
 
 // runDiff compares two recordings (or, with --group, finds the failure
@@ -23,17 +24,21 @@ import (
 // diff's own: 0 no material divergence (every run of a group shares the
 // signature), 1 the runs diverge (a group has odd ones out), 2 an error.
 func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("diff", "diff A B | diff --group REC… [--server URL | --data DIR] [--json]", errOut)
+	fs := newFlags("diff", "diff A B | diff --group (REC… | GROUP) [--server URL | --data DIR] [--json]", errOut)
 	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
-	group := fs.Bool("group", false, "report which failure signature the recordings share: reproduced k of n")
+	group := fs.Bool("group", false, "report which failure signature the recordings (or a stored group's members) share: reproduced k of n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
 	ids := fs.Args()
-	if (!*group && len(ids) != 2) || (*group && len(ids) < 2) {
+	groupID := ""
+	if *group && len(ids) == 1 && store.ValidGroupID(ids[0]) {
+		groupID = ids[0]
+	}
+	if (!*group && len(ids) != 2) || (*group && len(ids) < 2 && groupID == "") {
 		fs.Usage()
 		return exitUsage
 	}
@@ -47,6 +52,28 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	defer stop()
+	if groupID != "" {
+		// A stored group: its members are compared, and its own verdict
+		// (against the seed's signature, for a rerun) is printed first.
+		body, err := getAPI(ctx, base+"/v1/groups/"+groupID)
+		var g store.Group
+		if err == nil {
+			err = json.Unmarshal(body, &g)
+		}
+		if err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitUsage
+		}
+		if !*asJSON {
+			fmt.Fprintf(out, "group %s (%s, %d members): %s\n", g.ID, g.Purpose, len(g.Members), g.Summary)
+		}
+		if ids = g.Members; len(ids) < 2 {
+			if *asJSON {
+				printJSON(out, g)
+			}
+			return exitOK
+		}
+	}
 	q := url.Values{}
 	path := "/v1/diff"
 	if *group {

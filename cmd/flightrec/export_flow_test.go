@@ -31,6 +31,21 @@ func recordFlow(t *testing.T, env []string, flowFile, base, data string, extra .
 	return res.ID
 }
 
+// shippedFlow writes the demo storefront's flow name into dir and
+// returns its path.
+func shippedFlow(t *testing.T, name, dir string) string {
+	t.Helper()
+	file, src, err := demoapp.FlowFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // header is an export's leading comment lines.
 func header(b []byte, prefix string) string {
 	var h []string
@@ -53,14 +68,7 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 	testenv.RequireChromium(t)
 	buggy := startStorefront(t, "--bug")
 	data, work := t.TempDir(), t.TempDir()
-	file, src, err := demoapp.FlowFile("checkout-with-gift-card-fails")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shipped := filepath.Join(work, filepath.Base(file))
-	if err := os.WriteFile(shipped, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	shipped := shippedFlow(t, "checkout-with-gift-card-fails", work)
 	orig := recordFlow(t, nil, shipped, buggy, data)
 
 	flowFile := filepath.Join(work, "exported.flow.yaml")
@@ -157,15 +165,8 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 func TestExportPassingRunAsSpec(t *testing.T) {
 	testenv.RequireChromium(t)
 	shop := startStorefront(t)
-	data, work := t.TempDir(), t.TempDir()
-	file, src, err := demoapp.FlowFile("checkout-passes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flowFile := filepath.Join(work, filepath.Base(file))
-	if err := os.WriteFile(flowFile, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data := t.TempDir()
+	flowFile := shippedFlow(t, "checkout-passes", t.TempDir())
 	id := recordFlow(t, nil, flowFile, shop, data)
 	spec := filepath.Join(t.TempDir(), "passes.spec.ts")
 	if _, errOut, code := flightrec(t, "export", "playwright", id, "--data", data, "-o", spec); code != exitOK {

@@ -136,16 +136,12 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 			open.Labels[k] = v
 		}
 	}
-	base, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
+	base, done, err := openTarget(local, *server, sc, *policyDir, fs.Name(), errOut, *asJSON)
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	defer func() {
-		if err := stop(); err != nil {
-			printErr(errOut, *asJSON, err)
-		}
-	}()
+	defer done()
 	c := newClient(base, true, *retryFor, errOut)
 	res, err := importer.Send(ctx, c, open, evs, *verdict)
 	if err != nil {
@@ -205,6 +201,20 @@ func sendTarget(local bool, url string, sc app.StoreConfig, policyDir, command s
 	}
 	stop, u, err := serveLocal(sc, policyDir, command, errOut)
 	return u, stop, err
+}
+
+// openTarget is sendTarget whose stop, deferred by the caller as done,
+// prints a failure to stop rather than lose it.
+func openTarget(local bool, url string, sc app.StoreConfig, policyDir, command string, errOut io.Writer, asJSON bool) (string, func(), error) {
+	u, stop, err := sendTarget(local, url, sc, policyDir, command, errOut)
+	if err != nil {
+		return "", nil, err
+	}
+	return u, func() {
+		if err := stop(); err != nil {
+			printErr(errOut, asJSON, err)
+		}
+	}, nil
 }
 
 // newClient is an ingest client for base with the token from

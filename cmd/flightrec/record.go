@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/flow"
@@ -17,19 +19,11 @@ import (
 
 func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("record", "record FLOW.yaml --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR] [flags]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
-	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	var rf recordFlags
+	rf.register(fs, "server URL (env FLIGHTREC_SERVER)")
 	base := fs.String("base", "", "the app's base URL, for {{base}} and /paths in the flow")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
-	var params paramFlag
-	fs.Var(&params, "param", "a flow parameter as name=value (repeatable); also env FLIGHTREC_PARAM_NAME, or --persona")
-	persona := fs.String("persona", "", "a YAML file of parameter values (name: value); --param and FLIGHTREC_PARAM_… override it")
-	var rc recorder.Config
-	rc.RegisterFlags(fs)
-	quiet := fs.Bool("quiet", false, "print no line per step")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	rc, asJSON := &rf.rc, &rf.asJSON
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -51,46 +45,17 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 			"the flow uses {{base}} or paths, and no --base was given"))
 		return exitUsage
 	}
-	if err := params.check(); err != nil {
+	if fl, err = bindFlow(fl, &rf.params, rf.persona, *base); err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage
 	}
-	values, err := paramValues(fl, params.values, *persona, os.LookupEnv)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitUsage
+	rc.Labels = parseLabels(*labels)
+	url, c, done, code := rf.start(local, out, errOut, fs.Name())
+	if code >= 0 {
+		return code
 	}
-	if fl, err = fl.Bind(values); err != nil {
-		printErr(errOut, *asJSON, missingParams(err))
-		return exitUsage
-	}
-	fl = fl.Expand(*base)
-	if *labels != "" {
-		rc.Labels = map[string]string{}
-		for _, kv := range strings.Split(*labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			rc.Labels[k] = v
-		}
-	}
-	if !*quiet && !*asJSON {
-		rc.Log = out
-	}
-	if _, err := recorder.Browser(rc.Chromium); err != nil {
-		printErr(errOut, *asJSON, recordError(err, "", ""))
-		return exitFailure
-	}
-	url, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
-	}
-	defer func() {
-		if err := stop(); err != nil {
-			printErr(errOut, *asJSON, err)
-		}
-	}()
-	c := newClient(url, true, time.Minute, errOut)
-	res, err := recorder.Record(ctx, rc, fl, c)
+	defer done()
+	res, err := recorder.Record(ctx, *rc, fl, c)
 	if err != nil {
 		printErr(errOut, *asJSON, recordError(err, url, res.ID))
 		return exitFailure
@@ -101,6 +66,80 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	printRecordResult(out, res, "")
 	return exitOK
+}
+
+// recordFlags are the flags of the commands that record a flow (record,
+// rerun): where recordings go, the flow's parameters, the recorder's own.
+type recordFlags struct {
+	server    string
+	sc        app.StoreConfig
+	policyDir string
+	params    paramFlag
+	persona   string
+	rc        recorder.Config
+	quiet     bool
+	asJSON    bool
+}
+
+func (f *recordFlags) register(fs *flag.FlagSet, serverHelp string) {
+	fs.StringVar(&f.server, "server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), serverHelp)
+	f.sc.RegisterFlags(fs)
+	fs.StringVar(&f.policyDir, "policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	fs.Var(&f.params, "param", "a flow parameter as name=value (repeatable); also env FLIGHTREC_PARAM_NAME, or --persona")
+	fs.StringVar(&f.persona, "persona", "", "a YAML file of parameter values (name: value); --param and FLIGHTREC_PARAM_… override it")
+	f.rc.RegisterFlags(fs)
+	fs.BoolVar(&f.quiet, "quiet", false, "print no line per step")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+}
+
+// start points the recorder's progress lines at out (unless quiet or
+// JSON), checks for the browser, then opens where recordings go (the
+// server, or one over --data) and a client for it; code is -1 when both
+// are ready, else the exit code, the error printed.
+func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (string, *ingest.Client, func(), int) {
+	if !f.quiet && !f.asJSON {
+		f.rc.Log = out
+	}
+	if _, err := recorder.Browser(f.rc.Chromium); err != nil {
+		printErr(errOut, f.asJSON, recordError(err, "", ""))
+		return "", nil, nil, exitFailure
+	}
+	url, done, err := openTarget(local, f.server, f.sc, f.policyDir, command, errOut, f.asJSON)
+	if err != nil {
+		printErr(errOut, f.asJSON, err)
+		return "", nil, nil, exitFailure
+	}
+	return url, newClient(url, true, time.Minute, errOut), done, -1
+}
+
+// bindFlow supplies fl's parameters (a persona file, then the
+// environment, then --param) and expands it against base; a run missing
+// any is refused before a browser starts.
+func bindFlow(fl *flow.Flow, params *paramFlag, persona, base string) (*flow.Flow, error) {
+	if err := params.check(); err != nil {
+		return nil, err
+	}
+	values, err := paramValues(fl, params.values, persona, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if fl, err = fl.Bind(values); err != nil {
+		return nil, missingParams(err)
+	}
+	return fl.Expand(base), nil
+}
+
+// parseLabels reads --labels k=v,k=v; "" is none.
+func parseLabels(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // paramFlag collects --param name=value, the last of a name winning.

@@ -97,3 +97,9 @@ func RecordingNotFound(read bool) *Error {
 	}
 	return New(http.StatusNotFound, "RECORDING_NOT_FOUND", next, "no such recording")
 }
+
+// GroupNotFound is the answer for a group that does not exist or that the
+// caller may not see: the two look the same.
+func GroupNotFound() *Error {
+	return New(http.StatusNotFound, "GROUP_NOT_FOUND", "make one with POST /v1/groups, or flightrec rerun", "no such group")
+}

@@ -54,6 +54,8 @@ var routeScope = map[string]string{
 	"POST /v1/index/rebuild":                "admin",
 	"GET /v1/audit":                         "admin",
 	"GET /v1/diff/group":                    "read",
+	"POST /v1/groups":                       "read",
+	"GET /v1/groups/{id}":                   "read",
 	"GET /v1/blobs/{cid}":                   "admin",
 	"GET /metrics":                          "admin",
 	"GET /v1/tokens":                        "admin",
@@ -77,7 +79,8 @@ type fixture struct {
 	shared     string            // the CID of the frame both recordings hold
 	alphaOnly  string            // a CID only alpha's recording holds
 	unknownRec string
-	t0         map[string]int64 // project → its recording's first event time
+	group      map[string]string // project → a group of its recording
+	t0         map[string]int64  // project → its recording's first event time
 }
 
 // jpegOf is a small solid JPEG of colour c.
@@ -99,7 +102,8 @@ func jpegOf(t *testing.T, c color.RGBA) []byte {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	a, base := server(t, ingest.DefaultLimits)
-	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now())}
+	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now()),
+		group: map[string]string{}}
 	shared := jpegOf(t, color.RGBA{200, 30, 30, 255})
 	only := jpegOf(t, color.RGBA{30, 30, 200, 255})
 	for _, project := range []string{"alpha", "beta"} {
@@ -139,6 +143,16 @@ func newFixture(t *testing.T) *fixture {
 		}
 		waitIndexed(t, base, open.ID, uint64(len(evs)))
 		f.rec[project] = open.ID
+	}
+	// A group of each project's recording, made before any token exists.
+	for _, project := range []string{"alpha", "beta"} {
+		r := do(t, "POST", base+"/v1/groups", []byte(`{"ids":["`+f.rec[project]+`"]}`))
+		var g store.Group
+		if r.status != http.StatusCreated {
+			t.Fatalf("group: %d %s", r.status, r.body)
+		}
+		r.decode(t, &g)
+		f.group[project] = g.ID
 	}
 	// The CIDs, read back before any token exists.
 	for _, project := range []string{"alpha", "beta"} {
@@ -260,6 +274,27 @@ func (f *fixture) requests(method, route string) []cell {
 			out = append(out, cell{name: p.name, method: method, route: route, url: f.base + route + q(p.x, p.y), targets: p.targets,
 				target: map[bool]string{true: "?"}[p.targets[1] == "?"]})
 		}
+	case "POST /v1/groups":
+		a, b := f.rec["alpha"], f.rec["beta"]
+		for _, p := range []struct {
+			name, x, y string
+			targets    []string
+		}{
+			{"group alpha", a, a, []string{"alpha", "alpha"}},
+			{"group alpha with beta", a, b, []string{"alpha", "beta"}},
+			{"group beta", b, b, []string{"beta", "beta"}},
+			{"group alpha with unknown", a, f.unknownRec, []string{"alpha", "?"}},
+		} {
+			out = append(out, cell{name: p.name, method: method, route: route, url: f.base + route, targets: p.targets,
+				body:   []byte(`{"ids":["` + p.x + `","` + p.y + `"]}`),
+				target: map[bool]string{true: "?"}[p.targets[1] == "?"]})
+		}
+	case "GET /v1/groups/{id}":
+		for _, p := range []string{"alpha", "beta"} {
+			out = append(out, cell{name: "group of " + p, method: method, route: route, url: f.base + "/v1/groups/" + f.group[p], targets: []string{p}})
+		}
+		out = append(out, cell{name: "unknown group", method: method, route: route, url: f.base + "/v1/groups/" + store.NewGroupID(time.Now()),
+			targets: []string{"?"}, target: "?"})
 	case "GET /v1/recordings/{id}/har":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/har" }, nil)
 	case "GET /v1/recordings/{id}/rrweb":

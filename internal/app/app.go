@@ -318,7 +318,8 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
 			return m.Project, err == nil
-		}}
+		},
+		GroupProject: pb.GroupProject}
 	a.router = a.routes()
 	a.Guard.Router = a.router
 	return a, nil

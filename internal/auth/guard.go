@@ -30,6 +30,9 @@ type Guard struct {
 	// such recording). The guard remembers answers: a project never
 	// changes.
 	ProjectOf func(ctx context.Context, id string) (project string, ok bool)
+	// GroupProject returns a group's project (ok false when there is no
+	// such group); nil knows no groups.
+	GroupProject func(id string) (project string, ok bool)
 	// Router finds a request's route pattern and parameters.
 	Router *chi.Mux
 	// Anonymous allows requests without a token while no grant exists
@@ -154,6 +157,23 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 			projects = append(projects, p)
 		}
 		return projects, true, nil
+	case route == "/v1/groups/{id}":
+		p := ""
+		if gd.GroupProject != nil {
+			p, _ = gd.GroupProject(rctx.URLParam("id"))
+		}
+		return []string{p}, true, nil
+	case route == "/v1/groups" && r.Method == http.MethodPost:
+		// Making a group needs the route on every member's project.
+		ids, err := peekGroupIDs(r)
+		if err != nil || len(ids) == 0 {
+			return []string{""}, true, err
+		}
+		for _, id := range ids {
+			p, _ := gd.recordingProject(r.Context(), id)
+			projects = append(projects, p)
+		}
+		return projects, true, nil
 	case route == "/v1/recordings" && r.Method == http.MethodPost:
 		p, err := peekProject(r)
 		return []string{p}, false, err
@@ -198,19 +218,36 @@ const maxOpenBody = 1 << 20
 // peekProject reads the project of an open request's JSON body and puts
 // the body back for the handler.
 func peekProject(r *http.Request) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxOpenBody+1))
-	if err != nil {
-		return "", apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send the open request again", "reading the body: %v", err)
-	}
-	if len(b) > maxOpenBody {
-		return "", apierr.New(http.StatusRequestEntityTooLarge, "TOO_LARGE", "send at most 1 MiB to open a recording", "the open request is too large")
-	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
 	var v struct {
 		Project string `json:"project"`
 	}
-	_ = json.Unmarshal(b, &v) // a malformed body is the handler's to refuse
-	return v.Project, nil
+	err := peekBody(r, "open a recording", &v)
+	return v.Project, err
+}
+
+// peekGroupIDs reads the members of a group request's JSON body and puts
+// the body back for the handler.
+func peekGroupIDs(r *http.Request) ([]string, error) {
+	var v struct {
+		IDs []string `json:"ids"`
+	}
+	err := peekBody(r, "make a group", &v)
+	return v.IDs, err
+}
+
+// peekBody decodes a JSON body of at most 1 MiB into v and puts the body
+// back; a malformed body is the handler's to refuse.
+func peekBody(r *http.Request, what string, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxOpenBody+1))
+	if err != nil {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send the request again", "reading the body: %v", err)
+	}
+	if len(b) > maxOpenBody {
+		return apierr.New(http.StatusRequestEntityTooLarge, "TOO_LARGE", "send at most 1 MiB to "+what, "the request to %s is too large", what)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	_ = json.Unmarshal(b, v)
+	return nil
 }
 
 // decide returns the cached decision or evaluates the policy.
@@ -250,8 +287,11 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "ask for a token with the "+d.Need+" scope",
 			"this token lacks the %s scope", d.Need)
 		e.Extra = map[string]any{"missing_scope": d.Need}
+	case hidden && route == "/v1/groups/{id}":
+		e = apierr.GroupNotFound()
 	case hidden:
-		e = apierr.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead)
+		// Making a group reads its members: its 404 is a read's.
+		e = apierr.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups")
 	case d.Need == policy.ScopeAdmin:
 		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "use an admin token for every project (--project '*')",
 			"this route needs an admin token for every project")

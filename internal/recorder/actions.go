@@ -81,7 +81,8 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 		if e.Step != n {
 			continue
 		}
-		eff.Requests = append(eff.Requests, event.RequestEffect{Method: e.Method, URL: e.URL, Status: e.Status})
+		eff.Requests = append(eff.Requests, event.RequestEffect{Method: e.Method, URL: e.URL, Status: e.Status,
+			Replayed: s.replayNote(e.Method, e.URL)})
 		if appErr == nil && causedByPage(e) {
 			switch {
 			case e.Status >= 500:
@@ -101,10 +102,16 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" {
 		rc.Effects = eff
 	}
+	misses := s.takeMisses(n)
 	out := stepOutcome{outcome: event.OutcomeDone}
 	switch {
 	case actErr != nil:
 		out = stepOutcome{outcome: event.OutcomeFailed, err: actErr, stop: true}
+	case len(misses) > 0:
+		m := misses[0]
+		out = stepOutcome{outcome: event.OutcomeFailed, err: stepErr(CodeNetworkNotRecorded,
+			"the run asked what the recording never did: rerun without --pin network (against the real API), or record the flow again",
+			"%s %s is not in the recording (%d request(s) unanswered in this step)", m.method, m.url, len(misses))}
 	case appErr != nil:
 		out = stepOutcome{outcome: event.OutcomeFailed, err: appErr}
 	default:

@@ -31,6 +31,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -116,6 +117,8 @@ type Config struct {
 	JPEGQuality   int           // screencast quality, 1-100
 	Project       string
 	Labels        map[string]string
+	// Pins make the run repeatable (flightrec rerun --pin).
+	Pins Pins
 	// Log hears progress lines (one per step); nil is silent.
 	Log io.Writer
 }
@@ -189,7 +192,9 @@ type session struct {
 	dialogs       map[int][]event.Dialog
 	exceptions    map[int]string // the first uncaught exception of each step
 	cursor        *event.Point
-	vp            event.Viewport // set before any goroutine reads it
+	misses        map[int][]replayMiss // API requests the network pin could not answer, by step
+	replayed      map[string][]string  // "METHOD url" → the notes of its answers from the recording
+	vp            event.Viewport       // set before any goroutine reads it
 
 	frames *frames
 	cwork  chan func() // console work, in arrival order, off the reader goroutine
@@ -245,6 +250,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (R
 	}
 	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(),
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
+		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
 	if rep.Mask != nil {
 		s.mask = *rep.Mask
@@ -308,6 +314,12 @@ func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
 		}
 		s.settle(2 * time.Second)
 		s.ensureFrame(0)
+		// Step 0 has no receipt: an API request of the start page the
+		// network pin could not answer fails the run here.
+		if m := s.takeMisses(0); len(m) > 0 {
+			res.Failed = append(res.Failed, StepResult{Step: 0, Verb: "goto", Code: CodeNetworkNotRecorded,
+				Message: fmt.Sprintf("%s %s is not in the recording", m[0].method, m[0].url)})
+		}
 	}
 	for i, step := range fl.Steps {
 		n := i + 1
@@ -344,7 +356,23 @@ func (s *session) setup(vp flow.Viewport) error {
 	}
 	rules, _ := json.Marshal(s.mask)
 	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
-	calls := []func() error{
+	var calls []func() error
+	if s.cfg.Pins.any() {
+		// The pins go in first: the page's own scripts, and the
+		// recorder's, see the pinned clock and randomness from the start.
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: s.cfg.Pins.script()})
+			return err
+		})
+	}
+	if s.cfg.Pins.Network != nil {
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+			return err
+		})
+	}
+	calls = append(calls, []func() error{
 		func() error {
 			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 				Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1})
@@ -367,7 +395,7 @@ func (s *session) setup(vp flow.Viewport) error {
 			return err
 		},
 		s.enableLogs,
-	}
+	}...)
 	for _, call := range calls {
 		if err := call(); err != nil {
 			return fmt.Errorf("setting up the browser tab: %w", err)
@@ -401,6 +429,8 @@ func (s *session) onEvent(ev any) {
 		s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
 		s.mu.Unlock()
 		go chromedp.Call(s.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+	case *fetch.EventRequestPaused:
+		go s.onRequestPaused(ev)
 	case *page.EventScreencastFrame:
 		s.frames.offer(ev)
 	default:

@@ -60,7 +60,10 @@ func (s *session) onDOM(payload string) {
 		return
 	}
 	ts := time.Now()
-	if ev.Timestamp > 0 {
+	// Under the clock pin rrweb's timestamps are the page's pinned clock,
+	// not when the event happened: the event keeps it, the envelope has
+	// the recorder's.
+	if ev.Timestamp > 0 && !s.cfg.Pins.Clock {
 		ts = time.UnixMilli(ev.Timestamp)
 	}
 	s.st.emit(event.KindDOM, ts, event.DOM{Type: ev.Type, Data: ev.Data, Timestamp: ev.Timestamp})

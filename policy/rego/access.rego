@@ -37,6 +37,8 @@ route_scopes := {
 	"GET /v1/search": "read",
 	"GET /v1/diff": "read",
 	"GET /v1/diff/group": "read",
+	"POST /v1/groups": "read",
+	"GET /v1/groups/{id}": "read",
 	"POST /v1/recordings/{id}/pins": "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
 	"GET /v1/blobs/{cid}": "admin",
