@@ -44,7 +44,7 @@ func TestExportFromImports(t *testing.T) {
 	if _, err := flow.Parse("pw.flow.yaml", []byte(out)); err != nil {
 		t.Fatalf("the trace's flow does not parse: %v\n%s", err, out)
 	}
-	for _, want := range []string{`- fill: {target: textbox "Email", value: "buyer@acme.example"}`, `- click: button "Pay"`,
+	for _, want := range []string{`- fill: {target: textbox "Email", value: "{{email}}"}`, `- click: button "Pay"`,
 		`value: "{{card_number}}"`, `- wait: {text: "Gift card applied"}`, `- fill: {target: 'css "#password"', value: "{{password}}"}`, "imported from playwright"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the trace's flow lacks %q:\n%s", want, out)
