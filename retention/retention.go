@@ -98,7 +98,14 @@ func (s *Sweeper) damaged(row store.RecordingRow) bool {
 	if row.State != store.StateFinished {
 		return false
 	}
-	m, _, err := s.Store.Manifest(row.ID)
+	root, err := s.Store.Root(row.ID)
+	if err == nil && root == "" {
+		return false // no longer stored: an index row a crashed sweep left
+	}
+	var m *store.Manifest
+	if err == nil {
+		m, err = s.Store.ReadManifest(root)
+	}
 	return err != nil || len(m.Gaps) > 0
 }
 
