@@ -145,7 +145,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			if err := trimPack(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
-			if err := p.writeIdx(n, sc.entries); err != nil {
+			if err := p.indexUnlessDamaged(n, sc.entries); err != nil {
 				return nil, err
 			}
 		} else {
@@ -568,6 +568,27 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 	return WriteFileAtomic(p.idxPath(n), b, 0o444)
 }
 
+// indexUnlessDamaged writes full pack n's index, unless the pack holds
+// damage (a corrupt entry, an unreadable region): an index lists only the
+// good entries, so a pack with one would be loaded from it and what is
+// known of its damage would last only as long as this process — verify
+// would call a corrupt blob missing, and a sweep would rewrite the pack.
+// Without an index the pack is scanned at every open, which finds the
+// damage again. Called with p.mu held or before the packs are shared.
+func (p *packs) indexUnlessDamaged(n int, entries map[[32]byte]packLoc) error {
+	for _, loc := range p.corrupt {
+		if loc.pack == n {
+			return nil
+		}
+	}
+	for _, d := range p.damaged {
+		if d.Pack == n {
+			return nil
+		}
+	}
+	return p.writeIdx(n, entries)
+}
+
 // corruptAt reports whether a digest was found corrupt in a pack (and not
 // also stored intact).
 func (p *packs) corruptAt(d [32]byte) (packLoc, bool) {
@@ -765,7 +786,7 @@ func (p *packs) finish() error {
 	if err := trimPack(p.path(pf.n), pf.size.Load()); err != nil {
 		return err
 	}
-	if err := p.writeIdx(pf.n, pf.entries); err != nil {
+	if err := p.indexUnlessDamaged(pf.n, pf.entries); err != nil {
 		return err
 	}
 	if err := pf.f.Close(); err != nil {

@@ -160,6 +160,30 @@ func TestPackFlippedByteMidPack(t *testing.T) {
 			t.Fatalf("%s: a sweep rewrote the damaged pack: %v", where, err)
 		}
 		rw.Close()
+		// The pack is full now, and what is known of its damage outlives
+		// the process: another open finds the corrupt blob corrupt (not
+		// missing), and another sweep leaves the pack alone.
+		finished, err := os.ReadFile(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err = OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkAroundDamage(t, where+" reopened after it was finished", rw, pack, finished, cids, datas, victim)
+		if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
+			t.Fatalf("%s reopened after it was finished: %v, want ErrBlobCorrupt", where, err)
+		}
+		sw = rw.BeginSweep()
+		if _, err := sw.Collect(func(cid.Cid) bool { return false }, nil); err != nil {
+			t.Fatal(err)
+		}
+		sw.End()
+		if after, err := os.ReadFile(pack); err != nil || len(after) < end || !bytes.Equal(after[:end], bs[:end]) {
+			t.Fatalf("%s: a sweep after a reopen rewrote the damaged pack: %v", where, err)
+		}
+		rw.Close()
 	}
 }
 
