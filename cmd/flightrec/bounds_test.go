@@ -180,6 +180,14 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 		t.Fatalf("peak RSS %d kB, over 1 GB", hwm)
 	}
 
+	// The refused video lost nothing: the recording's three stored events
+	// are all served.
+	var evs struct{ Events []json.RawMessage }
+	getJSON(t, base+"/v1/recordings/"+wild+"/events", &evs)
+	if len(evs.Events) != 3 {
+		t.Fatalf("the wild recording serves %d events after its video request, want 3", len(evs.Events))
+	}
+
 	// A 55-minute video of two frames is allowed: ffmpeg runs. The client
 	// goes away; the encoder stops.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -309,6 +317,10 @@ func TestConcurrentZstdBombs(t *testing.T) {
 	base := "http://" + p.addr
 	pid := p.cmd.Process.Pid
 	id := openRec(t, base, "shop")
+	now := time.Now().UnixNano()
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, now)}); code != 200 {
+		t.Fatalf("append before the bombs: %d %s", code, body)
+	}
 	type result struct {
 		code int
 		body []byte
@@ -346,7 +358,12 @@ func TestConcurrentZstdBombs(t *testing.T) {
 	// does so a second after the last large body).
 	waitFor(t, "RSS falling after the bombs", func() bool { return procStatus(t, pid, "VmRSS") < hwm/2 })
 	t.Logf("RSS after: %d MB", procStatus(t, pid, "VmRSS")/1024)
-	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, time.Now().UnixNano())}); code != 200 {
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":2,"ts":%d,"step":0,"kind":"console","data":{"level":"log","text":"after"}}`, now+1)}); code != 200 {
 		t.Fatalf("append after the bombs: %d %s", code, body)
+	}
+	// Nothing acknowledged was lost: the event before the bombs and the
+	// one after are both stored.
+	if row := waitIndexedThrough(t, base, id, 2); row.Events != 2 {
+		t.Fatalf("after the bombs the recording holds %d events, want 2", row.Events)
 	}
 }
