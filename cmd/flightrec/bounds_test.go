@@ -206,6 +206,12 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 	if r, err := http.Get(base + "/healthz"); err != nil || r.StatusCode != 200 {
 		t.Fatalf("server after a cancelled video: %v", err)
 	}
+	// The build went to files under the data directory, not memory; a
+	// cancelled one leaves none behind.
+	waitFor(t, "the cancelled build's files removed", func() bool {
+		left, _ := filepath.Glob(filepath.Join(data, store.VideoTempPrefix+"*"))
+		return len(left) == 0
+	})
 
 	// SIGTERM while a build runs: the server ends (a graceful shutdown
 	// first, then the build is cancelled), and so does its encoder.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
+	"github.com/flightrec/flightrec/store"
 )
 
 // runRetention runs a retention sweep on a server (or, with --data, on a
@@ -151,6 +154,24 @@ func dryRunHere(ctx context.Context, sc app.StoreConfig, pol *policy.Engine, now
 	return sw.DryRunAt(ctx, at)
 }
 
+// redactionHere reads recording id's redaction report from the data
+// directory opened read-only.
+func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error) {
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if !store.ValidRecordingID(id) {
+		return nil, apierr.RecordingNotFound(false)
+	}
+	rep, err := st.Redaction(id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return nil, apierr.RecordingNotFound(false)
+	}
+	return rep, err
+}
+
 // runAudit verifies the audit log, or prints a recording's redaction
 // report.
 func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -213,6 +234,17 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		local, ok := oneTarget(fs, errOut, false, "read")
 		if !ok {
 			return exitUsage
+		}
+		if local {
+			// A report only reads: the store read-only, no lock, so it
+			// runs beside a live server.
+			rep, err := redactionHere(sc, fs.Arg(0))
+			if err != nil {
+				printErr(errOut, false, err)
+				return exitFailure
+			}
+			printJSON(out, rep)
+			return exitOK
 		}
 		base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
 		if err != nil {
