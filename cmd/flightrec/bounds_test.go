@@ -373,3 +373,50 @@ func TestConcurrentZstdBombs(t *testing.T) {
 		t.Fatalf("after the bombs the recording holds %d events, want 2", row.Events)
 	}
 }
+
+// TestKeptVideoBuiltOnDisk: a finished recording's video is built in a
+// file under the data directory and moved into the blob store, not held
+// in memory: it is served whole as WebM with its CID as the ETag, a second
+// request is served the kept blob (the same ETag, no new build), a range
+// request gets its bytes, and no build file is left.
+func TestKeptVideoBuiltOnDisk(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	data := t.TempDir()
+	now := time.Now().UnixNano()
+	id := storeFrames(t, data, []int64{now, now + int64(40*time.Second)}, now+int64(60*time.Second))
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	waitIndexed(t, base, id)
+	get := func(hdr ...string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest("GET", base+"/v1/recordings/"+id+"/video.webm", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	code, h, body := get()
+	if code != 200 || !bytes.HasPrefix(body, []byte{0x1a, 0x45, 0xdf, 0xa3}) {
+		t.Fatalf("video: %d, %d bytes %q…; want 200 WebM", code, len(body), body[:min(len(body), 40)])
+	}
+	if etag := h.Get("ETag"); etag != `"`+store.SumString(body)+`"` {
+		t.Fatalf("ETag %s is not the CID of the %d bytes served", etag, len(body))
+	}
+	t.Logf("a 60 s video: %d bytes, peak RSS %d MB", len(body), procStatus(t, p.cmd.Process.Pid, "VmHWM")/1024)
+	code, h2, again := get("Range", "bytes=100-199")
+	if code != http.StatusPartialContent || h2.Get("ETag") != h.Get("ETag") || !bytes.Equal(again, body[100:200]) {
+		t.Fatalf("range request of the kept video: %d %s", code, h2.Get("ETag"))
+	}
+	if left, _ := filepath.Glob(filepath.Join(data, store.VideoTempPrefix+"*")); len(left) != 0 {
+		t.Fatalf("build files left: %v", left)
+	}
+}
