@@ -162,12 +162,14 @@ func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error
 		return nil, err
 	}
 	defer st.Close()
+	notFound := apierr.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+filepath.Join(sc.Data, "recordings"),
+		"no such recording in %s", sc.Data)
 	if !store.ValidRecordingID(id) {
-		return nil, apierr.RecordingNotFound(false)
+		return nil, notFound
 	}
 	rep, err := st.Redaction(id)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return nil, apierr.RecordingNotFound(false)
+		return nil, notFound
 	}
 	return rep, err
 }
