@@ -418,12 +418,17 @@ func (s *Service) lookup(id string) (*recording, error) {
 	return nil, notFound(id)
 }
 
-// sealedError is the refusal of an append to a sealed recording: an
+// sealedError is the refusal of an append to a closed recording: an
 // aborted one says so, since its executor did not finish it.
 func (s *Service) sealedError(id string) error {
 	s.mu.Lock()
-	done := s.sealed[id]
+	done, sealed := s.sealed[id]
 	s.mu.Unlock()
+	if !sealed {
+		// Closed by Close, not sealed: not finished, so the executor
+		// must not stop sending.
+		return logClosed()
+	}
 	if done.verdict == store.VerdictAborted {
 		return aborted()
 	}
@@ -805,10 +810,20 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 		return FinishReply{}, notFound(id)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
+		s.mu.Lock()
+		stillOpen := s.open[id] == r
+		s.mu.Unlock()
+		if stillOpen {
+			// Closed but not sealed: Close ran (the server is stopping),
+			// or a failed seal could not reopen the log. Asking again
+			// would find r again.
+			return FinishReply{}, logClosed()
+		}
 		return s.seal(ctx, id, verdict, still) // sealed meanwhile: answer as a retry
 	}
+	defer r.mu.Unlock()
 	if still != nil && !still(r) {
 		return FinishReply{}, errNotStill
 	}
@@ -852,6 +867,17 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
 	s.proj.Notify(id, r.next-1)
 	return FinishReply{Root: root, AckedThrough: r.next - 1}, nil
+}
+
+// logClosed answers a finish for a recording whose log is closed without
+// being sealed: what it acknowledged is on disk, and the next server start
+// opens it again.
+func logClosed() error {
+	e := apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
+		"retry the finish after the delay (a restarted server has the recording open again); its acknowledged events are kept",
+		"the recording's log is closed: the server is stopping, or the log could not be reopened")
+	e.RetryAfter = 1
+	return e
 }
 
 // sortedVerdicts are the verdicts an executor may finish with: every one

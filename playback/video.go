@@ -1,7 +1,7 @@
 package playback
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -130,17 +131,18 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		unlock := s.videos.lock(row.ID + "/" + name)
 		c, ok, err := s.st.Derived(row.ID, name)
 		if err != nil || !ok {
-			var buf bytes.Buffer
-			if err := build(&buf); err != nil {
+			tmp, err := s.buildFile(build)
+			if err != nil {
 				unlock()
 				s.fail(w, err)
 				return
 			}
-			c, err = s.st.PutDerived(row.ID, name, buf.Bytes())
+			defer removeBuilt(tmp)
+			c, err = s.st.PutDerivedFile(row.ID, name, tmp.Name())
 			if err != nil {
 				unlock()
 				s.log.Error("keeping a built video failed", "recording", row.ID, "video", name, "err", err)
-				serveBuilt(w, r, name, buf.Bytes())
+				serveBuilt(w, r, name, tmp)
 				return
 			}
 		}
@@ -148,19 +150,55 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		s.serveVideo(w, r, row.ID, c.String(), name)
 		return
 	}
-	var buf bytes.Buffer
-	if err := build(&buf); err != nil {
+	tmp, err := s.buildFile(build)
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	serveBuilt(w, r, name, buf.Bytes())
+	defer removeBuilt(tmp)
+	serveBuilt(w, r, name, tmp)
+}
+
+// buildFile builds a video into a temporary file under the data directory,
+// never in memory: an hour of video is hundreds of megabytes, and being on
+// the blob store's filesystem lets PutDerivedFile move it into place. The
+// caller removes it (removeBuilt).
+func (s *Service) buildFile(build func(io.Writer) error) (*os.File, error) {
+	f, err := os.CreateTemp(s.st.Dir(), builtVideoPattern)
+	if err != nil {
+		s.log.Error("creating a file for a video failed", "err", err)
+		return nil, apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
+			"the video could not be encoded")
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = build(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		removeBuilt(f)
+		return nil, err
+	}
+	return f, nil
+}
+
+// builtVideoPattern names the temporaries buildFile makes; the muxer's
+// own share the prefix, and a store opened for writing removes what a
+// crash left of either.
+const builtVideoPattern = store.VideoTempPrefix + "built-*"
+
+// removeBuilt closes and removes a built video's temporary file (gone
+// already when PutDerivedFile moved it into the blob store).
+func removeBuilt(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
 }
 
 // serveBuilt serves a video built for this request and not kept.
-func serveBuilt(w http.ResponseWriter, r *http.Request, name string, b []byte) {
+func serveBuilt(w http.ResponseWriter, r *http.Request, name string, f *os.File) {
 	w.Header().Set("Content-Type", "video/webm")
 	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+	http.ServeContent(w, r, name, time.Time{}, f)
 }
 
 // clipParams reads from_step and to_step (each defaulting to the

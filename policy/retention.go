@@ -15,6 +15,11 @@ type RetentionInput struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	Executor string            `json:"executor,omitempty"`
 	Verdict  string            `json:"verdict,omitempty"`
+	// Damaged is set for a finished recording whose manifest declares
+	// gaps (a repair sealed it with seqs lost to damage) or cannot be
+	// read: damaged evidence, which the default policy keeps like a
+	// failure whatever its verdict (a repaired recording has none).
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // Class is a retention class: its name and how many days after finishing
@@ -34,7 +39,7 @@ func (e *Engine) Retention(ctx context.Context, in RetentionInput) (Class, error
 		labels[k] = v
 	}
 	input := map[string]any{"recording": map[string]any{"project": in.Project, "flow": in.Flow,
-		"labels": labels, "executor": in.Executor, "verdict": in.Verdict}}
+		"labels": labels, "executor": in.Executor, "verdict": in.Verdict, "damaged": in.Damaged}}
 	rs, err := e.retain.Eval(ctx, rego.EvalInput(input))
 	if err != nil {
 		return Class{}, fmt.Errorf("policy: evaluating %s: %w", RetentionQuery, err)

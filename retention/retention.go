@@ -64,7 +64,7 @@ func (s *Sweeper) now() time.Time {
 func (s *Sweeper) Status(ctx context.Context, row store.RecordingRow, now time.Time) Status {
 	st := Status{ID: row.ID, Project: row.Project, Open: row.State != store.StateFinished}
 	c, err := s.Policy.Retention(ctx, policy.RetentionInput{Project: row.Project, Flow: row.Flow,
-		Labels: row.Labels, Executor: row.Executor, Verdict: row.Verdict})
+		Labels: row.Labels, Executor: row.Executor, Verdict: row.Verdict, Damaged: s.damaged(row)})
 	if err != nil {
 		st.PolicyError = err.Error()
 		return st
@@ -89,6 +89,24 @@ func (s *Sweeper) Status(ctx context.Context, row store.RecordingRow, now time.T
 		}
 	}
 	return st
+}
+
+// damaged reports whether a finished recording is damaged evidence: its
+// manifest declares gaps (repaired), or cannot be read. Either way it is
+// kept like a failure (retention.rego), not expired as a passing run.
+func (s *Sweeper) damaged(row store.RecordingRow) bool {
+	if row.State != store.StateFinished {
+		return false
+	}
+	root, err := s.Store.Root(row.ID)
+	if err == nil && root == "" {
+		return false // no longer stored: an index row a crashed sweep left
+	}
+	var m *store.Manifest
+	if err == nil {
+		m, err = s.Store.ReadManifest(root)
+	}
+	return err != nil || len(m.Gaps) > 0
 }
 
 // Report is what a sweep did (or, dry, would do).

@@ -281,6 +281,44 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 type pending struct {
 	c    cid.Cid
 	data []byte
+	// src, when set, is a file holding the blob's size bytes, moved into
+	// place instead of data being written (PutFile).
+	src  string
+	size int64
+}
+
+// PutFile stores the file at src as a blob by moving it into place, never
+// reading it into memory: a built video may be hundreds of megabytes. src
+// must be on the blob store's filesystem (a temporary under the data
+// directory) and must not change while this runs. created is false when the
+// blob was already stored; then, or on an error, src is left where it was
+// for the caller to remove.
+func (b *FSBlobs) PutFile(src string) (cid.Cid, bool, error) {
+	if b.readOnly {
+		return cid.Undef, false, ErrReadOnly
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
+	}
+	var d [32]byte
+	copy(d[:], h.Sum(nil))
+	c := cidOfDigest(d[:])
+	defer b.enter([][32]byte{d})()
+	if _, packed := b.packs.has(d); packed {
+		return c, false, nil
+	}
+	created, err := b.putBatch([]pending{{c: c, src: src, size: n}})
+	if err != nil {
+		return cid.Undef, false, err
+	}
+	return c, created[0], nil
 }
 
 // putBatch stores distinct blobs and reports which it created. It claims
@@ -341,7 +379,11 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(p.data)) {
+		size := int64(len(p.data))
+		if p.src != "" {
+			size = p.size
+		}
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
 			return nil // already stored: never rewritten
 		}
 		// Missing, or (only after outside damage) the wrong size: write
@@ -349,7 +391,12 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		if err := b.ensureShard(shard); err != nil {
 			return err
 		}
-		if err := writeTemp(filepath.Dir(path), path, p.data); err != nil {
+		if p.src != "" {
+			err = moveInto(p.src, path)
+		} else {
+			err = writeTemp(filepath.Dir(path), path, p.data)
+		}
+		if err != nil {
 			return err
 		}
 		created[which[j]] = true
@@ -404,6 +451,26 @@ func writeTemp(dir, path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// moveInto makes the file at src read-only and durable and renames it to
+// path. The caller fsyncs path's directory.
+func moveInto(src, path string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(src, 0o444)
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(src, path)
 }
 
 // ensureShard makes a shard directory exist durably.

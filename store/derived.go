@@ -77,9 +77,29 @@ func (s *Store) Derived(id, name string) (c cid.Cid, ok bool, err error) {
 }
 
 // PutDerived stores data as a blob and records it under name for
-// recording id (replacing what was there). The Put and the record are
-// one hold, so a sweep starting in between cannot collect the blob.
+// recording id (replacing what was there).
 func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
+	return s.putDerived(id, name, func() (cid.Cid, error) {
+		c, _, err := s.Blobs.Put(data)
+		return c, err
+	})
+}
+
+// PutDerivedFile is PutDerived for a blob built in the file at src (a
+// temporary under the data directory), moved into the blob store without
+// being read into memory (FSBlobs.PutFile). src is left for the caller to
+// remove when it was not moved.
+func (s *Store) PutDerivedFile(id, name, src string) (cid.Cid, error) {
+	return s.putDerived(id, name, func() (cid.Cid, error) {
+		c, _, err := s.Blobs.PutFile(src)
+		return c, err
+	})
+}
+
+// putDerived runs put and records its blob under name for recording id.
+// The put and the record are one hold, so a sweep starting in between
+// cannot collect the blob.
+func (s *Store) putDerived(id, name string, put func() (cid.Cid, error)) (cid.Cid, error) {
 	if !ValidRecordingID(id) || !validDerivedName(name) {
 		return cid.Undef, fmt.Errorf("store: derived blob %q of %q: invalid name", name, id)
 	}
@@ -87,7 +107,7 @@ func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 		return cid.Undef, err
 	}
 	defer s.Blobs.Hold()()
-	c, _, err := s.Blobs.Put(data)
+	c, err := put()
 	if err != nil {
 		return cid.Undef, err
 	}

@@ -111,7 +111,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 	// their indexes) under new numbers while one is being filled.
 	filling := 0
 	for _, n := range nums {
-		if !idxs[n] {
+		if !idxs[n] && !p.markedDamaged(n) {
 			filling = n
 		}
 	}
@@ -128,6 +128,12 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			return nil, fmt.Errorf("store: pack %d: %w", n, err)
 		}
 		p.note(sc)
+		if p.markedDamaged(n) {
+			// Finished (trimmed, durable) with damage in it: scanned
+			// at every open to find the damage again, and never cut,
+			// since every entry in it was acknowledged.
+			continue
+		}
 		if sc.torn {
 			// A pack without an index was being filled: a crash, or a
 			// failed write after which nothing more went into it, left
@@ -145,7 +151,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			if err := trimPack(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
-			if err := p.writeIdx(n, sc.entries); err != nil {
+			if err := p.indexUnlessDamaged(n, sc.entries); err != nil {
 				return nil, err
 			}
 		} else {
@@ -240,7 +246,7 @@ func (p *packs) list(tidy bool) ([]int, map[int]bool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: packs: %w", err)
 	}
-	var nums []int
+	var nums, marks []int
 	idxs := map[int]bool{}
 	for _, e := range ents {
 		name := e.Name()
@@ -263,6 +269,8 @@ func (p *packs) list(tidy bool) ([]int, map[int]bool, error) {
 			nums = append(nums, n)
 		case "idx":
 			idxs[n] = true
+		case "damaged":
+			marks = append(marks, n)
 		}
 	}
 	sort.Ints(nums)
@@ -272,6 +280,13 @@ func (p *packs) list(tidy bool) ([]int, map[int]bool, error) {
 	have := make(map[int]bool, len(nums))
 	for _, n := range nums {
 		have[n] = true
+	}
+	for _, n := range marks {
+		// A damage marker without its pack would mark a later pack of
+		// that number (only outside changes leave one).
+		if !have[n] && tidy {
+			_ = os.Remove(p.markPath(n))
+		}
 	}
 	for n := range idxs {
 		if !have[n] && !tidy {
@@ -568,6 +583,40 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 	return WriteFileAtomic(p.idxPath(n), b, 0o444)
 }
 
+// indexUnlessDamaged writes full pack n's index, unless the pack holds
+// damage (a corrupt entry, an unreadable region): an index lists only the
+// good entries, so a pack with one would be loaded from it and what is
+// known of its damage would last only as long as this process — verify
+// would call a corrupt blob missing, and a sweep would rewrite the pack.
+// A damaged pack gets the marker NNNNNNNN.damaged instead: it is scanned
+// at every open, which finds the damage again, and, being finished, never
+// cut (a pack without an index or a marker may have a torn tail). Called
+// with p.mu held or before the packs are shared.
+func (p *packs) indexUnlessDamaged(n int, entries map[[32]byte]packLoc) error {
+	damaged := false
+	for _, loc := range p.corrupt {
+		damaged = damaged || loc.pack == n
+	}
+	for _, d := range p.damaged {
+		damaged = damaged || d.Pack == n
+	}
+	if damaged {
+		return WriteFileAtomic(p.markPath(n), nil, 0o444)
+	}
+	return p.writeIdx(n, entries)
+}
+
+// markPath is the marker of a finished pack that holds damage.
+func (p *packs) markPath(n int) string {
+	return filepath.Join(p.dir, fmt.Sprintf("%08d.damaged", n))
+}
+
+// markedDamaged reports whether pack n was finished holding damage.
+func (p *packs) markedDamaged(n int) bool {
+	_, err := os.Stat(p.markPath(n))
+	return err == nil
+}
+
 // corruptAt reports whether a digest was found corrupt in a pack (and not
 // also stored intact).
 func (p *packs) corruptAt(d [32]byte) (packLoc, bool) {
@@ -765,7 +814,7 @@ func (p *packs) finish() error {
 	if err := trimPack(p.path(pf.n), pf.size.Load()); err != nil {
 		return err
 	}
-	if err := p.writeIdx(pf.n, pf.entries); err != nil {
+	if err := p.indexUnlessDamaged(pf.n, pf.entries); err != nil {
 		return err
 	}
 	if err := pf.f.Close(); err != nil {

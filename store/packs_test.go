@@ -160,6 +160,54 @@ func TestPackFlippedByteMidPack(t *testing.T) {
 			t.Fatalf("%s: a sweep rewrote the damaged pack: %v", where, err)
 		}
 		rw.Close()
+		// The pack is full now, and what is known of its damage outlives
+		// the process: another open finds the corrupt blob corrupt (not
+		// missing), and another sweep leaves the pack alone.
+		finished, err := os.ReadFile(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err = OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkAroundDamage(t, where+" reopened after it was finished", rw, pack, finished, cids, datas, victim)
+		if where == "body" && !errors.Is(err, ErrBlobCorrupt) {
+			t.Fatalf("%s reopened after it was finished: %v, want ErrBlobCorrupt", where, err)
+		}
+		sw = rw.BeginSweep()
+		if _, err := sw.Collect(func(cid.Cid) bool { return false }, nil); err != nil {
+			t.Fatal(err)
+		}
+		sw.End()
+		if after, err := os.ReadFile(pack); err != nil || len(after) < end || !bytes.Equal(after[:end], bs[:end]) {
+			t.Fatalf("%s: a sweep after a reopen rewrote the damaged pack: %v", where, err)
+		}
+		rw.Close()
+		// Damage that reaches its last entry later is not taken for a
+		// torn tail: the pack was finished, every entry acknowledged.
+		if _, err := os.Stat(filepath.Join(dir, "packs", "00000001.damaged")); err != nil {
+			t.Fatalf("%s: the finished damaged pack has no marker: %v", where, err)
+		}
+		last, err := os.ReadFile(pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[len(last)-10] ^= 0x01 // in the body of the blob put after the damage
+		if err := os.WriteFile(pack, last, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rw, err = OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := os.ReadFile(pack); !bytes.Equal(after, last) {
+			t.Fatalf("%s: a finished damaged pack was cut from %d to %d bytes at open", where, len(last), len(after))
+		}
+		if _, err := rw.Open(mc); !errors.Is(err, ErrBlobCorrupt) {
+			t.Fatalf("%s: the last blob, damaged later: %v, want ErrBlobCorrupt", where, err)
+		}
+		rw.Close()
 	}
 }
 

@@ -90,6 +90,7 @@ func OpenStore(dir string, lo LogOptions) (*Store, error) {
 		b.Close()
 		return nil, err
 	}
+	removeVideoTemps(dir)
 	return s, nil
 }
 

@@ -117,6 +117,23 @@ func (s *Store) removeLeftovers() error {
 	return nil
 }
 
+// VideoTempPrefix starts the names of the temporary files playback builds
+// videos in, in the data directory: they are on the blob store's
+// filesystem, so a built video is moved into it, not copied.
+const VideoTempPrefix = "flightrec-webm-"
+
+// removeVideoTemps removes the video temporaries a crash left (the
+// process that made them is gone: a store is opened for writing under the
+// data directory's lock). A failure only leaves space used.
+func removeVideoTemps(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), VideoTempPrefix) && e.Type().IsRegular() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // References returns every blob CID recording id references, sorted and
 // distinct: for a finished recording its root (the manifest), the
 // manifest's segments and the manifest's blobs; for an open one the CIDs

@@ -180,6 +180,14 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 		t.Fatalf("peak RSS %d kB, over 1 GB", hwm)
 	}
 
+	// The refused video lost nothing: the recording's three stored events
+	// are all served.
+	var evs struct{ Events []json.RawMessage }
+	getJSON(t, base+"/v1/recordings/"+wild+"/events", &evs)
+	if len(evs.Events) != 3 {
+		t.Fatalf("the wild recording serves %d events after its video request, want 3", len(evs.Events))
+	}
+
 	// A 55-minute video of two frames is allowed: ffmpeg runs. The client
 	// goes away; the encoder stops.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -198,6 +206,12 @@ func TestVideoOfAWildTimestamp(t *testing.T) {
 	if r, err := http.Get(base + "/healthz"); err != nil || r.StatusCode != 200 {
 		t.Fatalf("server after a cancelled video: %v", err)
 	}
+	// The build went to files under the data directory, not memory; a
+	// cancelled one leaves none behind.
+	waitFor(t, "the cancelled build's files removed", func() bool {
+		left, _ := filepath.Glob(filepath.Join(data, store.VideoTempPrefix+"*"))
+		return len(left) == 0
+	})
 
 	// SIGTERM while a build runs: the server ends (a graceful shutdown
 	// first, then the build is cancelled), and so does its encoder.
@@ -309,6 +323,10 @@ func TestConcurrentZstdBombs(t *testing.T) {
 	base := "http://" + p.addr
 	pid := p.cmd.Process.Pid
 	id := openRec(t, base, "shop")
+	now := time.Now().UnixNano()
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, now)}); code != 200 {
+		t.Fatalf("append before the bombs: %d %s", code, body)
+	}
 	type result struct {
 		code int
 		body []byte
@@ -346,7 +364,59 @@ func TestConcurrentZstdBombs(t *testing.T) {
 	// does so a second after the last large body).
 	waitFor(t, "RSS falling after the bombs", func() bool { return procStatus(t, pid, "VmRSS") < hwm/2 })
 	t.Logf("RSS after: %d MB", procStatus(t, pid, "VmRSS")/1024)
-	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":1,"ts":%d,"step":0,"kind":"meta","data":{}}`, time.Now().UnixNano())}); code != 200 {
+	if code, body := postLines(t, base, id, []string{fmt.Sprintf(`{"seq":2,"ts":%d,"step":0,"kind":"console","data":{"level":"log","text":"after"}}`, now+1)}); code != 200 {
 		t.Fatalf("append after the bombs: %d %s", code, body)
+	}
+	// Nothing acknowledged was lost: the event before the bombs and the
+	// one after are both stored.
+	if row := waitIndexedThrough(t, base, id, 2); row.Events != 2 {
+		t.Fatalf("after the bombs the recording holds %d events, want 2", row.Events)
+	}
+}
+
+// TestKeptVideoBuiltOnDisk: a finished recording's video is built in a
+// file under the data directory and moved into the blob store, not held
+// in memory: it is served whole as WebM with its CID as the ETag, a second
+// request is served the kept blob (the same ETag, no new build), a range
+// request gets its bytes, and no build file is left.
+func TestKeptVideoBuiltOnDisk(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	data := t.TempDir()
+	now := time.Now().UnixNano()
+	id := storeFrames(t, data, []int64{now, now + int64(40*time.Second)}, now+int64(60*time.Second))
+	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
+	p.start()
+	defer p.stop()
+	base := "http://" + p.addr
+	waitIndexed(t, base, id)
+	get := func(hdr ...string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest("GET", base+"/v1/recordings/"+id+"/video.webm", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	code, h, body := get()
+	if code != 200 || !bytes.HasPrefix(body, []byte{0x1a, 0x45, 0xdf, 0xa3}) {
+		t.Fatalf("video: %d, %d bytes %q…; want 200 WebM", code, len(body), body[:min(len(body), 40)])
+	}
+	if etag := h.Get("ETag"); etag != `"`+store.SumString(body)+`"` {
+		t.Fatalf("ETag %s is not the CID of the %d bytes served", etag, len(body))
+	}
+	t.Logf("a 60 s video: %d bytes, peak RSS %d MB", len(body), procStatus(t, p.cmd.Process.Pid, "VmHWM")/1024)
+	code, h2, again := get("Range", "bytes=100-199")
+	if code != http.StatusPartialContent || h2.Get("ETag") != h.Get("ETag") || !bytes.Equal(again, body[100:200]) {
+		t.Fatalf("range request of the kept video: %d %s", code, h2.Get("ETag"))
+	}
+	if left, _ := filepath.Glob(filepath.Join(data, store.VideoTempPrefix+"*")); len(left) != 0 {
+		t.Fatalf("build files left: %v", left)
 	}
 }

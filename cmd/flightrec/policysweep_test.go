@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -33,23 +34,8 @@ class := {"name": "decade", "days": 3650} if {
 // policy (--policy or FLIGHTREC_POLICY) it keeps the recording; with
 // --policy-changed it proceeds.
 func TestRetentionSweepUnderServePolicy(t *testing.T) {
-	data, pol := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(pol, "retention.rego"), []byte(decadePolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--policy", pol}}
-	p.start()
-	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "keep", "--verdict", "pass", "--json", file)
-	if code != exitOK {
-		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
-	}
-	var res struct{ ID string }
-	_ = json.Unmarshal([]byte(out), &res)
+	p, data, pol, id := serveDecade(t)
+	res := struct{ ID string }{id}
 	p.stop()
 	served, err := retention.RecordedPolicy(data)
 	if err != nil || !strings.HasPrefix(served, "sha256:") {
@@ -59,7 +45,7 @@ func TestRetentionSweepUnderServePolicy(t *testing.T) {
 	later := time.Now().Add(15 * 24 * time.Hour).UTC().Format(time.RFC3339)
 
 	for _, args := range [][]string{{"--dry-run", "--now", later}, {}} {
-		out, errOut, code = flightrec(t, append([]string{"retention", "sweep", "--data", data}, args...)...)
+		out, errOut, code := flightrec(t, append([]string{"retention", "sweep", "--data", data}, args...)...)
 		if code == exitOK || !strings.Contains(errOut, "POLICY_MISMATCH") || !strings.Contains(errOut, served) ||
 			strings.Count(errOut, "sha256:") < 2 || !strings.Contains(errOut, "--policy-changed") {
 			t.Fatalf("sweep %v without --policy: exit %d\n%s%s", args, code, out, errOut)
@@ -68,7 +54,7 @@ func TestRetentionSweepUnderServePolicy(t *testing.T) {
 			t.Fatalf("a refused sweep touched the recording: %v", err)
 		}
 	}
-	out, errOut, code = flightrec(t, "retention", "sweep", "--data", data, "--policy", pol, "--dry-run", "--now", later)
+	out, errOut, code := flightrec(t, "retention", "sweep", "--data", data, "--policy", pol, "--dry-run", "--now", later)
 	if code != exitOK || !strings.Contains(out, "would remove 0") {
 		t.Fatalf("dry sweep under serve's policy: exit %d\n%s%s", code, out, errOut)
 	}
@@ -82,5 +68,80 @@ func TestRetentionSweepUnderServePolicy(t *testing.T) {
 	}
 	if _, err := os.Stat(recDir); err != nil {
 		t.Fatalf("the recording is gone: %v", err)
+	}
+}
+
+// serveDecade starts a server under decadePolicy and records one passing
+// recording of project keep through it; it returns the running server,
+// its data and policy directories and the recording's id.
+func serveDecade(t *testing.T) (p *serverProc, data, pol, id string) {
+	t.Helper()
+	data, pol = t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "retention.rego"), []byte(decadePolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--policy", pol}}
+	p.start()
+	file := filepath.Join(t.TempDir(), "rec.ndjson")
+	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
+	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "keep", "--verdict", "pass", "--json", file)
+	if code != exitOK {
+		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
+	}
+	var res struct{ ID string }
+	_ = json.Unmarshal([]byte(out), &res)
+	return p, data, pol, res.ID
+}
+
+// TestDryRunBesideLiveServer: retention sweep --dry-run --data and audit
+// redaction --data on a running server's directory read it without the
+// lock (an operator previews a sweep beside a live server) and changes no byte of it (SQLite's -shm
+// and -wal aside); a real sweep --data is refused with DATA_DIR_LOCKED
+// naming --server; the recording is still served afterwards.
+func TestDryRunBesideLiveServer(t *testing.T) {
+	p, data, pol, id := serveDecade(t)
+	defer p.stop()
+	waitIndexed(t, "http://"+p.addr, id)
+	var stored struct{ Events int64 }
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+id, &stored)
+	before := quietTree(t, data)
+	later := time.Now().Add(15 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", pol}, "would remove 0"},
+		{[]string{"--policy-changed"}, "would remove 1"}, // the default policy: 14 days
+	} {
+		out, errOut, code := flightrec(t, append([]string{"retention", "sweep", "--data", data, "--dry-run", "--now", later}, c.args...)...)
+		if code != exitOK || !strings.Contains(out, c.want) {
+			t.Fatalf("dry run %v beside a live server: exit %d\n%s%s", c.args, code, out, errOut)
+		}
+	}
+	out, errOut, code := flightrec(t, "audit", "redaction", id, "--data", data)
+	if code != exitOK || !strings.Contains(out, id) {
+		t.Fatalf("audit redaction --data beside a live server: exit %d\n%s%s", code, out, errOut)
+	}
+	// The live server's own index checkpoints may land in index.sqlite
+	// at any time (a read-only open cannot write it: mode=ro); every
+	// other file is compared.
+	after := hashTree(t, data)
+	for _, tree := range []map[string][32]byte{before, after} {
+		delete(tree, "/index.sqlite")
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatal("a dry run or a redaction report changed the data directory")
+	}
+	out, errOut, code = flightrec(t, "retention", "sweep", "--data", data, "--policy", pol)
+	if code == exitOK || !strings.Contains(errOut, "DATA_DIR_LOCKED") || !strings.Contains(errOut, "--server") {
+		t.Fatalf("a real sweep --data beside a live server: exit %d\n%s%s", code, out, errOut)
+	}
+	var row struct{ Events int64 }
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+id, &row)
+	if row.Events != stored.Events || row.Events == 0 {
+		t.Fatalf("the recording after: %+v; %d events before", row, stored.Events)
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
+	"github.com/flightrec/flightrec/store"
 )
 
 // runRetention runs a retention sweep on a server (or, with --data, on a
@@ -32,7 +35,7 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
 	var sc app.StoreConfig
 	sc.RegisterFlags(fs)
-	dry := fs.Bool("dry-run", false, "only report what would be removed")
+	dry := fs.Bool("dry-run", false, "only report what would be removed (with --data: reads the directory without its lock, beside a live server)")
 	now := fs.String("now", "", "with --dry-run: answer what would go at this time (RFC 3339)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""),
@@ -50,40 +53,29 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 	if !ok {
 		return exitUsage
 	}
+	var rep retention.Report
+	var err error
 	if local {
 		// A server sweeps under its own policy; a sweep here must use the
 		// same one, or it deletes what the server keeps.
-		pol, err := policy.Load(ctx, *policyDir)
+		var pol *policy.Engine
+		pol, err = policy.Load(ctx, *policyDir)
 		if err == nil {
 			err = retention.CheckPolicy(sc.Data, pol.Digest(), *policyChanged)
+		}
+		if err == nil && *dry {
+			rep, err = dryRunHere(ctx, sc, pol, *now)
 		}
 		if err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
 	}
-	base, stop, err := sendTarget(local, *server, sc, *policyDir, fs.Name(), errOut)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
-	}
-	defer stop()
-	q := url.Values{}
-	if *dry {
-		q.Set("dry_run", "true")
-	}
-	if *now != "" {
-		q.Set("now", *now)
-	}
-	body, err := callAPI(ctx, "POST", base+"/v1/retention/sweep?"+q.Encode(), nil)
-	if err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
-	}
-	var rep retention.Report
-	if err := json.Unmarshal(body, &rep); err != nil {
-		printErr(errOut, *asJSON, err)
-		return exitFailure
+	if !local || !*dry {
+		if rep, err = sweepThrough(ctx, local, *server, sc, *policyDir, fs.Name(), *dry, *now, errOut); err != nil {
+			printErr(errOut, *asJSON, err)
+			return exitFailure
+		}
 	}
 	if *asJSON {
 		printJSON(out, rep)
@@ -109,6 +101,77 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 		return exitFailure
 	}
 	return exitOK
+}
+
+// sweepThrough sweeps through the API of a server, or of one run here
+// under the data directory's lock.
+func sweepThrough(ctx context.Context, local bool, server string, sc app.StoreConfig, policyDir, name string, dry bool, now string, errOut io.Writer) (retention.Report, error) {
+	var rep retention.Report
+	base, stop, err := sendTarget(local, server, sc, policyDir, name, errOut)
+	if err != nil {
+		return rep, err
+	}
+	defer stop()
+	q := url.Values{}
+	if dry {
+		q.Set("dry_run", "true")
+	}
+	if now != "" {
+		q.Set("now", now)
+	}
+	body, err := callAPI(ctx, "POST", base+"/v1/retention/sweep?"+q.Encode(), nil)
+	if err == nil {
+		err = json.Unmarshal(body, &rep)
+	}
+	return rep, err
+}
+
+// dryRunHere answers a dry run from the data directory opened read-only
+// (store and index): no lock, so an operator previews a sweep beside a
+// live server, and no byte of the directory changes. The index may lag a
+// live server's log by design; a dry run reads what it holds.
+func dryRunHere(ctx context.Context, sc app.StoreConfig, pol *policy.Engine, now string) (retention.Report, error) {
+	at := time.Now()
+	if now != "" {
+		t, err := time.Parse(time.RFC3339, now)
+		if err != nil {
+			return retention.Report{}, apierr.New(0, "BAD_PARAMETER", "give --now as RFC 3339, e.g. 2026-01-31T00:00:00Z", "--now %q is not RFC 3339", now)
+		}
+		at = t
+	}
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return retention.Report{}, err
+	}
+	defer st.Close()
+	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
+	if err != nil {
+		return retention.Report{}, apierr.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or dry-run through a server: --server URL",
+			"the index cannot be read: %v", err)
+	}
+	defer idx.Close()
+	sw := &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil)}
+	return sw.DryRunAt(ctx, at)
+}
+
+// redactionHere reads recording id's redaction report from the data
+// directory opened read-only.
+func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error) {
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	notFound := apierr.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+filepath.Join(sc.Data, "recordings"),
+		"no such recording in %s", sc.Data)
+	if !store.ValidRecordingID(id) {
+		return nil, notFound
+	}
+	rep, err := st.Redaction(id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return nil, notFound
+	}
+	return rep, err
 }
 
 // runAudit verifies the audit log, or prints a recording's redaction
@@ -173,6 +236,17 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		local, ok := oneTarget(fs, errOut, false, "read")
 		if !ok {
 			return exitUsage
+		}
+		if local {
+			// A report only reads: the store read-only, no lock, so it
+			// runs beside a live server.
+			rep, err := redactionHere(sc, fs.Arg(0))
+			if err != nil {
+				printErr(errOut, false, err)
+				return exitFailure
+			}
+			printJSON(out, rep)
+			return exitOK
 		}
 		base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 // flipped on disk under the running server) is found at finish: finish
 // answers RECORDING_DAMAGED with its way out, the recording is reported on
 // /readyz, later appends are refused the same way, and nothing is cut.
+// Repaired, it has no verdict, and retention keeps it like a failure
+// (damaged evidence), not for a passing run's 14 days.
 func TestFinishFindsDamage(t *testing.T) {
 	a, base := server(t, ingest.DefaultLimits)
 	id := openRec(t, base)
@@ -49,5 +51,16 @@ func TestFinishFindsDamage(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(seg); len(after) != len(b) {
 		t.Fatalf("the damaged log went from %d to %d bytes", len(b), len(after))
+	}
+	if r := do(t, "POST", base+"/v1/recordings/"+id+"/repair", nil); r.status != 200 {
+		t.Fatalf("repair: %d %s", r.status, r.body)
+	}
+	var ret struct {
+		Class string
+		Days  int
+	}
+	do(t, "GET", base+"/v1/recordings/"+id+"/retention", nil).decode(t, &ret)
+	if ret.Class != "failing" || ret.Days != 90 {
+		t.Fatalf("a repaired recording's retention: %+v; want failing, 90 days", ret)
 	}
 }

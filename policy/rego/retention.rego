@@ -1,6 +1,6 @@
 # flightrec's default retention policy. The sweeper asks
 # data.flightrec.retention.class for every finished recording, with input
-# {"recording": {project, flow, labels, executor, verdict}}, and gets
+# {"recording": {project, flow, labels, executor, verdict, damaged}}, and gets
 # {"name": …, "days": N}: the recording expires N days after it finished.
 # A policy directory may replace this package (every module in package
 # flightrec.retention there replaces this file).
@@ -14,3 +14,8 @@ failing := {"fail", "flaky", "blocked", "aborted"}
 default class := {"name": "passing", "days": 14}
 
 class := {"name": "failing", "days": 90} if input.recording.verdict in failing
+
+# Damaged evidence (a repaired recording, sealed with declared gaps and no
+# verdict, or one whose manifest cannot be read) is kept like a failure:
+# the damage is itself something someone will look into.
+class := {"name": "failing", "days": 90} if input.recording.damaged
