@@ -412,10 +412,37 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 			return fmt.Errorf("sqlite index: delete %s: %w", id, err)
 		}
 	}
+	// The deleted docs' trigrams leave the text index's segments only when
+	// they are merged away, in the same transaction so that no commit
+	// leaves them behind.
+	if _, err := tx.ExecContext(ctx, optimizeFTSSQL); err != nil {
+		return fmt.Errorf("sqlite index: delete %s: purge events_fts: %w", id, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: delete %s: commit: %w", id, err)
 	}
-	db.ck.wrote()
+	return db.purgeWAL(ctx)
+}
+
+// purgeWAL runs after a delete commits. secure_delete zeroes the pages the
+// delete freed, but only in the pages' new versions: the WAL still holds
+// the frames earlier commits wrote, deleted rows and all, and a checkpoint
+// that merely restarts the WAL overwrites them only as far as later commits
+// reach. A TRUNCATE checkpoint copies the WAL into the file (where the
+// zeroed pages replace the old) and cuts the WAL to nothing. It waits
+// (busy_timeout) for readers of other processes to leave the WAL; if one
+// stays, the WAL keeps its frames until the next purge or checkpoint that
+// passes, and the delete still stands.
+func (db *DB) purgeWAL(ctx context.Context) error {
+	var busy, frames, copied int
+	if err := db.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
+		return fmt.Errorf("sqlite index: checkpoint after delete: %w", err)
+	}
+	if busy != 0 {
+		// A reader still needs the old frames; the background checkpointer
+		// tries again.
+		db.ck.wrote()
+	}
 	return nil
 }
 
@@ -438,6 +465,5 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: reset: commit: %w", err)
 	}
-	db.ck.wrote()
-	return nil
+	return db.purgeWAL(ctx)
 }
