@@ -24,6 +24,7 @@ const (
 )
 
 // TestDeletePurgesText deletes a recording whose events hold purgeSecret
+// and purges (PurgeDeleted, as a retention sweep does after its deletes)
 // (and, separately, resets the index holding it) and then looks for what
 // remains: the text index's own vocabulary must have none of the secret's
 // trigrams that no kept event has (a tombstoned doc keeps its trigrams in
@@ -34,7 +35,12 @@ func TestDeletePurgesText(t *testing.T) {
 		name string
 		del  func(context.Context, *DB) error
 	}{
-		{"DeleteRecording", func(ctx context.Context, db *DB) error { return db.DeleteRecording(ctx, "purge-gone") }},
+		{"DeleteRecording", func(ctx context.Context, db *DB) error {
+			if err := db.DeleteRecording(ctx, "purge-gone"); err != nil {
+				return err
+			}
+			return db.PurgeDeleted(ctx)
+		}},
 		{"Reset", func(ctx context.Context, db *DB) error { return db.Reset(ctx) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -412,19 +412,27 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 			return fmt.Errorf("sqlite index: delete %s: %w", id, err)
 		}
 	}
-	// The deleted docs' trigrams leave the text index's segments only when
-	// they are merged away, in the same transaction so that no commit
-	// leaves them behind.
-	if _, err := tx.ExecContext(ctx, optimizeFTSSQL); err != nil {
-		return fmt.Errorf("sqlite index: delete %s: purge events_fts: %w", id, err)
-	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: delete %s: commit: %w", id, err)
+	}
+	db.ck.wrote()
+	return nil
+}
+
+// PurgeDeleted removes from the file what deletes left of the rows they
+// deleted (store.Purger). The deleted docs' trigrams leave the text
+// index's segments only when a merge rewrites them: 'optimize' merges every
+// segment into one (rewriting the whole text index: the sweep calls this
+// once per batch), and secure_delete zeroes the pages it frees. Then
+// purgeWAL drops the WAL frames that still hold the old rows.
+func (db *DB) PurgeDeleted(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, optimizeFTSSQL); err != nil {
+		return fmt.Errorf("sqlite index: purge events_fts: %w", err)
 	}
 	return db.purgeWAL(ctx)
 }
 
-// purgeWAL runs after a delete commits. secure_delete zeroes the pages the
+// purgeWAL runs after a purge or a Reset commits. secure_delete zeroes the pages the
 // delete freed, but only in the pages' new versions: the WAL still holds
 // the frames earlier commits wrote, deleted rows and all, and a checkpoint
 // that merely restarts the WAL overwrites them only as far as later commits
@@ -447,7 +455,8 @@ func (db *DB) purgeWAL(ctx context.Context) error {
 }
 
 // Reset drops every row. The schema stays; DELETE without WHERE lets SQLite
-// truncate each table rather than delete row by row.
+// truncate each table rather than delete row by row, and 'delete-all'
+// drops the text index's segments whole, so only the WAL needs purging.
 func (db *DB) Reset(ctx context.Context) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
