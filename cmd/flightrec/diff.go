@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -155,24 +154,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 		}
 		r.ServeHTTP(w, q)
 	})
-	closeAll := func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) }
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, errors.Join(err, closeAll())
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String(), func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		<-done
-		return errors.Join(err, closeAll())
-	}, nil
+	return serveOnLoopback(h, func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) })
 }
 
 func printGroup(out io.Writer, g diffrun.GroupReport) {

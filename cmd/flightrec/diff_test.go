@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -248,20 +246,7 @@ func TestDiffEdgeCases(t *testing.T) {
 func TestDiffBesideLiveServer(t *testing.T) {
 	p, data, _, a := serveDecade(t)
 	defer p.stop()
-	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	evs := testgen.Recording(testgen.Options{Seed: 6, Steps: 2, EventsPerStep: 3, StartTS: time.Now().UnixNano()})
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "keep", "--verdict", "fail", "--json", file)
-	if code != exitOK {
-		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
-	}
-	var res struct{ ID string }
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ID == "" {
-		t.Fatalf("ingest printed %q: %v", out, err)
-	}
-	b := res.ID
+	b := ingestGenerated(t, p.addr, "keep", "fail", testgen.Options{Seed: 6, Steps: 2, EventsPerStep: 3, StartTS: time.Now().UnixNano()})
 	waitIndexed(t, "http://"+p.addr, a)
 	waitIndexed(t, "http://"+p.addr, b)
 	before := quietTree(t, data)
@@ -269,7 +254,7 @@ func TestDiffBesideLiveServer(t *testing.T) {
 	// The same answers as the live server's.
 	var want diffrun.Report
 	getJSON(t, "http://"+p.addr+"/v1/diff?a="+a+"&b="+b, &want)
-	out, errOut, code = flightrec(t, "diff", "--data", data, "--json", a, b)
+	out, errOut, code := flightrec(t, "diff", "--data", data, "--json", a, b)
 	var got diffrun.Report
 	if code == exitUsage || json.Unmarshal([]byte(out), &got) != nil {
 		t.Fatalf("diff --data beside a live server: exit %d\n%s%s", code, out, errOut)

@@ -82,18 +82,24 @@ func serveDecade(t *testing.T) (p *serverProc, data, pol, id string) {
 	}
 	p = &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--policy", pol}}
 	p.start()
+	id = ingestGenerated(t, p.addr, "keep", "pass", testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
+	return p, data, pol, id
+}
+
+// ingestGenerated ingests the recording testgen makes of o into the server
+// at addr with flightrec ingest, and returns its id.
+func ingestGenerated(t *testing.T, addr, project, verdict string, o testgen.Options) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
+	if err := os.WriteFile(file, testgen.NDJSON(testgen.Recording(o)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "keep", "--verdict", "pass", "--json", file)
-	if code != exitOK {
+	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+addr, "--project", project, "--verdict", verdict, "--json", file)
+	var res struct{ ID string }
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.ID == "" {
 		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
 	}
-	var res struct{ ID string }
-	_ = json.Unmarshal([]byte(out), &res)
-	return p, data, pol, res.ID
+	return res.ID
 }
 
 // TestDryRunBesideLiveServer: retention sweep --dry-run --data and audit
