@@ -86,6 +86,22 @@ func serveDecade(t *testing.T) (p *serverProc, data, pol, id string) {
 	return p, data, pol, id
 }
 
+// unchangedButIndex fails the test if a file of the data directory differs
+// from before (a hashTree), what naming what ran meanwhile. The live
+// server's own index checkpoints may land in index.sqlite at any time (a
+// read-only open cannot write it: mode=ro), and hashTree skips -wal and
+// -shm; every other file is compared.
+func unchangedButIndex(t *testing.T, data string, before map[string][32]byte, what string) {
+	t.Helper()
+	after := hashTree(t, data)
+	for _, tree := range []map[string][32]byte{before, after} {
+		delete(tree, "/index.sqlite")
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("%s changed the data directory", what)
+	}
+}
+
 // ingestGenerated ingests the recording testgen makes of o into the server
 // at addr with flightrec ingest, and returns its id.
 func ingestGenerated(t *testing.T, addr, project, verdict string, o testgen.Options) string {
@@ -131,16 +147,7 @@ func TestDryRunBesideLiveServer(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, id) {
 		t.Fatalf("audit redaction --data beside a live server: exit %d\n%s%s", code, out, errOut)
 	}
-	// The live server's own index checkpoints may land in index.sqlite
-	// at any time (a read-only open cannot write it: mode=ro); every
-	// other file is compared.
-	after := hashTree(t, data)
-	for _, tree := range []map[string][32]byte{before, after} {
-		delete(tree, "/index.sqlite")
-	}
-	if !reflect.DeepEqual(before, after) {
-		t.Fatal("a dry run or a redaction report changed the data directory")
-	}
+	unchangedButIndex(t, data, before, "a dry run or a redaction report")
 	out, errOut, code = flightrec(t, "retention", "sweep", "--data", data, "--policy", pol)
 	if code == exitOK || !strings.Contains(errOut, "DATA_DIR_LOCKED") || !strings.Contains(errOut, "--server") {
 		t.Fatalf("a real sweep --data beside a live server: exit %d\n%s%s", code, out, errOut)
