@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/indextest"
@@ -221,4 +222,45 @@ func fileHolds(t *testing.T, path, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestCheckpointerTruncates: when purgeWAL cannot truncate the WAL itself,
+// the background checkpointer does, and the deleted rows' old frames go
+// with it.
+func TestCheckpointerTruncates(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "index.sqlite")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := indextest.BenchRows("ck-gone", 1, 50)
+	rows[7].Text = purgeSecret
+	if err := db.PutRecording(ctx, store.RecordingRow{RecordingMeta: store.RecordingMeta{ID: "ck-gone"}, State: store.StateFinished}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.IndexEvents(ctx, "ck-gone", rows, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRecording(ctx, "ck-gone"); err != nil {
+		t.Fatal(err)
+	}
+	if !fileHolds(t, path, purgeSecret) {
+		t.Fatal("fixture: the deleted text is in no file before the purge")
+	}
+	db.ck.truncateWAL()
+	for i := 0; ; i++ {
+		fi, err := os.Stat(path + "-wal")
+		if err == nil && fi.Size() == 0 && !db.ck.truncate.Load() {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the checkpointer never truncated the WAL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fileHolds(t, path, purgeSecret) {
+		t.Error("the deleted text is still in an index file after the checkpointer's TRUNCATE")
+	}
 }

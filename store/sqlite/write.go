@@ -429,29 +429,26 @@ func (db *DB) PurgeDeleted(ctx context.Context) error {
 	if _, err := db.w.ExecContext(ctx, optimizeFTSSQL); err != nil {
 		return fmt.Errorf("sqlite index: purge events_fts: %w", err)
 	}
-	return db.purgeWAL(ctx)
+	db.purgeWAL(ctx)
+	return nil
 }
 
-// purgeWAL runs after a purge or a Reset commits. secure_delete zeroes the pages the
-// delete freed, but only in the pages' new versions: the WAL still holds
-// the frames earlier commits wrote, deleted rows and all, and a checkpoint
-// that merely restarts the WAL overwrites them only as far as later commits
-// reach. A TRUNCATE checkpoint copies the WAL into the file (where the
-// zeroed pages replace the old) and cuts the WAL to nothing. It waits
-// (busy_timeout) for readers of other processes to leave the WAL; if one
-// stays, the WAL keeps its frames until the next purge or checkpoint that
-// passes, and the delete still stands.
-func (db *DB) purgeWAL(ctx context.Context) error {
+// purgeWAL runs after a purge or a Reset commits. secure_delete zeroes the
+// pages a delete frees, but only in the pages' new versions: the WAL still
+// holds the frames earlier commits wrote, deleted rows and all, and a
+// checkpoint that merely restarts the WAL overwrites them only as far as
+// later commits reach. A TRUNCATE checkpoint copies the WAL into the file
+// (where the zeroed pages replace the old) and cuts the WAL to nothing. It
+// waits (busy_timeout) for other processes' readers to leave the WAL; if
+// one stays, or the background checkpointer is mid-checkpoint (SQLITE_BUSY
+// at once), the checkpointer takes the TRUNCATE over and retries it until
+// it passes. The delete itself stands either way.
+func (db *DB) purgeWAL(ctx context.Context) {
 	var busy, frames, copied int
-	if err := db.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
-		return fmt.Errorf("sqlite index: checkpoint after delete: %w", err)
+	err := db.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	if err != nil || busy != 0 {
+		db.ck.truncateWAL()
 	}
-	if busy != 0 {
-		// A reader still needs the old frames; the background checkpointer
-		// tries again.
-		db.ck.wrote()
-	}
-	return nil
 }
 
 // Reset drops every row. The schema stays; DELETE without WHERE lets SQLite
@@ -474,5 +471,6 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: reset: commit: %w", err)
 	}
-	return db.purgeWAL(ctx)
+	db.purgeWAL(ctx)
+	return nil
 }
