@@ -210,6 +210,13 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progres
 			progress("deleting", i+1, len(doomed))
 		}
 	}
+	// Deletion leaves no trace: once per sweep, as a purge may rewrite the
+	// whole text index.
+	if p, ok := s.Index.(store.Purger); ok && len(doomed) > 0 {
+		if err := p.PurgeDeleted(ctx); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("index: purge deleted text: %v", err))
+		}
+	}
 
 	// Mark: every blob a kept recording references, open ones included.
 	live := map[string]struct{}{}

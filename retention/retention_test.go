@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +352,45 @@ func TestDryRunAsOf(t *testing.T) {
 	}
 	if s, _ := h.do("POST", "/v1/retention/sweep?now="+at, nil); s != 400 {
 		t.Errorf("now without dry_run: %d, want 400", s)
+	}
+}
+
+// purgeCounter is the harness's real index, counting the sweep's purges.
+type purgeCounter struct {
+	store.Index
+	purges atomic.Int32 // the sweep runs in the server's goroutine
+}
+
+func (p *purgeCounter) PurgeDeleted(ctx context.Context) error {
+	p.purges.Add(1)
+	return p.Index.(store.Purger).PurgeDeleted(ctx)
+}
+
+// TestSweepPurgesIndex: a sweep that deletes recordings asks the index to
+// purge what the deletes left (once, after them all: the purge rewrites
+// the whole text index); a sweep that deletes nothing does not.
+func TestSweepPurgesIndex(t *testing.T) {
+	h := newHarness(t)
+	if _, ok := h.app.Sweeper.Index.(store.Purger); !ok {
+		t.Fatal("the embedded index is no store.Purger")
+	}
+	pc := &purgeCounter{Index: h.app.Sweeper.Index}
+	h.app.Sweeper.Index = pc
+	start := h.now
+	a, _ := h.record("pass")
+	b, _ := h.record("pass")
+	h.record("fail")
+	h.setDay(start, 1)
+	if s, b := h.do("POST", "/v1/retention/sweep", nil); s != 200 || pc.purges.Load() != 0 {
+		t.Fatalf("a sweep deleting nothing: %d %s, %d purges", s, b, pc.purges.Load())
+	}
+	h.setDay(start, 15)
+	if s, body := h.do("POST", "/v1/retention/sweep", nil); s != 200 || pc.purges.Load() != 1 {
+		t.Fatalf("a sweep deleting two passing runs: %d %s, %d purges, want 1", s, body, pc.purges.Load())
+	}
+	for _, id := range []string{a, b} {
+		if s, _ := h.do("GET", "/v1/recordings/"+id, nil); s != 404 {
+			t.Errorf("passing run %s after the day-15 sweep: %d, want 404", id, s)
+		}
 	}
 }

@@ -242,3 +242,12 @@ type Index interface {
 	Reset(ctx context.Context) error
 	Close() error
 }
+
+// Purger is an Index whose deletes may leave the deleted rows' bytes on
+// disk until it is asked to purge them (the SQLite index: FTS5 keeps a
+// deleted doc's terms in its segments until a merge rewrites them). A
+// caller deleting a batch of recordings calls PurgeDeleted once after the
+// batch, since a purge may rewrite the whole text index.
+type Purger interface {
+	PurgeDeleted(ctx context.Context) error
+}

@@ -227,13 +227,11 @@ func attestation(ctx context.Context, sc app.StoreConfig, id string) ([]byte, *a
 			}
 		}
 	}
-	st, idx, lock, err := sc.OpenForWrite("export attestation")
+	st, idx, closeAll, err := openForWrite(sc, "export attestation")
 	if err != nil {
 		return nil, nil, "", err
 	}
-	defer lock.Close()
-	defer st.Close()
-	defer idx.Close()
+	defer closeAll()
 	signer, err := attest.LoadOrCreateKey(sc.Data)
 	if err != nil {
 		return nil, nil, "", err
@@ -455,14 +453,12 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 		return exitFailure
 	}
 	defer f.Close()
-	st, idx, lock, err := sc.OpenForWrite("import bundle")
+	st, idx, closeAll, err := openForWrite(sc, "import bundle")
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	defer lock.Close()
-	defer st.Close()
-	defer idx.Close()
+	defer closeAll()
 	id, root, err := st.ImportBundle(f)
 	switch {
 	case errors.Is(err, store.ErrBadBundle):
@@ -488,4 +484,19 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 	}
 	fmt.Fprintf(out, "imported %s root %s\n", id, root)
 	return exitOK
+}
+
+// openForWrite is sc.OpenForWrite for a command that closes everything
+// when it returns: closeAll closes the index and the store, then releases
+// the lock, so no other writer opens the directory while they still write.
+func openForWrite(sc app.StoreConfig, command string) (st *store.Store, idx store.Index, closeAll func(), err error) {
+	st, idx, lock, err := sc.OpenForWrite(command)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return st, idx, func() {
+		idx.Close()
+		st.Close()
+		lock.Close()
+	}, nil
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/go-chi/chi/v5"
 )
 
 // runDiff compares two recordings (or, with --group, finds the failure
@@ -46,7 +48,10 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	base, stop, err := sendTarget(local, *server, sc, "", fs.Name(), errOut)
+	base, stop, err := *server, func() error { return nil }, error(nil)
+	if local {
+		base, stop, err = serveDiffReadOnly(sc, errOut)
+	}
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitUsage
@@ -118,6 +123,38 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitFound
 	}
 	return exitOK
+}
+
+// serveDiffReadOnly serves the read API's diff and group routes on a
+// loopback port over the data directory of sc opened read-only (store and
+// index): a diff only reads, so it takes no lock and runs beside a live
+// server, and no byte of the directory changes. The index may lag a live
+// server's log by design; a diff reads what it holds. stop shuts the
+// server down and closes both.
+func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop func() error, err error) {
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return "", nil, err
+	}
+	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
+	if err != nil {
+		st.Close()
+		return "", nil, apierr.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
+			"the index cannot be read: %v", err)
+	}
+	svc := playback.New(st, idx, newLogger(errOut, "warn"))
+	r := chi.NewRouter()
+	svc.Routes(r)
+	// Only the routes a diff asks for: the others (a video build, say)
+	// may write, and nothing but this process should be served anyway.
+	h := http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if p := q.URL.Path; p != "/v1/diff" && p != "/v1/diff/group" && !strings.HasPrefix(p, "/v1/groups/") {
+			http.NotFound(w, q)
+			return
+		}
+		r.ServeHTTP(w, q)
+	})
+	return serveOnLoopback(h, func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) })
 }
 
 func printGroup(out io.Writer, g diffrun.GroupReport) {

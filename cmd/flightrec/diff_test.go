@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,47 @@ func TestDiffEdgeCases(t *testing.T) {
 	if out, code := diffCLI(t, srv.Base, one, "00000000000000000000000000"); code != exitUsage || !strings.Contains(out, "RECORDING_NOT_FOUND") {
 		t.Errorf("unknown recording: exit %d, %s", code, out)
 	}
+}
+
+// TestDiffBesideLiveServer: diff --data and diff --group --data on a
+// running server's directory read it without the lock (the store and the
+// index opened read-only), answer as the server would, and change no byte
+// of it (the index file, its -wal and -shm aside: the live server writes
+// them itself).
+func TestDiffBesideLiveServer(t *testing.T) {
+	p, data, _, a := serveDecade(t)
+	defer p.stop()
+	b := ingestGenerated(t, p.addr, "keep", "fail", testgen.Options{Seed: 6, Steps: 2, EventsPerStep: 3, StartTS: time.Now().UnixNano()})
+	waitIndexed(t, "http://"+p.addr, a)
+	waitIndexed(t, "http://"+p.addr, b)
+	before := quietTree(t, data)
+
+	// The same answers as the live server's.
+	var want diffrun.Report
+	getJSON(t, "http://"+p.addr+"/v1/diff?a="+a+"&b="+b, &want)
+	out, errOut, code := flightrec(t, "diff", "--data", data, "--json", a, b)
+	var got diffrun.Report
+	if code == exitUsage || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("diff --data beside a live server: exit %d\n%s%s", code, out, errOut)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("diff --data = %+v\nthe server says %+v", got, want)
+	}
+	var wantG diffrun.GroupReport
+	getJSON(t, "http://"+p.addr+"/v1/diff/group?id="+a+"&id="+b, &wantG)
+	out, errOut, code = flightrec(t, "diff", "--group", "--data", data, "--json", a, b)
+	var gotG diffrun.GroupReport
+	if code == exitUsage || json.Unmarshal([]byte(out), &gotG) != nil {
+		t.Fatalf("diff --group --data beside a live server: exit %d\n%s%s", code, out, errOut)
+	}
+	if !reflect.DeepEqual(gotG, wantG) || gotG.Of != 2 {
+		t.Errorf("diff --group --data = %+v\nthe server says %+v", gotG, wantG)
+	}
+	// An unknown recording is the usual envelope.
+	out, errOut, code = flightrec(t, "diff", "--data", data, a, "rec-unknown")
+	if code != exitUsage || !strings.Contains(errOut, "RECORDING_NOT_FOUND") {
+		t.Errorf("diff --data of an unknown recording: exit %d\n%s%s", code, out, errOut)
+	}
+
+	unchangedButIndex(t, data, before, "diff --data")
 }

@@ -238,22 +238,29 @@ func serveLocal(sc app.StoreConfig, policyDir, command string, errOut io.Writer)
 	if err != nil {
 		return nil, "", err
 	}
+	url, stop, err = serveOnLoopback(a.Handler(), a.Close)
+	return stop, url, err
+}
+
+// serveOnLoopback serves h on a loopback port until stop, which shuts the
+// server down and then calls closeAll (closeAll also runs if the port
+// cannot be had).
+func serveOnLoopback(h http.Handler, closeAll func() error) (url string, stop func() error, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		a.Close()
-		return nil, "", err
+		return "", nil, errors.Join(err, closeAll())
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	return func() error {
+	return "http://" + ln.Addr().String(), func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := srv.Shutdown(sctx)
 		<-done
-		return errors.Join(err, a.Close())
-	}, "http://" + ln.Addr().String(), nil
+		return errors.Join(err, closeAll())
+	}, nil
 }

@@ -82,18 +82,40 @@ func serveDecade(t *testing.T) (p *serverProc, data, pol, id string) {
 	}
 	p = &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data, args: []string{"--policy", pol}}
 	p.start()
+	id = ingestGenerated(t, p.addr, "keep", "pass", testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
+	return p, data, pol, id
+}
+
+// unchangedButIndex fails the test if a file of the data directory differs
+// from before (a hashTree), what naming what ran meanwhile. The live
+// server's own index checkpoints may land in index.sqlite at any time (a
+// read-only open cannot write it: mode=ro), and hashTree skips -wal and
+// -shm; every other file is compared.
+func unchangedButIndex(t *testing.T, data string, before map[string][32]byte, what string) {
+	t.Helper()
+	after := hashTree(t, data)
+	for _, tree := range []map[string][32]byte{before, after} {
+		delete(tree, "/index.sqlite")
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("%s changed the data directory", what)
+	}
+}
+
+// ingestGenerated ingests the recording testgen makes of o into the server
+// at addr with flightrec ingest, and returns its id.
+func ingestGenerated(t *testing.T, addr, project, verdict string, o testgen.Options) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 1, EventsPerStep: 2, StartTS: time.Now().UnixNano()})
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
+	if err := os.WriteFile(file, testgen.NDJSON(testgen.Recording(o)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "keep", "--verdict", "pass", "--json", file)
-	if code != exitOK {
+	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+addr, "--project", project, "--verdict", verdict, "--json", file)
+	var res struct{ ID string }
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.ID == "" {
 		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
 	}
-	var res struct{ ID string }
-	_ = json.Unmarshal([]byte(out), &res)
-	return p, data, pol, res.ID
+	return res.ID
 }
 
 // TestDryRunBesideLiveServer: retention sweep --dry-run --data and audit
@@ -125,16 +147,7 @@ func TestDryRunBesideLiveServer(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, id) {
 		t.Fatalf("audit redaction --data beside a live server: exit %d\n%s%s", code, out, errOut)
 	}
-	// The live server's own index checkpoints may land in index.sqlite
-	// at any time (a read-only open cannot write it: mode=ro); every
-	// other file is compared.
-	after := hashTree(t, data)
-	for _, tree := range []map[string][32]byte{before, after} {
-		delete(tree, "/index.sqlite")
-	}
-	if !reflect.DeepEqual(before, after) {
-		t.Fatal("a dry run or a redaction report changed the data directory")
-	}
+	unchangedButIndex(t, data, before, "a dry run or a redaction report")
 	out, errOut, code = flightrec(t, "retention", "sweep", "--data", data, "--policy", pol)
 	if code == exitOK || !strings.Contains(errOut, "DATA_DIR_LOCKED") || !strings.Contains(errOut, "--server") {
 		t.Fatalf("a real sweep --data beside a live server: exit %d\n%s%s", code, out, errOut)

@@ -49,14 +49,12 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if *server != "" {
 		return repairThroughServer(ctx, *server, id, *asJSON, out, errOut)
 	}
-	st, idx, lock, err := sc.OpenForWrite("repair")
+	st, idx, closeAll, err := openForWrite(sc, "repair")
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	defer lock.Close()
-	defer st.Close()
-	defer idx.Close()
+	defer closeAll()
 	root, gaps, err := st.Repair(id)
 	switch {
 	case errors.Is(err, store.ErrNotDamaged):

@@ -21,20 +21,10 @@ func TestRetentionAndAuditCLI(t *testing.T) {
 	data := t.TempDir()
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
 	p.start()
-	evs := testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 2})
-	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := flightrec(t, "ingest", "--server", "http://"+p.addr, "--project", "cli", "--verdict", "pass", "--json", file)
-	if code != exitOK {
-		t.Fatalf("ingest: exit %d %s %s", code, out, errOut)
-	}
-	var res struct{ ID string }
-	_ = json.Unmarshal([]byte(out), &res)
+	id := ingestGenerated(t, p.addr, "cli", "pass", testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 2})
 	later := time.Now().Add(15 * 24 * time.Hour).UTC().Format(time.RFC3339)
-	out, errOut, code = flightrec(t, "retention", "sweep", "--server", "http://"+p.addr, "--dry-run", "--now", later)
-	if code != exitOK || !strings.Contains(out, "would remove 1") || !strings.Contains(out, res.ID) {
+	out, errOut, code := flightrec(t, "retention", "sweep", "--server", "http://"+p.addr, "--dry-run", "--now", later)
+	if code != exitOK || !strings.Contains(out, "would remove 1") || !strings.Contains(out, id) {
 		t.Fatalf("dry sweep as of day 15: exit %d\n%s%s", code, out, errOut)
 	}
 	out, _, code = flightrec(t, "retention", "sweep", "--server", "http://"+p.addr)
@@ -51,7 +41,7 @@ func TestRetentionAndAuditCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(b), res.ID)
+	i := strings.Index(string(b), id)
 	if i < 0 {
 		t.Fatal("the audit log does not name the recording's plan")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,9 +28,12 @@ const (
 
 type checkpointer struct {
 	conn *sql.DB
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	// truncate: a purge wants the WAL cut to nothing (purgeWAL) and could
+	// not do it itself; the next checkpoints are TRUNCATE until one is.
+	truncate atomic.Bool
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func startCheckpointer(conn *sql.DB) *checkpointer {
@@ -37,6 +41,13 @@ func startCheckpointer(conn *sql.DB) *checkpointer {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c
+}
+
+// truncateWAL asks for TRUNCATE checkpoints until one succeeds. It never
+// blocks.
+func (c *checkpointer) truncateWAL() {
+	c.truncate.Store(true)
+	c.wrote()
 }
 
 // wrote tells the checkpointer that a transaction committed. It never
@@ -62,10 +73,23 @@ func (c *checkpointer) run() {
 			return
 		case <-time.After(checkpointDelay):
 		}
+		truncate := c.truncate.Load()
+		if truncate {
+			mode = "TRUNCATE"
+		}
 		var busy, frames, copied int
-		// PRAGMA takes no bound parameters; mode is one of two constants.
+		// PRAGMA takes no bound parameters; mode is one of three constants.
 		err := c.conn.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(`+mode+`)`).
 			Scan(&busy, &frames, &copied)
+		if truncate {
+			if err != nil || busy != 0 {
+				// A reader (or another checkpoint) still holds the WAL:
+				// try again after the delay, whether or not a commit comes.
+				c.wrote()
+				continue
+			}
+			c.truncate.Store(false)
+		}
 		if err != nil {
 			// The next commit retries; until then the WAL just grows.
 			slog.Warn("sqlite index: checkpoint failed", "mode", mode, "err", err)

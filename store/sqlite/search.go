@@ -55,6 +55,12 @@ const (
 	deleteDocsSQL = `DELETE FROM event_docs WHERE rec = ?`
 	// resetFTSSQL empties a contentless FTS5 table.
 	resetFTSSQL = `INSERT INTO events_fts (events_fts) VALUES ('delete-all')`
+	// optimizeFTSSQL merges every segment of events_fts into one. A
+	// delete from a contentless_delete table only writes a tombstone: the
+	// deleted doc's trigrams stay in their segment's b-tree (readable in the
+	// file, and through fts5vocab) until a merge rewrites it. 'optimize' is
+	// the merge that takes every segment, so none survives it.
+	optimizeFTSSQL = `INSERT INTO events_fts (events_fts) VALUES ('optimize')`
 )
 
 // insertFTSSQL indexes the text of the docs numbered above after (a literal

@@ -25,7 +25,10 @@ import (
 	"github.com/flightrec/flightrec/store"
 )
 
-var _ store.Index = (*DB)(nil)
+var (
+	_ store.Index  = (*DB)(nil)
+	_ store.Purger = (*DB)(nil)
+)
 
 // DB is a store.Index backed by one SQLite file.
 type DB struct {

@@ -419,8 +419,41 @@ func (db *DB) DeleteRecording(ctx context.Context, id string) error {
 	return nil
 }
 
+// PurgeDeleted removes from the file what deletes left of the rows they
+// deleted (store.Purger). The deleted docs' trigrams leave the text
+// index's segments only when a merge rewrites them: 'optimize' merges every
+// segment into one (rewriting the whole text index: the sweep calls this
+// once per batch), and secure_delete zeroes the pages it frees. Then
+// purgeWAL drops the WAL frames that still hold the old rows.
+func (db *DB) PurgeDeleted(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, optimizeFTSSQL); err != nil {
+		return fmt.Errorf("sqlite index: purge events_fts: %w", err)
+	}
+	db.purgeWAL(ctx)
+	return nil
+}
+
+// purgeWAL runs after a purge or a Reset commits. secure_delete zeroes the
+// pages a delete frees, but only in the pages' new versions: the WAL still
+// holds the frames earlier commits wrote, deleted rows and all, and a
+// checkpoint that merely restarts the WAL overwrites them only as far as
+// later commits reach. A TRUNCATE checkpoint copies the WAL into the file
+// (where the zeroed pages replace the old) and cuts the WAL to nothing. It
+// waits (busy_timeout) for other processes' readers to leave the WAL; if
+// one stays, or the background checkpointer is mid-checkpoint (SQLITE_BUSY
+// at once), the checkpointer takes the TRUNCATE over and retries it until
+// it passes. The delete itself stands either way.
+func (db *DB) purgeWAL(ctx context.Context) {
+	var busy, frames, copied int
+	err := db.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
+	if err != nil || busy != 0 {
+		db.ck.truncateWAL()
+	}
+}
+
 // Reset drops every row. The schema stays; DELETE without WHERE lets SQLite
-// truncate each table rather than delete row by row.
+// truncate each table rather than delete row by row, and 'delete-all'
+// drops the text index's segments whole, so only the WAL needs purging.
 func (db *DB) Reset(ctx context.Context) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -438,6 +471,6 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite index: reset: commit: %w", err)
 	}
-	db.ck.wrote()
+	db.purgeWAL(ctx)
 	return nil
 }
