@@ -92,7 +92,10 @@ type Decoded struct {
 	// escapes the reader replaced with U+FFFD before decoding (ingest
 	// reports them).
 	Replaced int
-	bin      *binarySpan // where the binary member sits in Data, if any
+	// Sanitized says Data already went through that replacement (the
+	// batch reader did it), so ingest need not scan it a second time.
+	Sanitized bool
+	bin       *binarySpan // where the binary member sits in Data, if any
 }
 
 // Decode validates env and parses its data into the kind's payload type.

@@ -55,7 +55,7 @@ func DecodeBatch(body []byte, lim Limits) ([]*event.Decoded, error) {
 		if err != nil {
 			return nil, badLine(line, err)
 		}
-		d.Replaced = replaced
+		d.Replaced, d.Sanitized = replaced, true
 		if v, ok := d.Payload.(*event.Video); ok && lim.MaxVideoChunkBytes > 0 && len(v.Chunk) > lim.MaxVideoChunkBytes {
 			return nil, apierr.New(http.StatusRequestEntityTooLarge, "VIDEO_CHUNK_TOO_LARGE",
 				fmt.Sprintf("split the stream into chunks of at most %d bytes (the split may fall anywhere) or raise --max-video-chunk-bytes; nothing of this batch was stored", lim.MaxVideoChunkBytes),

@@ -677,7 +677,11 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 // it (DecodeBatch did so for a batch read off the wire; events decoded
 // elsewhere come through here), one finding per replacement.
 func sanitizeUTF8(d *event.Decoded, maxStep int) (*event.Decoded, []redact.Finding, error) {
-	clean, n := redact.SanitizeJSON(d.Data)
+	var clean []byte
+	n := 0
+	if !d.Sanitized { // DecodeBatch's events are clean already: one scan, not two
+		clean, n = redact.SanitizeJSON(d.Data)
+	}
 	nd := d
 	if n > 0 {
 		var err error

@@ -249,10 +249,7 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	if err != nil {
 		return Result{}, fmt.Errorf("redact: dom: %w", err)
 	}
-	// Most DOM events (mouse moves, scrolls, viewport changes) carry no
-	// string value at all: the string pass's pre-filter is not worth its
-	// cost there.
-	if emit && s.t.hasString() && r.rawNeedsWork(data) {
+	if emit && s.stringsNeedWork(data) {
 		s.scrubStrings()
 	}
 	if len(s.edits) == 0 {
@@ -1013,6 +1010,21 @@ func (s *domState) emitAttributes(n *dnode, a int32, rule string) {
 // the model reads — tagName and the tracked attributes — are left alone,
 // so that observing the stored event rebuilds the same structure; strings
 // a mask already erased are skipped.
+// stringsNeedWork is the string pass's pre-filter (rawNeedsWork) over
+// each string value's raw span, quotes included, rather than over the
+// whole event: the pass looks at values alone, never at member names or
+// across values, and the names and structure are most of an rrweb event's
+// bytes (and most of its ':' for the key-signal scan). Most DOM events
+// (mouse moves, scrolls, viewport changes) carry no string value at all.
+func (s *domState) stringsNeedWork(data []byte) bool {
+	for i := range s.t.nodes {
+		if n := &s.t.nodes[i]; n.kind == jString && s.r.rawNeedsWork(data[n.start:n.end]) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *domState) scrubStrings() {
 	done := make(map[int32]bool, len(s.edits))
 	for _, e := range s.edits {

@@ -516,14 +516,3 @@ func (t *jtree) memberSpan(obj, m int32) (int32, int32) {
 	}
 	return t.nodes[prev].end, n.end
 }
-
-// hasString reports whether the document holds a string value (member
-// names do not count).
-func (t *jtree) hasString() bool {
-	for i := range t.nodes {
-		if t.nodes[i].kind == jString {
-			return true
-		}
-	}
-	return false
-}

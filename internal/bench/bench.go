@@ -57,14 +57,21 @@ type Result struct {
 	SmallUnredactedPerSec         float64 `json:"small_events_unredacted_per_s"`
 	RedactedVsUnredacted          float64 `json:"redacted_to_unredacted_ratio"`
 	PolicyEvaluationsPerRecording float64 `json:"policy_evaluations_per_recording"`
-	FrameMBps                     float64 `json:"frame_ingest_mb_per_s"`
-	FrameVsFsync                  float64 `json:"frame_ingest_ratio_to_fsync_write"`
-	FrameVsSHA256                 float64 `json:"frame_ingest_ratio_to_sha256"`
-	StepFirstMicros               float64 `json:"step_view_first_us"`
-	StepLastMicros                float64 `json:"step_view_last_us"`
-	StepLastFirstRatio            float64 `json:"step_view_last_to_first_ratio"`
-	StepEvents                    int     `json:"step_view_events_per_step"`
-	Runs                          int     `json:"runs"`
+	// The process's CPU time per small event, redacted and not (medians),
+	// and the median of per-run ratios unredacted/redacted: what redaction
+	// costs, less swayed than the wall-clock ratio by a disk or a machine
+	// shared with other work.
+	SmallCPUMicros           float64 `json:"small_events_cpu_us_per_event"`
+	SmallUnredactedCPUMicros float64 `json:"small_events_unredacted_cpu_us_per_event"`
+	RedactedVsUnredactedCPU  float64 `json:"redacted_to_unredacted_cpu_ratio"`
+	FrameMBps                float64 `json:"frame_ingest_mb_per_s"`
+	FrameVsFsync             float64 `json:"frame_ingest_ratio_to_fsync_write"`
+	FrameVsSHA256            float64 `json:"frame_ingest_ratio_to_sha256"`
+	StepFirstMicros          float64 `json:"step_view_first_us"`
+	StepLastMicros           float64 `json:"step_view_last_us"`
+	StepLastFirstRatio       float64 `json:"step_view_last_to_first_ratio"`
+	StepEvents               int     `json:"step_view_events_per_step"`
+	Runs                     int     `json:"runs"`
 }
 
 func median(xs []float64) float64 {
@@ -90,6 +97,7 @@ func (o *Options) logf(format string, args ...any) {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Runs: o.Runs}
 	var sha, fs, small, smallMB, frames, frameRatio, first, last, unredacted, redRatio []float64
+	var cpu, rawCPU, cpuRatio []float64 // CPU-µs per small event
 	for i := 0; i < o.Runs; i++ {
 		sha = append(sha, SHA256MBps())
 		w, err := FsyncWriteMBps(o.Dir)
@@ -108,6 +116,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		small, smallMB = append(small, eps), append(smallMB, smb)
+		cpu = append(cpu, 1e6*lastCPU/float64(o.SmallEvents/o.Clients*o.Clients))
 		res.SmallEventBytes = mean
 		res.PolicyEvaluationsPerRecording = lastEvalsPerRecording
 		raw, _, _, err := ingestSmall(ctx, o, false)
@@ -116,8 +125,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		unredacted = append(unredacted, raw)
 		redRatio = append(redRatio, eps/raw)
-		o.logf("run %d: sha256 %.0f MB/s, fsync'd write %.0f MB/s; frames %.1f MB/s (%.3f of it); small events %.0f/s redacted, %.0f/s unredacted (%.3f)",
-			i+1, sha[i], w, mbps, mbps/w, eps, raw, eps/raw)
+		rawCPU = append(rawCPU, 1e6*lastCPU/float64(o.SmallEvents/o.Clients*o.Clients))
+		cpuRatio = append(cpuRatio, rawCPU[i]/cpu[i])
+		o.logf("run %d: sha256 %.0f MB/s, fsync'd write %.0f MB/s; frames %.1f MB/s (%.3f of it); small events %.0f/s redacted, %.0f/s unredacted (%.3f); CPU %.1f µs/event redacted, %.1f unredacted (%.3f)",
+			i+1, sha[i], w, mbps, mbps/w, eps, raw, eps/raw, cpu[i], rawCPU[i], cpuRatio[i])
 	}
 	f, l, per, err := stepView(ctx, o)
 	if err != nil {
@@ -128,6 +139,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.SHA256MBps, res.FsyncWriteMBps = median(sha), median(fs)
 	res.SmallEventsPerSec, res.SmallMBps = median(small), median(smallMB)
 	res.SmallUnredactedPerSec, res.RedactedVsUnredacted = median(unredacted), median(redRatio)
+	res.SmallCPUMicros, res.SmallUnredactedCPUMicros, res.RedactedVsUnredactedCPU = median(cpu), median(rawCPU), median(cpuRatio)
 	res.SmallVsSHA256, res.SmallVsFsync = res.SmallMBps/res.SHA256MBps, res.SmallMBps/res.FsyncWriteMBps
 	res.FrameMBps = median(frames)
 	res.FrameVsFsync, res.FrameVsSHA256 = median(frameRatio), res.FrameMBps/res.SHA256MBps
@@ -446,6 +458,8 @@ func Report(r *Result) string {
 		r.SmallEventBytes, r.SmallEventsPerSec, r.SmallMBps, r.SmallVsSHA256, r.SmallVsFsync)
 	fmt.Fprintf(&b, "  redaction on vs off   %8.0f events/s unredacted; redacted = %.3f of it (median of per-run ratios); %.0f policy evaluation(s) per recording\n",
 		r.SmallUnredactedPerSec, r.RedactedVsUnredacted, r.PolicyEvaluationsPerRecording)
+	fmt.Fprintf(&b, "  redaction CPU         %8.1f µs/event redacted, %.1f unredacted: unredacted = %.3f of redacted (median of per-run ratios)\n",
+		r.SmallCPUMicros, r.SmallUnredactedCPUMicros, r.RedactedVsUnredactedCPU)
 	fmt.Fprintf(&b, "  frames (50 KB blobs)   %8.1f MB/s     = %.3f of fsync'd write (median of per-run ratios), %.3f of sha256\n",
 		r.FrameMBps, r.FrameVsFsync, r.FrameVsSHA256)
 	fmt.Fprintf(&b, "step view (%d events per step):\n", r.StepEvents)
