@@ -94,10 +94,8 @@ func (s *Sweeper) Status(ctx context.Context, row store.RecordingRow, now time.T
 // damaged reports whether a finished recording is damaged evidence: its
 // manifest declares gaps (repaired), or cannot be read. Either way it is
 // kept like a failure (retention.rego), not expired as a passing run.
+// It asks the store, not the row's state: an index row may lag a repair.
 func (s *Sweeper) damaged(row store.RecordingRow) bool {
-	if row.State != store.StateFinished {
-		return false
-	}
 	root, err := s.Store.Root(row.ID)
 	if err == nil && root == "" {
 		return false // no longer stored: an index row a crashed sweep left

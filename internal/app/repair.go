@@ -60,6 +60,11 @@ func (a *App) handleRepair(w http.ResponseWriter, r *http.Request) {
 	}
 	a.Proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
 	a.Proj.Notify(id, m.LastSeq)
+	// Reply once the index holds the repaired recording, so a read that
+	// follows the reply (its retention, its events) sees it sealed.
+	if err := a.Proj.Flush(r.Context()); err != nil {
+		a.log.Warn("indexing a repaired recording is still under way", "recording", id, "err", err)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(RepairReply{Recording: id, Root: root, Gaps: gaps})
 }
