@@ -229,6 +229,12 @@ func (s *Service) recording(ctx context.Context, id string) (store.RecordingRow,
 	}
 	row, err := s.idx.Recording(ctx, id)
 	if err == nil {
+		if row.State != store.StateFinished {
+			// The index lags the store: a recording finished since its
+			// open row was queued is finished, whatever the row says
+			// (a read that saw it finished must not see it open again).
+			s.sealedState(id, &row)
+		}
 		return row, nil
 	}
 	if !errors.Is(err, store.ErrNotFound) {
@@ -239,12 +245,18 @@ func (s *Service) recording(ctx context.Context, id string) (store.RecordingRow,
 		return row, notFound()
 	}
 	row = store.RecordingRow{RecordingMeta: meta, State: store.StateOpen}
+	s.sealedState(id, &row)
+	return row, nil
+}
+
+// sealedState makes row finished, from the manifest, when the store has
+// sealed recording id: the store is the truth about a recording's state.
+func (s *Service) sealedState(id string, row *store.RecordingRow) {
 	if root, _ := s.st.Root(id); root != "" {
 		if m, err := s.st.ReadManifest(root); err == nil {
 			row.RecordingMeta, row.State, row.Root = m.Recording, store.StateFinished, root
 		}
 	}
-	return row, nil
 }
 
 func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
