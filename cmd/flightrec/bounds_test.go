@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/flightrec/flightrec/internal/testenv"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -14,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -145,9 +145,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // cancelling the request stops the encoder; SIGTERM during another build
 // ends the server and its encoder.
 func TestVideoOfAWildTimestamp(t *testing.T) {
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg not installed")
-	}
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	data := t.TempDir()
 	now := time.Now().UnixNano()
 	wild := storeFrames(t, data, []int64{now, now + int64(time.Second)}, math.MaxInt64)
@@ -380,9 +378,7 @@ func TestConcurrentZstdBombs(t *testing.T) {
 // request is served the kept blob (the same ETag, no new build), a range
 // request gets its bytes, and no build file is left.
 func TestKeptVideoBuiltOnDisk(t *testing.T) {
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg not installed")
-	}
+	testenv.RequireFFmpeg(t, "ffmpeg")
 	data := t.TempDir()
 	now := time.Now().UnixNano()
 	id := storeFrames(t, data, []int64{now, now + int64(40*time.Second)}, now+int64(60*time.Second))

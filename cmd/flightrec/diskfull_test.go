@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"github.com/flightrec/flightrec/internal/testenv"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,7 +16,7 @@ import (
 func TestServeOnAFullDisk(t *testing.T) {
 	if out, err := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		"mount -t tmpfs -o size=1m tmpfs /mnt && umount /mnt").CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small filesystem here (needs root and unshare): %v %s", err, out)
+		testenv.Missing(t, fmt.Sprintf("cannot mount a small filesystem here (needs root and unshare): %v %s", err, out))
 	}
 	fx := newDamageFixture(t) // a stopped server's directory with a recording
 	bin := binary(t)
