@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/internal/apierr"
-	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/store"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
-	"github.com/flightrec/flightrec/internal/audit"
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
 )

@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/internal/audit"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/internal/demoapp"
-	"github.com/flightrec/flightrec/internal/flow"
 	"github.com/flightrec/flightrec/internal/testenv"
 )
 

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -407,14 +407,14 @@ func runBin(args ...string) (stdout, stderr string, code int, err error) {
 }
 
 // listTokens is token list --data --json.
-func listTokens(t *testing.T, data string) map[string]auth.Grant {
+func listTokens(t *testing.T, data string) map[string]access.Grant {
 	t.Helper()
 	out, errOut, code := flightrec(t, "token", "list", "--data", data, "--json")
-	var res struct{ Tokens []auth.Grant }
+	var res struct{ Tokens []access.Grant }
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("token list: exit %d %q %q", code, out, errOut)
 	}
-	m := map[string]auth.Grant{}
+	m := map[string]access.Grant{}
 	for _, g := range res.Tokens {
 		m[g.ID] = g
 	}
@@ -448,7 +448,7 @@ func TestParallelTokenCommands(t *testing.T) {
 	}
 	created := map[string]bool{}
 	for _, r := range run(20, "token", "create", "--data", data, "--project", "shop", "--scope", "read", "--json") {
-		var c struct{ Grant auth.Grant }
+		var c struct{ Grant access.Grant }
 		if r.err != nil || r.code != exitOK || json.Unmarshal([]byte(r.out), &c) != nil {
 			t.Fatalf("parallel token create: exit %d %v %q %q", r.code, r.err, r.out, r.errOut)
 		}
@@ -467,7 +467,7 @@ func TestParallelTokenCommands(t *testing.T) {
 	for trial := 0; trial < 4; trial++ {
 		dir := t.TempDir()
 		out, _, code := flightrec(t, "token", "create", "--data", dir, "--project", "shop", "--scope", "read", "--json")
-		var victim struct{ Grant auth.Grant }
+		var victim struct{ Grant access.Grant }
 		if code != exitOK || json.Unmarshal([]byte(out), &victim) != nil {
 			t.Fatalf("token create: exit %d %q", code, out)
 		}

@@ -13,10 +13,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
 )
@@ -48,7 +48,7 @@ func BenchmarkReadAccess(b *testing.B) {
 	bare := chi.NewRouter()
 	bare.Use(middleware.Recoverer)
 	a.Playback.Routes(bare)
-	g := &auth.Guard{Tokens: a.Tokens, Policy: a.Policy, ProjectOf: a.Guard.ProjectOf, Public: a.Guard.Public}
+	g := &access.Guard{Tokens: a.Tokens, Policy: a.Policy, ProjectOf: a.Guard.ProjectOf, Public: a.Guard.Public}
 	mux := chi.NewRouter()
 	mux.Use(middleware.Recoverer, g.Middleware)
 	a.Playback.Routes(mux)

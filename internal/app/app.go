@@ -24,11 +24,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flightrec/flightrec/access"
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/apierr"
-	"github.com/flightrec/flightrec/internal/audit"
-	"github.com/flightrec/flightrec/internal/auth"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/policy"
@@ -186,8 +186,8 @@ type App struct {
 	Ingest   *ingest.Service
 	Playback *playback.Service
 	Policy   *policy.Engine
-	Tokens   *auth.Tokens
-	Guard    *auth.Guard
+	Tokens   *access.Tokens
+	Guard    *access.Guard
 	Audit    *audit.Log
 	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
@@ -280,7 +280,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_built_total", Help: "DOM checkpoint sets built by replaying a recording from its first event."},
 		func() float64 { _, b := pb.DOMSetCounts(); return float64(b) }))
-	tokens, err := auth.OpenTokens(st.Dir())
+	tokens, err := access.OpenTokens(st.Dir())
 	var auditLog *audit.Log
 	if err == nil {
 		auditLog, err = audit.Open(st.Dir())
@@ -313,7 +313,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	if cfg.RetentionInterval > 0 {
 		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	a.Guard = &auth.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
+	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
 		Public: publicRoutes(),
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
@@ -362,7 +362,7 @@ func (a *App) routes() *chi.Mux {
 	a.Ingest.Routes(r)
 	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
-	auth.Routes(r, a.Tokens)
+	access.Routes(r, a.Tokens)
 	a.Sweeper.Routes(r)
 	r.Post("/v1/index/rebuild", a.handleRebuild)
 	audit.Routes(r, a.Audit)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightrec/flightrec/internal/sourcemap"
+	"github.com/flightrec/flightrec/executor/sourcemap"
 )
 
 func readStatic(t *testing.T, name string) string {

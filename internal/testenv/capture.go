@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flightrec/flightrec/ingest/cdphar"
+	"github.com/flightrec/flightrec/executor/cdphar"
 )
 
 // Capture is what a real browser's visit to the cookie app produced.

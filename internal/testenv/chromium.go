@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/flightrec/flightrec/internal/recorder"
+	"github.com/flightrec/flightrec/executor/recorder"
 )
 
 // ChromiumPath returns the browser to run (recorder.FindChromium: $CHROMIUM,

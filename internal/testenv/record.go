@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/flow"
+	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
-	"github.com/flightrec/flightrec/internal/flow"
-	"github.com/flightrec/flightrec/internal/recorder"
 )
 
 // DemoFlow parses one of the storefront's shipped flows.

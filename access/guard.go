@@ -1,0 +1,327 @@
+package access
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/policy"
+)
+
+// Guard decides every request to a protected route: it resolves the
+// bearer token, finds the project the request is about, and asks the
+// access policy. Decisions are cached per grant, route and project for
+// CacheFor, so a read pays a map lookup, not an evaluation.
+type Guard struct {
+	Tokens *Tokens
+	Policy *policy.Engine
+	// ProjectOf returns a recording's project (ok false when there is no
+	// such recording). The guard remembers answers: a project never
+	// changes.
+	ProjectOf func(ctx context.Context, id string) (project string, ok bool)
+	// GroupProject returns a group's project (ok false when there is no
+	// such group); nil knows no groups.
+	GroupProject func(id string) (project string, ok bool)
+	// Router finds a request's route pattern and parameters.
+	Router *chi.Mux
+	// Anonymous allows requests without a token while no grant exists
+	// (serve on loopback, or --insecure-anonymous).
+	Anonymous bool
+	// Public routes need no token (health, readiness, the API document).
+	Public map[string]bool
+	// CacheFor is how long a decision is reused (default 5s).
+	CacheFor time.Duration
+	Log      *slog.Logger
+	// Denied counts refusals by reason; nil counts nothing.
+	Denied *prometheus.CounterVec
+
+	mu       sync.Mutex
+	cache    map[decisionKey]cachedDecision
+	projects map[string]string
+}
+
+type decisionKey struct{ grant, method, route, project string }
+
+type cachedDecision struct {
+	d     policy.Decision
+	until time.Time
+}
+
+// maxCache bounds the decision and project caches; a full cache is
+// emptied (a burst of distinct keys costs evaluations, not memory).
+const maxCache = 1 << 14
+
+// Middleware is the guard as chi middleware.
+func (gd *Guard) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.RawPath
+		if path == "" {
+			path = r.URL.Path
+		}
+		rctx := chi.NewRouteContext()
+		route := gd.Router.Find(rctx, r.Method, path)
+		if route == "" || gd.Public[route] {
+			next.ServeHTTP(w, r) // the router answers 404 or 405 itself
+			return
+		}
+		if gd.Anonymous && gd.Tokens.Empty() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		grant, err := gd.authenticate(r)
+		if err != nil {
+			gd.deny(w, r, route, err)
+			return
+		}
+		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
+		if err != nil {
+			apierr.Write(w, err)
+			return
+		}
+		// A request about several recordings (a diff) needs the route on
+		// every one of their projects.
+		for _, project := range projects {
+			d, err := gd.decide(r.Context(), grant, r.Method, route, project)
+			if err != nil {
+				gd.log().Error("access policy failed; request refused", "route", route, "err", err)
+				apierr.Write(w, apierr.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
+					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
+				return
+			}
+			if !d.Allow {
+				gd.refuse(w, r, route, grant, d, hidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (gd *Guard) log() *slog.Logger {
+	if gd.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return gd.Log
+}
+
+// authenticate reads the bearer token and checks it.
+func (gd *Guard) authenticate(r *http.Request) (Grant, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Grant{}, errNoToken
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Grant{}, errNotBearer
+	}
+	return gd.Tokens.Verify(strings.TrimSpace(tok))
+}
+
+var (
+	errNoToken   = errors.New("this route needs a token")
+	errNotBearer = errors.New("send the token as Authorization: Bearer TOKEN")
+)
+
+// projectsOf finds the projects a request is about: a recording's (from
+// the {id} in its path), the recordings' of a diff (?a=&b=, or every ?id=
+// of a group), the body's for an open, the ?project= of a list or a search
+// (set to the token's own project when a project's token asks without
+// one), or none
+// ("": admin routes). hidden says the request names recordings, whose
+// refusal must look like "no such recording".
+func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g Grant) (projects []string, hidden bool, err error) {
+	switch {
+	case strings.HasPrefix(route, "/v1/recordings/{id}"):
+		p, _ := gd.recordingProject(r.Context(), rctx.URLParam("id"))
+		return []string{p}, true, nil
+	case strings.HasPrefix(route, "/v1/diff"):
+		q := r.URL.Query()
+		ids := append(q["id"], q["a"]...)
+		ids = append(ids, q["b"]...)
+		if len(ids) == 0 {
+			return []string{""}, true, nil
+		}
+		for _, id := range ids {
+			p, _ := gd.recordingProject(r.Context(), id)
+			projects = append(projects, p)
+		}
+		return projects, true, nil
+	case route == "/v1/groups/{id}":
+		p := ""
+		if gd.GroupProject != nil {
+			p, _ = gd.GroupProject(rctx.URLParam("id"))
+		}
+		return []string{p}, true, nil
+	case route == "/v1/groups" && r.Method == http.MethodPost:
+		// Making a group needs the route on every member's project.
+		ids, err := peekGroupIDs(r)
+		if err != nil || len(ids) == 0 {
+			return []string{""}, true, err
+		}
+		for _, id := range ids {
+			p, _ := gd.recordingProject(r.Context(), id)
+			projects = append(projects, p)
+		}
+		return projects, true, nil
+	case route == "/v1/recordings" && r.Method == http.MethodPost:
+		p, err := peekProject(r)
+		return []string{p}, false, err
+	case (route == "/v1/recordings" || route == "/v1/search") && r.Method == http.MethodGet:
+		q := r.URL.Query()
+		p := q.Get("project")
+		if p == "" && g.Project != policy.AllProjects {
+			q.Set("project", g.Project)
+			r.URL.RawQuery = q.Encode()
+			p = g.Project
+		}
+		return []string{p}, false, nil
+	}
+	return []string{""}, false, nil
+}
+
+// recordingProject asks ProjectOf once per recording.
+func (gd *Guard) recordingProject(ctx context.Context, id string) (string, bool) {
+	gd.mu.Lock()
+	p, ok := gd.projects[id]
+	gd.mu.Unlock()
+	if ok {
+		return p, true
+	}
+	p, ok = gd.ProjectOf(ctx, id)
+	if !ok {
+		return "", false
+	}
+	gd.mu.Lock()
+	if gd.projects == nil || len(gd.projects) >= maxCache {
+		gd.projects = map[string]string{}
+	}
+	gd.projects[id] = p
+	gd.mu.Unlock()
+	return p, true
+}
+
+// maxOpenBody bounds the body read to find an open's project; the ingest
+// handler applies its own limits after.
+const maxOpenBody = 1 << 20
+
+// peekProject reads the project of an open request's JSON body and puts
+// the body back for the handler.
+func peekProject(r *http.Request) (string, error) {
+	var v struct {
+		Project string `json:"project"`
+	}
+	err := peekBody(r, "open a recording", &v)
+	return v.Project, err
+}
+
+// peekGroupIDs reads the members of a group request's JSON body and puts
+// the body back for the handler.
+func peekGroupIDs(r *http.Request) ([]string, error) {
+	var v struct {
+		IDs []string `json:"ids"`
+	}
+	err := peekBody(r, "make a group", &v)
+	return v.IDs, err
+}
+
+// peekBody decodes a JSON body of at most 1 MiB into v and puts the body
+// back; a malformed body is the handler's to refuse.
+func peekBody(r *http.Request, what string, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxOpenBody+1))
+	if err != nil {
+		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send the request again", "reading the body: %v", err)
+	}
+	if len(b) > maxOpenBody {
+		return apierr.New(http.StatusRequestEntityTooLarge, "TOO_LARGE", "send at most 1 MiB to "+what, "the request to %s is too large", what)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	_ = json.Unmarshal(b, v)
+	return nil
+}
+
+// decide returns the cached decision or evaluates the policy.
+func (gd *Guard) decide(ctx context.Context, g Grant, method, route, project string) (policy.Decision, error) {
+	k := decisionKey{g.ID, method, route, project}
+	now := time.Now()
+	gd.mu.Lock()
+	c, ok := gd.cache[k]
+	gd.mu.Unlock()
+	if ok && now.Before(c.until) {
+		return c.d, nil
+	}
+	d, err := gd.Policy.Access(ctx, policy.AccessInput{Method: method, Route: route, Project: project, Token: g.Claims()})
+	if err != nil {
+		return d, err
+	}
+	ttl := gd.CacheFor
+	if ttl <= 0 {
+		ttl = 5 * time.Second
+	}
+	gd.mu.Lock()
+	if gd.cache == nil || len(gd.cache) >= maxCache {
+		gd.cache = map[decisionKey]cachedDecision{}
+	}
+	gd.cache[k] = cachedDecision{d, now.Add(ttl)}
+	gd.mu.Unlock()
+	return d, nil
+}
+
+// refuse answers a denied request. A request about a recording of another
+// project (or of none) gets the handlers' own "no such recording", so it
+// cannot tell the two apart; a missing scope is 403 naming the scope.
+func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g Grant, d policy.Decision, hidden bool) {
+	var e *apierr.Error
+	switch {
+	case d.Reason == policy.ReasonMissingScope:
+		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "ask for a token with the "+d.Need+" scope",
+			"this token lacks the %s scope", d.Need)
+		e.Extra = map[string]any{"missing_scope": d.Need}
+	case hidden && route == "/v1/groups/{id}":
+		e = apierr.GroupNotFound()
+	case hidden:
+		// Making a group reads its members: its 404 is a read's.
+		e = apierr.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups")
+	case d.Need == policy.ScopeAdmin:
+		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "use an admin token for every project (--project '*')",
+			"this route needs an admin token for every project")
+	case d.Reason == policy.ReasonOtherProject:
+		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "use a token for that project",
+			"this token does not cover that project")
+	default:
+		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "see the access policy", "no access rule allows this route")
+	}
+	gd.count(d.Reason)
+	gd.log().Info("request denied", "method", r.Method, "route", route, "token_id", g.ID, "reason", d.Reason, "status", e.Status)
+	apierr.Write(w, e)
+}
+
+// deny answers a request without a valid token: 401 with the envelope and
+// a WWW-Authenticate challenge.
+func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err error) {
+	gd.count("unauthenticated")
+	gd.log().Info("request denied", "method", r.Method, "route", route, "reason", "unauthenticated", "why", err.Error())
+	challenge := `Bearer realm="flightrec"`
+	if !errors.Is(err, errNoToken) {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	apierr.Write(w, apierr.New(http.StatusUnauthorized, "UNAUTHENTICATED",
+		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()))
+}
+
+func (gd *Guard) count(reason string) {
+	if gd.Denied != nil {
+		gd.Denied.WithLabelValues(reason).Inc()
+	}
+}

@@ -1,0 +1,478 @@
+// Package recorder is flightrec's reference executor: it drives a headless
+// Chromium along a flow file (internal/flow) over the DevTools protocol and
+// streams every channel of the run through the ingest API as it happens:
+// a receipt per step, interactive and content text snapshots before and
+// after each step, rrweb DOM events (rrweb's own recorder, injected),
+// HAR entries with bodies, console output with stacks (source-mapped when
+// a map is reachable), JPEG screencast frames with mask rectangles, a
+// screenshot on failure, and meta.
+//
+// It is an executor, not a part of the server: everything it sends is
+// redacted by the server before it is stored. It masks at the source too
+// (rrweb input values and snapshot values of masked fields, computed from
+// the plan's mask rules the server returns on open), so a secret typed
+// into a masked field does not even cross the loopback.
+package recorder
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/page"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/cdphar"
+	"github.com/flightrec/flightrec/executor/flow"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/policy"
+)
+
+// DefaultChromium is where Debian's chromium package puts the browser.
+const DefaultChromium = "/usr/bin/chromium"
+
+// InstallHint says what to install when no browser is found.
+const InstallHint = "install Chromium (Debian/Ubuntu: apt-get install chromium), or set $CHROMIUM to a Chromium or Chrome binary"
+
+// FindChromium returns the browser to run: $CHROMIUM, else
+// /usr/bin/chromium, else chromium, chromium-browser or google-chrome on
+// $PATH. ok is false when none exists.
+func FindChromium() (path string, ok bool) {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err == nil {
+			return p, true
+		}
+		return p, false
+	}
+	if _, err := os.Stat(DefaultChromium); err == nil {
+		return DefaultChromium, true
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, true
+		}
+	}
+	return DefaultChromium, false
+}
+
+// ErrNoChromium is returned when no browser can be found.
+var ErrNoChromium = errors.New("no Chromium found")
+
+// Browser returns the browser Record would run for Config.Chromium path:
+// path itself when it runs ("" finds one), or ErrNoChromium.
+func Browser(path string) (string, error) {
+	if path == "" {
+		if p, ok := FindChromium(); ok {
+			return p, nil
+		}
+		return "", ErrNoChromium
+	}
+	p, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not an executable", ErrNoChromium, path)
+	}
+	return p, nil
+}
+
+// ChromiumOptions are the allocator options of a headless Chromium at path
+// with its own profile directory: the flags Debian's chromium needs to run
+// as root in a container, and none of the background traffic (updates,
+// sync, QUIC) that would show up in a recording's network.
+func ChromiumOptions(path, profileDir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(profileDir),
+	}
+}
+
+// Config tunes the recorder.
+type Config struct {
+	Chromium      string        // the browser; "" finds one (FindChromium)
+	StepTimeout   time.Duration // how long a step waits for its target or condition
+	FrameInterval time.Duration // the least time between two frames
+	JPEGQuality   int           // screencast quality, 1-100
+	Project       string
+	Labels        map[string]string
+	// Pins make the run repeatable (flightrec rerun --pin).
+	Pins Pins
+	// Log hears progress lines (one per step); nil is silent.
+	Log io.Writer
+}
+
+// RegisterFlags adds the recorder's flags to fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Chromium, "chromium", os.Getenv("CHROMIUM"), "Chromium binary (env CHROMIUM; default: /usr/bin/chromium or chromium on $PATH)")
+	fs.DurationVar(&c.StepTimeout, "step-timeout", 5*time.Second, "how long a step waits for its target or condition (a flow step's timeout overrides it)")
+	fs.DurationVar(&c.FrameInterval, "frame-interval", 200*time.Millisecond, "least time between two screencast frames (200ms is 5 per second)")
+	fs.IntVar(&c.JPEGQuality, "jpeg-quality", 70, "screencast JPEG quality, 1-100")
+	fs.StringVar(&c.Project, "project", "default", "project of the recording")
+}
+
+func (c *Config) defaults() {
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 5 * time.Second
+	}
+	if c.FrameInterval <= 0 {
+		c.FrameInterval = 200 * time.Millisecond
+	}
+	if c.JPEGQuality <= 0 || c.JPEGQuality > 100 {
+		c.JPEGQuality = 70
+	}
+	if c.Project == "" {
+		c.Project = "default"
+	}
+}
+
+// Result is what one recorded run produced.
+type Result struct {
+	ID      string `json:"id"`
+	Flow    string `json:"flow"`
+	Root    string `json:"root"`
+	Verdict string `json:"verdict"`
+	// Steps is how many steps ran; Failed lists the failed ones.
+	Steps  int          `json:"steps"`
+	Failed []StepResult `json:"failed,omitempty"`
+	// Events counts the events sent, by kind, and in all.
+	Events     map[event.Kind]int `json:"events"`
+	Total      uint64             `json:"total_events"`
+	Wall       time.Duration      `json:"wall_ns"`
+	BrowserCPU time.Duration      `json:"browser_cpu_ns"` // CPU time of the browser's processes
+}
+
+// StepResult is one step's outcome as the receipt said it.
+type StepResult struct {
+	Step    int    `json:"step"`
+	Line    int    `json:"line"`
+	Verb    string `json:"verb"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+//go:embed page.js
+var pageJS string
+
+// session is one recording in progress: the browser tab, the stream and
+// what the listeners gathered.
+type session struct {
+	cfg  Config
+	ctx  context.Context // the tab's chromedp context
+	st   *stream
+	har  *cdphar.Recorder
+	mask policy.MaskRules
+	refs *refs
+	maps *sourceMaps
+
+	mu            sync.Mutex
+	url           string // the main frame's URL
+	consoleErrors map[int]int
+	dialogs       map[int][]event.Dialog
+	exceptions    map[int]string // the first uncaught exception of each step
+	cursor        *event.Point
+	misses        map[int][]replayMiss // API requests the network pin could not answer, by step
+	replayed      map[string][]string  // "METHOD url" → the notes of its answers from the recording
+	vp            event.Viewport       // set before any goroutine reads it
+
+	frames *frames
+	cwork  chan func() // console work, in arrival order, off the reader goroutine
+	cdone  chan struct{}
+}
+
+// Record runs fl (already expanded against the app's base URL) in a fresh
+// headless Chromium and streams the recording to the server c speaks to.
+// A step that fails stops the flow unless the failure is the app's (a 5xx
+// answer, an uncaught exception), which the receipt records and the flow
+// goes on after. The verdict is fail when any step failed.
+func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (Result, error) {
+	cfg.defaults()
+	start := time.Now()
+	path, err := Browser(cfg.Chromium)
+	if err != nil {
+		return Result{}, err
+	}
+	profile, err := os.MkdirTemp("", "flightrec-chromium-*")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(profile)
+	vp := fl.Viewport
+	if vp.Width == 0 {
+		vp = flow.DefaultViewport
+	}
+	opts := append(ChromiumOptions(path, profile),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.WindowSize(vp.Width, vp.Height))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	defer cancelTab()
+	if err := chromedp.Do(tab); err != nil {
+		return Result{}, fmt.Errorf("starting %s: %w", path, err)
+	}
+	ver, err := chromedp.Call(tab, browser.GetVersion, struct{}{})
+	if err != nil {
+		return Result{}, fmt.Errorf("asking the browser its version: %w", err)
+	}
+
+	versions := map[string]string{"engine": ver.Product, "protocol": ver.ProtocolVersion,
+		"v8": ver.JsVersion, "recorder": "flightrec record", "rrweb": rrwebVersion}
+	if fl.Revision != "" {
+		versions["flow_revision"] = fl.Revision
+	}
+	rep, err := c.Open(ctx, ingest.OpenRequest{Project: cfg.Project, Flow: fl.Name, Labels: cfg.Labels,
+		Executor: "flightrec record", Versions: versions})
+	if err != nil {
+		return Result{}, fmt.Errorf("opening the recording: %w", err)
+	}
+	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(),
+		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
+		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
+		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
+	if rep.Mask != nil {
+		s.mask = *rep.Mask
+	} else {
+		// A server that sends no rules: mask what the default policy
+		// would, rather than nothing.
+		s.mask = policy.MaskRules{InputTypes: []string{"password", "hidden"},
+			Autocomplete: []string{"cc-*", "current-password", "new-password", "one-time-code"},
+			NamePatterns: []string{"card|cc-?(num|number|csc|cvc|exp)|cvv|cvc|pass(word|wd)?|pin|otp|ssn|secret"}}
+	}
+	s.maps = newSourceMaps()
+	go s.consoleWorker()
+	res := Result{ID: rep.ID, Flow: fl.Name}
+	labels := map[string]string{"flow": fl.Name}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	s.st.emitAt(event.KindMeta, start, 0, event.Meta{Versions: versions,
+		Viewport: &event.Viewport{Width: vp.Width, Height: vp.Height}, Labels: labels})
+
+	runErr := s.run(fl, vp, &res)
+
+	// Whatever happened, send what was gathered and finish the recording,
+	// so a failed run is evidence too.
+	s.drainNetwork(5 * time.Second)
+	s.frames.stop()
+	close(s.cwork)
+	<-s.cdone
+	res.Events, res.Total = s.st.stats()
+	if cpu, ok := browserCPU(tab); ok {
+		res.BrowserCPU = cpu
+	}
+	cancelTab()
+	if err := s.st.close(); err != nil {
+		return res, err
+	}
+	res.Verdict = "pass"
+	if len(res.Failed) > 0 || runErr != nil {
+		res.Verdict = "fail"
+	}
+	fin, err := c.Finish(ctx, rep.ID, res.Verdict)
+	if err != nil {
+		return res, fmt.Errorf("finishing recording %s: %w", rep.ID, err)
+	}
+	res.Root = fin.Root
+	res.Wall = time.Since(start)
+	return res, runErr
+}
+
+// run sets up the tab's listeners and runs the flow's steps.
+func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
+	if err := s.setup(vp); err != nil {
+		return err
+	}
+	if fl.StartURL != "" {
+		// Step 0 is before the first action: the start page loads there.
+		if e := s.navigate(fl.StartURL, s.cfg.StepTimeout*2); e != nil {
+			s.screenshotOnFailure()
+			res.Failed = append(res.Failed, StepResult{Step: 0, Verb: "goto", Code: e.Code, Message: e.Message})
+			return nil
+		}
+		s.settle(2 * time.Second)
+		s.ensureFrame(0)
+		// Step 0 has no receipt: an API request of the start page the
+		// network pin could not answer fails the run here.
+		if m := s.takeMisses(0); len(m) > 0 {
+			res.Failed = append(res.Failed, StepResult{Step: 0, Verb: "goto", Code: CodeNetworkNotRecorded,
+				Message: fmt.Sprintf("%s %s is not in the recording", m[0].method, m[0].url)})
+		}
+	}
+	for i, step := range fl.Steps {
+		n := i + 1
+		out := s.runStep(n, step)
+		res.Steps = n
+		if s.cfg.Log != nil {
+			line := fmt.Sprintf("step %d (line %d) %s: %s", n, step.Line, step.Verb, out.outcome)
+			if out.err != nil {
+				line += " " + out.err.Code + ": " + out.err.Message
+			}
+			fmt.Fprintln(s.cfg.Log, line)
+		}
+		if out.err != nil {
+			res.Failed = append(res.Failed, StepResult{Step: n, Line: step.Line, Verb: string(step.Verb),
+				Code: out.err.Code, Message: out.err.Message})
+			if out.stop {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// setup enables the domains the recorder listens to and installs its page
+// scripts (helper, rrweb) for every document to come.
+func (s *session) setup(vp flow.Viewport) error {
+	ctx := s.ctx
+	s.vp = event.Viewport{Width: vp.Width, Height: vp.Height}
+	chromedp.Listen(ctx, s.onEvent)
+	var err error
+	s.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: s.st.currentStep})
+	if err != nil {
+		return err
+	}
+	rules, _ := json.Marshal(s.mask)
+	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
+	var calls []func() error
+	if s.cfg.Pins.any() {
+		// The pins go in first: the page's own scripts, and the
+		// recorder's, see the pinned clock and randomness from the start.
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: s.cfg.Pins.script()})
+			return err
+		})
+	}
+	if s.cfg.Pins.Network != nil {
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+			return err
+		})
+	}
+	calls = append(calls, []func() error{
+		func() error {
+			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+				Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1})
+			return err
+		},
+		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
+		func() error { _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); return err },
+		func() error {
+			_, err := chromedp.Call(ctx, cdpruntime.AddBinding, cdpruntime.AddBindingParams{Name: domBinding})
+			return err
+		},
+		func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: helper})
+			return err
+		},
+		func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: rrwebScript()})
+			return err
+		},
+		s.enableLogs,
+	}...)
+	for _, call := range calls {
+		if err := call(); err != nil {
+			return fmt.Errorf("setting up the browser tab: %w", err)
+		}
+	}
+	s.frames = startFrames(s)
+	return nil
+}
+
+// onEvent runs on chromedp's reader goroutine: it must not block or run
+// commands, so anything that needs the browser goes to a goroutine.
+func (s *session) onEvent(ev any) {
+	switch ev := ev.(type) {
+	case *cdpruntime.EventBindingCalled:
+		if ev.Name == domBinding {
+			s.onDOM(ev.Payload)
+		}
+	case *page.EventFrameNavigated:
+		if ev.Frame != nil && ev.Frame.ParentID == "" {
+			s.mu.Lock()
+			s.url = ev.Frame.URL
+			s.mu.Unlock()
+		}
+	case *page.EventNavigatedWithinDocument:
+		s.mu.Lock()
+		s.url = ev.URL
+		s.mu.Unlock()
+	case *page.EventJavascriptDialogOpening:
+		step := s.st.currentStep()
+		s.mu.Lock()
+		s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
+		s.mu.Unlock()
+		go chromedp.Call(s.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+	case *fetch.EventRequestPaused:
+		go s.onRequestPaused(ev)
+	case *page.EventScreencastFrame:
+		s.frames.offer(ev)
+	default:
+		s.onConsoleEvent(ev)
+	}
+}
+
+// currentURL is the main frame's URL as last navigated.
+func (s *session) currentURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// drainNetwork waits (at most wait) for requests in flight and sends the
+// HAR entries not sent yet.
+func (s *session) drainNetwork(wait time.Duration) {
+	if s.har == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
+	_ = s.har.WaitIdle(ctx, 100*time.Millisecond)
+	cancel()
+	s.sendHAR(s.har.Take(true))
+}
+
+// sendHAR sends entries, each at the step its request started in.
+func (s *session) sendHAR(entries []cdphar.Taken) {
+	for _, e := range entries {
+		s.st.emitAt(event.KindHAR, e.Started, e.Step, e.Entry)
+	}
+}
+
+// browserCPU sums the user and system CPU time of the browser's process
+// tree (Linux /proc); ok is false elsewhere.
+func browserCPU(tab context.Context) (time.Duration, bool) {
+	if runtime.GOOS != "linux" {
+		return 0, false
+	}
+	c := chromedp.FromContext(tab)
+	if c == nil || c.Browser == nil || c.Browser.Process() == nil {
+		return 0, false
+	}
+	return processTreeCPU(c.Browser.Process().Pid)
+}
