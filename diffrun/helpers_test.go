@@ -40,7 +40,7 @@ type demoOpts struct {
 }
 
 // demoRun is a synthetic recording of the gift-card checkout (the shape
-// internal/recorder gives the demo shop's flow): requests with ids,
+// executor/recorder gives the demo shop's flow): requests with ids,
 // cache busters and nonces, console messages with addresses, snapshots
 // with refs and masked values.
 func demoRun(id string, o demoOpts) *Run {

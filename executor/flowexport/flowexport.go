@@ -1,5 +1,5 @@
 // Package flowexport turns a recording into something that runs it again:
-// a flow file in the project's own format (internal/flow), which the
+// a flow file in the project's own format (executor/flow), which the
 // reference recorder replays, and a Playwright Test spec, which goes into a
 // fix's pull request. Both are built from one reading of the recording
 // (Build): each step's verb and target, its waits and checks, which values

@@ -68,7 +68,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // CPU (this process: recorder and sink) and the browser's (its process
 // tree), both as a share of one core, and the recorder's memory.
 //
-//	go test -run '^$' -bench RecordDemoFlows -benchtime 1x -count 3 ./internal/recorder/
+//	go test -run '^$' -bench RecordDemoFlows -benchtime 1x -count 3 ./executor/recorder/
 func BenchmarkRecordDemoFlows(b *testing.B) {
 	path := testenv.RequireChromium(b)
 	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})

@@ -1,5 +1,5 @@
 // Package recorder is flightrec's reference executor: it drives a headless
-// Chromium along a flow file (internal/flow) over the DevTools protocol and
+// Chromium along a flow file (executor/flow) over the DevTools protocol and
 // streams every channel of the run through the ingest API as it happens:
 // a receipt per step, interactive and content text snapshots before and
 // after each step, rrweb DOM events (rrweb's own recorder, injected),
