@@ -15,8 +15,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Guard decides every request to a protected route: it resolves the
@@ -86,7 +87,7 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
 		if err != nil {
-			apierr.Write(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 		// A request about several recordings (a diff) needs the route on
@@ -95,7 +96,7 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 			d, err := gd.decide(r.Context(), grant, r.Method, route, project)
 			if err != nil {
 				gd.log().Error("access policy failed; request refused", "route", route, "err", err)
-				apierr.Write(w, apierr.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
+				httpx.WriteError(w, wire.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
 					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
 				return
 			}
@@ -240,10 +241,10 @@ func peekGroupIDs(r *http.Request) ([]string, error) {
 func peekBody(r *http.Request, what string, v any) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxOpenBody+1))
 	if err != nil {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send the request again", "reading the body: %v", err)
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST", "send the request again", "reading the body: %v", err)
 	}
 	if len(b) > maxOpenBody {
-		return apierr.New(http.StatusRequestEntityTooLarge, "TOO_LARGE", "send at most 1 MiB to "+what, "the request to %s is too large", what)
+		return wire.New(http.StatusRequestEntityTooLarge, "TOO_LARGE", "send at most 1 MiB to "+what, "the request to %s is too large", what)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	_ = json.Unmarshal(b, v)
@@ -281,29 +282,29 @@ func (gd *Guard) decide(ctx context.Context, g Grant, method, route, project str
 // project (or of none) gets the handlers' own "no such recording", so it
 // cannot tell the two apart; a missing scope is 403 naming the scope.
 func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g Grant, d policy.Decision, hidden bool) {
-	var e *apierr.Error
+	var e *wire.Error
 	switch {
 	case d.Reason == policy.ReasonMissingScope:
-		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "ask for a token with the "+d.Need+" scope",
+		e = wire.New(http.StatusForbidden, "FORBIDDEN", "ask for a token with the "+d.Need+" scope",
 			"this token lacks the %s scope", d.Need)
 		e.Extra = map[string]any{"missing_scope": d.Need}
 	case hidden && route == "/v1/groups/{id}":
-		e = apierr.GroupNotFound()
+		e = wire.GroupNotFound()
 	case hidden:
 		// Making a group reads its members: its 404 is a read's.
-		e = apierr.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups")
+		e = wire.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups")
 	case d.Need == policy.ScopeAdmin:
-		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "use an admin token for every project (--project '*')",
+		e = wire.New(http.StatusForbidden, "FORBIDDEN", "use an admin token for every project (--project '*')",
 			"this route needs an admin token for every project")
 	case d.Reason == policy.ReasonOtherProject:
-		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "use a token for that project",
+		e = wire.New(http.StatusForbidden, "FORBIDDEN", "use a token for that project",
 			"this token does not cover that project")
 	default:
-		e = apierr.New(http.StatusForbidden, "FORBIDDEN", "see the access policy", "no access rule allows this route")
+		e = wire.New(http.StatusForbidden, "FORBIDDEN", "see the access policy", "no access rule allows this route")
 	}
 	gd.count(d.Reason)
 	gd.log().Info("request denied", "method", r.Method, "route", route, "token_id", g.ID, "reason", d.Reason, "status", e.Status)
-	apierr.Write(w, e)
+	httpx.WriteError(w, e)
 }
 
 // deny answers a request without a valid token: 401 with the envelope and
@@ -316,7 +317,7 @@ func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err 
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	apierr.Write(w, apierr.New(http.StatusUnauthorized, "UNAUTHENTICATED",
+	httpx.WriteError(w, wire.New(http.StatusUnauthorized, "UNAUTHENTICATED",
 		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()))
 }
 

@@ -9,7 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Routes mounts token management (admin scope, by the access policy):
@@ -35,7 +36,7 @@ func Routes(r chi.Router, t *Tokens) {
 		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 				`send {"project": "P", "scopes": ["read"], "ttl": "720h"}`, "the body is not a token request"))
 			return
 		}
@@ -43,18 +44,18 @@ func Routes(r chi.Router, t *Tokens) {
 		if req.TTL != "" {
 			d, err := time.ParseDuration(req.TTL)
 			if err != nil || d <= 0 {
-				apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST", `send ttl as a Go duration, e.g. "720h"`, "ttl is not a positive duration"))
+				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", `send ttl as a Go duration, e.g. "720h"`, "ttl is not a positive duration"))
 				return
 			}
 			ttl = d
 		}
 		tok, g, err := t.Create(req.Project, req.Scopes, ttl, req.Note)
 		if err != nil && !errors.Is(err, ErrBadRequest) {
-			apierr.Write(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 		if err != nil {
-			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin", "%v", err))
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin", "%v", err))
 			return
 		}
 		g.Hash = ""
@@ -64,10 +65,10 @@ func Routes(r chi.Router, t *Tokens) {
 		g, err := t.Revoke(chi.URLParam(r, "id"))
 		if err != nil {
 			if errors.Is(err, ErrNoGrant) {
-				apierr.Write(w, apierr.New(http.StatusNotFound, "TOKEN_NOT_FOUND", "list tokens with GET /v1/tokens", "no such token"))
+				httpx.WriteError(w, wire.New(http.StatusNotFound, "TOKEN_NOT_FOUND", "list tokens with GET /v1/tokens", "no such token"))
 				return
 			}
-			apierr.Write(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 		g.Hash = ""

@@ -8,7 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Page is the answer of GET /v1/audit. NextAfter is the number of the last
@@ -32,7 +33,7 @@ func Routes(r chi.Router, l *Log) {
 		if s := q.Get("after"); s != "" {
 			n, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 					"send after as an entry number (0 for the first page)", "after is not an entry number"))
 				return
 			}
@@ -42,7 +43,7 @@ func Routes(r chi.Router, l *Log) {
 		if s := q.Get("limit"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 || n > MaxPageSize {
-				apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 					"send limit between 1 and 1000", "limit is not a number between 1 and %d", MaxPageSize))
 				return
 			}
@@ -52,12 +53,12 @@ func Routes(r chi.Router, l *Log) {
 		if err != nil {
 			var p *Problem
 			if errors.As(err, &p) {
-				apierr.Write(w, apierr.New(http.StatusInternalServerError, "AUDIT_LOG_CORRUPT",
+				httpx.WriteError(w, wire.New(http.StatusInternalServerError, "AUDIT_LOG_CORRUPT",
 					"verify DATA/audit.log; the server log has the error",
 					"the audit log fails verification at line %d", p.Line))
 				return
 			}
-			apierr.Write(w, err)
+			httpx.WriteError(w, err)
 			return
 		}
 		next := after

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func serve(t *testing.T, l *Log) *httptest.Server {
@@ -128,7 +128,7 @@ func TestHTTPErrors(t *testing.T) {
 	srv := serve(t, l)
 	for _, q := range []string{"after=-1", "after=x", "after=1.5", "limit=0", "limit=1001", "limit=x", "limit=-3"} {
 		status, body := get(t, srv.URL+"/v1/audit?"+q)
-		e := apierr.Decode(status, body)
+		e := wire.Decode(status, body)
 		if status != http.StatusBadRequest || e.Code != "BAD_REQUEST" || e.Next == "" {
 			t.Fatalf("%s: %d %s", q, status, body)
 		}
@@ -139,14 +139,14 @@ func TestHTTPErrors(t *testing.T) {
 	b[20] ^= 1
 	os.WriteFile(path, b, 0o600)
 	status, body := get(t, srv.URL+"/v1/audit")
-	e := apierr.Decode(status, body)
+	e := wire.Decode(status, body)
 	if status != http.StatusInternalServerError || e.Code != "AUDIT_LOG_CORRUPT" {
 		t.Fatalf("corrupt: %d %s", status, body)
 	}
 	// Closed: the generic internal error, not the cause.
 	l.Close()
 	status, body = get(t, srv.URL+"/v1/audit")
-	if e := apierr.Decode(status, body); status != 500 || e.Code != "INTERNAL" {
+	if e := wire.Decode(status, body); status != 500 || e.Code != "INTERNAL" {
 		t.Fatalf("closed: %d %s", status, body)
 	}
 }

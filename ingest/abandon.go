@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // checkOpenLimits refuses an open over the global limit of open
@@ -35,7 +35,7 @@ func (s *Service) checkOpenLimits(project string) error {
 }
 
 func tooManyOpen(msg, project string) error {
-	e := apierr.New(http.StatusTooManyRequests, "TOO_MANY_OPEN_RECORDINGS",
+	e := wire.New(http.StatusTooManyRequests, "TOO_MANY_OPEN_RECORDINGS",
 		"finish recordings that are done, abort abandoned ones (POST /v1/recordings/{id}/abort), or retry later",
 		"%s", msg)
 	e.RetryAfter = 5

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // bodyMem bounds the memory request bodies being read take together
@@ -74,7 +74,7 @@ func (m *bodyMem) acquire(ctx context.Context, sem *semaphore.Weighted, n int64)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		e := apierr.New(http.StatusServiceUnavailable, "BODY_MEMORY_BUSY",
+		e := wire.New(http.StatusServiceUnavailable, "BODY_MEMORY_BUSY",
 			"retry after the delay (the server is reading other large bodies); nothing of this batch was stored",
 			"no memory for this body within %s: the bodies being read hold the server's --max-body-memory (%d bytes)", m.wait, m.size)
 		e.RetryAfter = 1

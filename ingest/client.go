@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Client speaks the write API. Its Send survives server restarts: it
@@ -43,9 +43,9 @@ func NewClient(base string) *Client {
 }
 
 // Open opens a recording.
-func (c *Client) Open(ctx context.Context, req OpenRequest) (OpenReply, error) {
+func (c *Client) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenReply, error) {
 	body, _ := json.Marshal(req)
-	var rep OpenReply
+	var rep wire.OpenReply
 	err := c.retry(ctx, func() error {
 		return c.do(ctx, "/v1/recordings", "application/json", body, false, http.StatusCreated, &rep)
 	})
@@ -53,9 +53,9 @@ func (c *Client) Open(ctx context.Context, req OpenRequest) (OpenReply, error) {
 }
 
 // Finish finishes a recording.
-func (c *Client) Finish(ctx context.Context, id, verdict string) (FinishReply, error) {
-	body, _ := json.Marshal(FinishRequest{Verdict: verdict})
-	var rep FinishReply
+func (c *Client) Finish(ctx context.Context, id, verdict string) (wire.FinishReply, error) {
+	body, _ := json.Marshal(wire.FinishRequest{Verdict: verdict})
+	var rep wire.FinishReply
 	err := c.retry(ctx, func() error {
 		return c.do(ctx, "/v1/recordings/"+id+"/finish", "application/json", body, false, http.StatusOK, &rep)
 	})
@@ -63,8 +63,8 @@ func (c *Client) Finish(ctx context.Context, id, verdict string) (FinishReply, e
 }
 
 // Append sends one NDJSON batch once, without retrying.
-func (c *Client) Append(ctx context.Context, id string, ndjson []byte) (AppendReply, error) {
-	var rep AppendReply
+func (c *Client) Append(ctx context.Context, id string, ndjson []byte) (wire.AppendReply, error) {
+	var rep wire.AppendReply
 	err := c.do(ctx, "/v1/recordings/"+id+"/events", "application/x-ndjson", ndjson, c.Gzip, http.StatusOK, &rep)
 	return rep, err
 }
@@ -122,13 +122,13 @@ func (c *Client) Send(ctx context.Context, id string, lines []Line, batchEvents,
 			buf.WriteByte('\n')
 			j++
 		}
-		var rep AppendReply
+		var rep wire.AppendReply
 		err := c.retry(ctx, func() error {
 			var err error
 			rep, err = c.Append(ctx, id, buf.Bytes())
 			return err
 		})
-		var ae *apierr.Error
+		var ae *wire.Error
 		if errors.As(err, &ae) && ae.Code == "SEQ_GAP" {
 			// The server has less than we thought (or we resumed a
 			// recording): continue from what it expects.
@@ -170,7 +170,7 @@ func (c *Client) retry(ctx context.Context, f func() error) error {
 		if err == nil {
 			return nil
 		}
-		var ae *apierr.Error
+		var ae *wire.Error
 		if errors.As(err, &ae) && !ae.Retryable() {
 			return err
 		}
@@ -225,7 +225,7 @@ func (c *Client) do(ctx context.Context, path, ctype string, body []byte, gz boo
 		return err
 	}
 	if resp.StatusCode != want {
-		e := apierr.Decode(resp.StatusCode, b)
+		e := wire.Decode(resp.StatusCode, b)
 		if ra := resp.Header.Get("Retry-After"); ra != "" && e.RetryAfter == 0 {
 			fmt.Sscanf(ra, "%d", &e.RetryAfter)
 		}

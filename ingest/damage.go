@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Damage is a recording that recovery found damaged. One damaged recording
@@ -40,8 +40,8 @@ func (d Damage) Next() string {
 
 // Error is the refusal of a request about the recording: 409
 // RECORDING_DAMAGED with the way out.
-func (d Damage) Error() *apierr.Error {
-	return apierr.New(http.StatusConflict, "RECORDING_DAMAGED", d.Next(), "recording %s is damaged: %s", d.ID, d.What)
+func (d Damage) Error() *wire.Error {
+	return wire.New(http.StatusConflict, "RECORDING_DAMAGED", d.Next(), "recording %s is damaged: %s", d.ID, d.What)
 }
 
 // markDamaged records that recovering recording id failed with err.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func TestDecodeBatchNamesTheLine(t *testing.T) {
@@ -37,7 +37,7 @@ func TestDecodeBatchNamesTheLine(t *testing.T) {
 			ls := append([][]byte(nil), lines...)
 			ls[c.line-1] = []byte(c.bad)
 			_, err := DecodeBatch(bytes.Join(ls, []byte("\n")), DefaultLimits)
-			var e *apierr.Error
+			var e *wire.Error
 			if !errors.As(err, &e) || e.Code != c.code || e.Extra["line"] != c.line {
 				t.Fatalf("got %v, want %s on line %d", err, c.code, c.line)
 			}
@@ -88,7 +88,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		evs, err := DecodeBatch(body, lim)
 		if err != nil {
-			var e *apierr.Error
+			var e *wire.Error
 			if !errors.As(err, &e) || e.Code == "" || e.Next == "" || e.Status < 400 || e.Status > 499 {
 				t.Fatalf("error is not a 4xx envelope: %#v", err)
 			}

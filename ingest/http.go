@@ -15,7 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Routes mounts the write API on r.
@@ -27,12 +28,12 @@ func (s *Service) Routes(r chi.Router) {
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {
-	e := apierr.From(err)
+	e := wire.From(err)
 	s.m.Errors.WithLabelValues(e.Code).Inc()
 	if e.Status >= 500 {
 		s.log.Error("ingest request failed", "code", e.Code, "err", err)
 	}
-	apierr.Write(w, e)
+	httpx.WriteError(w, e)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -45,7 +46,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 const maxControlBody = 1 << 20
 
 func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
-	var req OpenRequest
+	var req wire.OpenRequest
 	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
 		s.fail(w, err)
 		return
@@ -60,7 +61,7 @@ func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
-	var req FinishRequest
+	var req wire.FinishRequest
 	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
 		s.fail(w, err)
 		return
@@ -127,7 +128,7 @@ func (s *Service) decodeJSONBody(r *http.Request, max int64, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send a JSON object as documented at /v1/openapi.json",
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST", "send a JSON object as documented at /v1/openapi.json",
 			"invalid request body: %s", describe(err))
 	}
 	return nil
@@ -176,7 +177,7 @@ func (s *Service) readBody(r *http.Request, max int64) (body []byte, done func()
 		defer func() { _ = d.Reset(nil); zstdPool.Put(d) }()
 		src = d
 	default:
-		return nil, nil, apierr.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_ENCODING",
+		return nil, nil, wire.New(http.StatusUnsupportedMediaType, "UNSUPPORTED_ENCODING",
 			"send the body plain, gzip or zstd", "Content-Encoding %q is not supported", clipHeader(enc))
 	}
 	hint := int64(-1)
@@ -188,7 +189,7 @@ func (s *Service) readBody(r *http.Request, max int64) (body []byte, done func()
 		return body, done, nil
 	}
 	var mbe *http.MaxBytesError
-	var ae *apierr.Error
+	var ae *wire.Error
 	switch {
 	case errors.As(err, &ae):
 		return nil, nil, ae
@@ -196,27 +197,27 @@ func (s *Service) readBody(r *http.Request, max int64) (body []byte, done func()
 		return nil, nil, tooLarge(max)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The server's body deadline (--body-timeout) passed.
-		return nil, nil, apierr.New(http.StatusRequestTimeout, "BODY_TIMEOUT",
+		return nil, nil, wire.New(http.StatusRequestTimeout, "BODY_TIMEOUT",
 			"send the body faster, or in smaller batches, or raise the server's --body-timeout; nothing of this batch was stored",
 			"the request body did not arrive in time")
 	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
-		return nil, nil, apierr.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
+		return nil, nil, wire.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
 			fmt.Sprintf("compress with a zstd window of at most %d MiB (levels 1-19 without --long)", maxZstdWindow>>20),
 			"the body's zstd window exceeds %d bytes", maxZstdWindow)
 	case r.Header.Get("Content-Encoding") != "":
 		return nil, nil, badEncoding(r.Header.Get("Content-Encoding"))
 	}
-	return nil, nil, apierr.New(http.StatusBadRequest, "BAD_BODY", "resend the batch", "reading the body failed")
+	return nil, nil, wire.New(http.StatusBadRequest, "BAD_BODY", "resend the batch", "reading the body failed")
 }
 
 func tooLarge(max int64) error {
-	return apierr.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
+	return wire.New(http.StatusRequestEntityTooLarge, "BATCH_TOO_LARGE",
 		"send smaller batches or raise --max-batch-bytes",
 		"the batch exceeds %d bytes (decompressed)", max)
 }
 
 func badEncoding(enc string) error {
-	return apierr.New(http.StatusBadRequest, "BAD_ENCODING", "check the compression of the body",
+	return wire.New(http.StatusBadRequest, "BAD_ENCODING", "check the compression of the body",
 		"the body is not valid %s", clipHeader(enc))
 }
 

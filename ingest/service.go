@@ -18,10 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Service owns the open recordings: their logs, their next expected seq and
@@ -260,42 +260,22 @@ func (s *Service) Close() {
 	}
 }
 
-// OpenRequest is the body of POST /v1/recordings.
-type OpenRequest struct {
-	Project  string            `json:"project"`
-	Flow     string            `json:"flow,omitempty"`
-	Labels   map[string]string `json:"labels,omitempty"`
-	Executor string            `json:"executor,omitempty"`
-	Versions map[string]string `json:"versions,omitempty"`
-	// AppMap is the app's own word on what to mask; the policy sees it.
-	AppMap *policy.AppMap `json:"app_map,omitempty"`
-}
-
-// OpenReply answers POST /v1/recordings.
-type OpenReply struct {
-	ID         string `json:"id"`
-	PlanDigest string `json:"plan_digest,omitempty"`
-	// Mask is the plan's rules for what an executor must mask in the
-	// frames it sends: it computes each frame's mask rectangles from
-	// them, and the server paints those rectangles before storing.
-	Mask *policy.MaskRules `json:"mask,omitempty"`
-}
-
-func (r *OpenRequest) validate() error {
+// validateOpen checks an open request before anything is made of it.
+func validateOpen(r *wire.OpenRequest) error {
 	if r.Project == "" {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", `send {"project": "…"}`, "project is required")
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST", `send {"project": "…"}`, "project is required")
 	}
 	if !validName(r.Project) || (r.Flow != "" && !validName(r.Flow)) {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST",
 			"use letters, digits, '.', '_', '-' and '/', at most 200 characters",
 			"project and flow must be plain names")
 	}
 	if r.AppMap != nil && len(r.AppMap.MaskedSelectors)+len(r.AppMap.MaskTextSelectors) > 1000 {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 1000 app-map selectors",
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 1000 app-map selectors",
 			"too many app-map selectors")
 	}
 	if len(r.Labels) > 64 || len(r.Versions) > 64 {
-		return apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 64 labels and 64 versions",
+		return wire.New(http.StatusBadRequest, "BAD_REQUEST", "send at most 64 labels and 64 versions",
 			"too many labels or versions")
 	}
 	return nil
@@ -316,12 +296,12 @@ func validName(s string) bool {
 }
 
 // Open creates a recording.
-func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) {
-	if err := req.validate(); err != nil {
-		return OpenReply{}, err
+func (s *Service) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenReply, error) {
+	if err := validateOpen(&req); err != nil {
+		return wire.OpenReply{}, err
 	}
 	if err := s.checkOpenLimits(req.Project); err != nil {
-		return OpenReply{}, err
+		return wire.OpenReply{}, err
 	}
 	now := s.now()
 	meta := store.RecordingMeta{
@@ -343,7 +323,7 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 		// Fail closed: a recording whose plan cannot be made is refused,
 		// never stored unredacted.
 		s.log.Error("redaction policy failed for a recording; refused", "project", req.Project, "err", err)
-		return OpenReply{}, apierr.New(http.StatusUnprocessableEntity, "POLICY_ERROR",
+		return wire.OpenReply{}, wire.New(http.StatusUnprocessableEntity, "POLICY_ERROR",
 			"fix the redaction policy (flightrec policy test DIR) and open the recording again",
 			"the redaction policy could not be evaluated for this recording")
 	}
@@ -352,7 +332,7 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	rm, mf, err := red.RedactMeta(redact.Meta{Labels: meta.Labels, Executor: meta.Executor, Versions: meta.Versions})
 	if err != nil {
 		s.log.Error("redacting a recording's metadata failed; refused", "project", req.Project, "err", err)
-		return OpenReply{}, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+		return wire.OpenReply{}, wire.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
 			"check the labels, executor and versions; nothing was stored", "the recording's metadata could not be redacted")
 	}
 	meta.Labels, meta.Executor, meta.Versions = rm.Labels, rm.Executor, rm.Versions
@@ -364,17 +344,17 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 	meta.PlanDigest = plan.Digest()
 	planJSON, _ := json.Marshal(plan)
 	if err := s.st.Create(meta); err != nil {
-		return OpenReply{}, storageError(err)
+		return wire.OpenReply{}, storageError(err)
 	}
 	if err := s.st.SavePlan(meta.ID, planJSON); err != nil {
-		return OpenReply{}, storageError(err)
+		return wire.OpenReply{}, storageError(err)
 	}
 	if err := s.st.AppendKnownHashes(meta.ID, red.TakeKnownHashes()); err != nil {
-		return OpenReply{}, storageError(err)
+		return wire.OpenReply{}, storageError(err)
 	}
 	lg, err := s.st.OpenLog(meta.ID)
 	if err != nil {
-		return OpenReply{}, storageError(err)
+		return wire.OpenReply{}, storageError(err)
 	}
 	r := &recording{meta: meta, red: red, log: lg, next: 1}
 	r.lastWrite.Store(now.UnixNano())
@@ -386,14 +366,7 @@ func (s *Service) Open(ctx context.Context, req OpenRequest) (OpenReply, error) 
 		s.OnOpen(meta)
 	}
 	mask := plan.MaskRules()
-	return OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil
-}
-
-// AppendReply answers an append.
-type AppendReply struct {
-	AckedThrough uint64 `json:"acked_through"`
-	Stored       int    `json:"stored"`
-	Duplicates   int    `json:"duplicates"`
+	return wire.OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil
 }
 
 // lookup finds an open recording, or says why there is none.
@@ -436,34 +409,34 @@ func (s *Service) sealedError(id string) error {
 }
 
 func aborted() error {
-	return apierr.New(http.StatusConflict, "RECORDING_ABORTED",
+	return wire.New(http.StatusConflict, "RECORDING_ABORTED",
 		"the recording was aborted (POST …/abort, or no append for --open-idle-timeout) and sealed with what was acknowledged; open a new recording and send the rest there",
 		"the recording was aborted; it takes no more events")
 }
 
-func notFound(string) error { return apierr.RecordingNotFound(false) }
+func notFound(string) error { return wire.RecordingNotFound(false) }
 
 func finished() error {
-	return apierr.New(http.StatusConflict, "RECORDING_FINISHED", "open a new recording",
+	return wire.New(http.StatusConflict, "RECORDING_FINISHED", "open a new recording",
 		"the recording is finished; it takes no more events")
 }
 
 // Append stores the new events of a decoded batch durably and returns
 // what is acknowledged. Events already acknowledged are skipped (a retry),
 // and a batch that starts past the next expected seq is refused.
-func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded) (AppendReply, error) {
+func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded) (wire.AppendReply, error) {
 	r, err := s.lookup(id)
 	if err != nil {
-		return AppendReply{}, err
+		return wire.AppendReply{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return AppendReply{}, s.sealedError(id)
+		return wire.AppendReply{}, s.sealedError(id)
 	}
 	first := batch[0].Seq
 	if first > r.next {
-		return AppendReply{}, apierr.New(http.StatusConflict, "SEQ_GAP",
+		return wire.AppendReply{}, wire.New(http.StatusConflict, "SEQ_GAP",
 			fmt.Sprintf("resend from seq %d", r.next),
 			"batch starts at seq %d but the next expected seq is %d", first, r.next).
 			With("expected_seq", r.next)
@@ -473,7 +446,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		skip = len(batch)
 	}
 	fresh := batch[skip:]
-	reply := AppendReply{Duplicates: skip}
+	reply := wire.AppendReply{Duplicates: skip}
 	if len(fresh) == 0 {
 		s.m.Dups.Add(float64(skip))
 		reply.AckedThrough = r.next - 1
@@ -482,7 +455,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 
 	ts, err := checkTimes(r.ts, fresh, s.cfg.Limits, s.now())
 	if err != nil {
-		return AppendReply{}, err
+		return wire.AppendReply{}, err
 	}
 	if r.redStale {
 		// An earlier batch failed after redaction had advanced the
@@ -490,7 +463,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 		red, _, err := s.rebuildRedactor(id)
 		if err != nil {
 			s.log.Error("rebuilding the redactor failed", "recording", id, "err", err)
-			return AppendReply{}, storageError(err)
+			return wire.AppendReply{}, storageError(err)
 		}
 		r.red, r.redStale = red, false
 	}
@@ -506,20 +479,20 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 	}()
 	recs, blobs, blobOf, blobSize, err := s.toRecords(ctx, r, fresh)
 	if err != nil {
-		return AppendReply{}, err
+		return wire.AppendReply{}, err
 	}
 	var frames int64
 	for _, rec := range recs {
 		frames += int64(len(rec.Data)) + 64
 	}
 	if max := s.cfg.MaxRecordingBytes; max > 0 && r.bytes+frames+blobSize > max {
-		return AppendReply{}, apierr.New(http.StatusRequestEntityTooLarge, "RECORDING_TOO_LARGE",
+		return wire.AppendReply{}, wire.New(http.StatusRequestEntityTooLarge, "RECORDING_TOO_LARGE",
 			"finish this recording and continue in a new one, or raise --max-recording-bytes",
 			"the recording would exceed %d stored bytes", max)
 	}
 	before := r.log.Size()
 	if err := s.commit(r, fresh, recs, blobs, blobOf); err != nil {
-		return AppendReply{}, err
+		return wire.AppendReply{}, err
 	}
 	r.redStale, stored = false, true
 	r.lastStep = recs[len(recs)-1].Step
@@ -610,7 +583,7 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 		}
 		if err != nil {
 			s.log.Error("redaction failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
-			return nil, nil, nil, 0, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+			return nil, nil, nil, 0, wire.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
 				"check the event's shape; nothing of this batch was stored",
 				"seq %d could not be redacted", d.Seq)
 		}
@@ -620,13 +593,13 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 			// The chunk is not stored: the GOPs it completes are.
 			out, err := s.processVideo(ctx, r, d, v, false)
 			if err != nil {
-				var ae *apierr.Error
+				var ae *wire.Error
 				if !errors.As(err, &ae) {
 					s.log.Error("video ingest failed; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
 					if ctx.Err() != nil {
 						return nil, nil, nil, 0, ctx.Err()
 					}
-					err = apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+					err = wire.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
 						"see the server log; nothing of this batch was stored", "seq %d: its video could not be redacted", d.Seq)
 				}
 				return nil, nil, nil, 0, err
@@ -651,7 +624,7 @@ func (s *Service) toRecords(ctx context.Context, r *recording, batch []*event.De
 				event.Limits{MaxStep: s.cfg.MaxStep})
 			if err != nil {
 				s.log.Error("redacted event no longer validates; batch refused", "recording", r.meta.ID, "seq", d.Seq, "err", err)
-				return nil, nil, nil, 0, apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+				return nil, nil, nil, 0, wire.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
 					"report this; nothing of this batch was stored", "seq %d could not be redacted", d.Seq)
 			}
 			rec.Data, rec.Summary = res.Data, event.Summarize(rd)
@@ -725,7 +698,7 @@ func (s *Service) rescrubKnown(r *recording, batch []*event.Decoded, recs []stor
 		}
 		if err != nil {
 			s.log.Error("scrubbing known values failed; batch refused", "recording", r.meta.ID, "seq", batch[i].Seq, "err", err)
-			return apierr.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
+			return wire.New(http.StatusUnprocessableEntity, "REDACTION_FAILED",
 				"report this; nothing of this batch was stored", "seq %d could not be redacted", batch[i].Seq)
 		}
 	}
@@ -758,22 +731,11 @@ func attachCIDs(recs []store.Record, batch []*event.Decoded, blobOf []int, cids 
 	}
 }
 
-// FinishRequest is the body of POST /v1/recordings/{id}/finish.
-type FinishRequest struct {
-	Verdict string `json:"verdict"`
-}
-
-// FinishReply answers a finish.
-type FinishReply struct {
-	Root         string `json:"root"`
-	AckedThrough uint64 `json:"acked_through"`
-}
-
 // Finish seals a recording into its manifest. A retried finish with the
 // same verdict returns the same root.
-func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (FinishReply, error) {
+func (s *Service) Finish(ctx context.Context, id string, req wire.FinishRequest) (wire.FinishReply, error) {
 	if i := sort.SearchStrings(sortedVerdicts, req.Verdict); i == len(sortedVerdicts) || sortedVerdicts[i] != req.Verdict {
-		return FinishReply{}, apierr.New(http.StatusBadRequest, "BAD_VERDICT",
+		return wire.FinishReply{}, wire.New(http.StatusBadRequest, "BAD_VERDICT",
 			"send verdict pass, fail, flaky, blocked or not_run (aborted is the server's: POST …/abort)", "unknown verdict")
 	}
 	return s.seal(ctx, id, req.Verdict, nil)
@@ -782,15 +744,15 @@ func (s *Service) Finish(ctx context.Context, id string, req FinishRequest) (Fin
 // Abort seals an open recording with the verdict aborted: what was
 // acknowledged is kept, and appends afterwards are 409 RECORDING_ABORTED.
 // A retried abort returns the same root.
-func (s *Service) Abort(ctx context.Context, id string) (FinishReply, error) {
+func (s *Service) Abort(ctx context.Context, id string) (wire.FinishReply, error) {
 	return s.seal(ctx, id, store.VerdictAborted, nil)
 }
 
 // seal finishes recording id with verdict, if still holds of it (checked
 // under its lock; nil: always).
-func (s *Service) seal(ctx context.Context, id, verdict string, still func(*recording) bool) (FinishReply, error) {
+func (s *Service) seal(ctx context.Context, id, verdict string, still func(*recording) bool) (wire.FinishReply, error) {
 	if !store.ValidRecordingID(id) {
-		return FinishReply{}, notFound(id)
+		return wire.FinishReply{}, notFound(id)
 	}
 	s.mu.Lock()
 	r := s.open[id]
@@ -798,20 +760,20 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	d, damaged := s.damaged[id]
 	s.mu.Unlock()
 	if damaged {
-		return FinishReply{}, d.Error()
+		return wire.FinishReply{}, d.Error()
 	}
 	if r == nil {
 		if sealed && done.verdict == verdict {
 			m, err := s.st.ReadManifest(done.root)
 			if err != nil {
-				return FinishReply{}, storageError(err)
+				return wire.FinishReply{}, storageError(err)
 			}
-			return FinishReply{Root: done.root, AckedThrough: m.LastSeq}, nil
+			return wire.FinishReply{Root: done.root, AckedThrough: m.LastSeq}, nil
 		}
 		if sealed {
-			return FinishReply{}, s.sealedError(id)
+			return wire.FinishReply{}, s.sealedError(id)
 		}
-		return FinishReply{}, notFound(id)
+		return wire.FinishReply{}, notFound(id)
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -823,19 +785,19 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 			// Closed but not sealed: Close ran (the server is stopping),
 			// or a failed seal could not reopen the log. Asking again
 			// would find r again.
-			return FinishReply{}, logClosed()
+			return wire.FinishReply{}, logClosed()
 		}
 		return s.seal(ctx, id, verdict, still) // sealed meanwhile: answer as a retry
 	}
 	defer r.mu.Unlock()
 	if still != nil && !still(r) {
-		return FinishReply{}, errNotStill
+		return wire.FinishReply{}, errNotStill
 	}
 	if err := s.finishVideo(ctx, r); err != nil {
-		return FinishReply{}, err
+		return wire.FinishReply{}, err
 	}
 	if err := r.log.Close(); err != nil {
-		return FinishReply{}, storageError(err)
+		return wire.FinishReply{}, storageError(err)
 	}
 	meta := r.meta
 	meta.Verdict = verdict
@@ -857,11 +819,11 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 			s.mu.Unlock()
 			s.markDamaged(id, oerr)
 			d, _ := s.DamageOf(id)
-			return FinishReply{}, d.Error()
+			return wire.FinishReply{}, d.Error()
 		default:
 			r.closed = true
 		}
-		return FinishReply{}, storageError(err)
+		return wire.FinishReply{}, storageError(err)
 	}
 	r.closed = true
 	s.mu.Lock()
@@ -870,14 +832,14 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
 	s.proj.Notify(id, r.next-1)
-	return FinishReply{Root: root, AckedThrough: r.next - 1}, nil
+	return wire.FinishReply{Root: root, AckedThrough: r.next - 1}, nil
 }
 
 // logClosed answers a finish for a recording whose log is closed without
 // being sealed: what it acknowledged is on disk, and the next server start
 // opens it again.
 func logClosed() error {
-	e := apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
+	e := wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
 		"retry the finish after the delay (a restarted server has the recording open again); its acknowledged events are kept",
 		"the recording's log is closed: the server is stopping, or the log could not be reopened")
 	e.RetryAfter = 1
@@ -914,15 +876,15 @@ func (s *Service) AckedThrough(id string) (seq uint64, open bool) {
 // storageError maps a storage failure to the envelope: a full disk is 507,
 // anything else 503 (retryable: the log refused nothing acknowledged).
 func storageError(err error) error {
-	var e *apierr.Error
+	var e *wire.Error
 	if errors.As(err, &e) {
 		return e
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return apierr.New(http.StatusInsufficientStorage, "STORAGE_FULL",
+		return wire.New(http.StatusInsufficientStorage, "STORAGE_FULL",
 			"free space under the data directory, then resend", "the data directory is full")
 	}
-	e = apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
+	e = wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
 		"retry after the delay; nothing of this batch was acknowledged", "storage write failed")
 	e.RetryAfter = 1
 	return e

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // tsRange is the earliest and latest ts a recording's stored events carry
@@ -55,7 +55,7 @@ func tsOutOfRange(seq uint64, r tsRange, latest, span int64, lim Limits) error {
 		lo = max(lo, r.max-span)
 		hi = min(hi, r.min+span)
 	}
-	e := apierr.New(http.StatusBadRequest, "TS_OUT_OF_RANGE",
+	e := wire.New(http.StatusBadRequest, "TS_OUT_OF_RANGE",
 		fmt.Sprintf("send ts as unix nanoseconds from %d to %d (check the executor's clock; a run longer than --max-recording-span %s goes into several recordings); nothing of this batch was stored",
 			lo, hi, lim.MaxRecordingSpan),
 		"seq %d: ts outside the allowed window [%d, %d]: a recording's events span at most %s and lie at most %s past the server's clock",

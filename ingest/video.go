@@ -11,9 +11,9 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest/webmstream"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // videoStream is a recording's executor-encoded WebM stream in progress:
@@ -272,7 +272,7 @@ func videoError(d *event.Decoded, st *videoStream, err error) error {
 	if st.resumedAt >= 0 {
 		off += st.resumedAt // a resumed parser counts from its first byte
 	}
-	return apierr.New(status, code, next, "seq %d: video stream byte %d: %s", d.Seq, off, se.Msg).
+	return wire.New(status, code, next, "seq %d: video stream byte %d: %s", d.Seq, off, se.Msg).
 		With("seq", d.Seq).With("stream_offset", off)
 }
 
@@ -337,7 +337,7 @@ func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 	if err != nil {
 		r.video = saved
 		s.log.Error("redacting the last GOP of a video stream failed", "recording", r.meta.ID, "err", err)
-		return apierr.New(http.StatusServiceUnavailable, "VIDEO_FINISH_FAILED",
+		return wire.New(http.StatusServiceUnavailable, "VIDEO_FINISH_FAILED",
 			"retry the finish; the recording stays open", "the video stream's last GOP could not be stored")
 	}
 	if len(out.data.GOPs) == 0 && len(out.data.Dropped) == 0 {

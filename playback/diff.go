@@ -8,8 +8,8 @@ import (
 	"net/http"
 
 	"github.com/flightrec/flightrec/diffrun"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // maxGroup bounds the recordings of one group report.
@@ -24,7 +24,7 @@ func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a, b := q.Get("a"), q.Get("b")
 	if a == "" || b == "" {
-		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send ?a=ID&b=ID", "a diff needs two recordings, a and b"))
+		s.fail(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send ?a=ID&b=ID", "a diff needs two recordings, a and b"))
 		return
 	}
 	ra, err := s.run(r.Context(), a)
@@ -45,7 +45,7 @@ func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleDiffGroup(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["id"]
 	if len(ids) < 2 || len(ids) > maxGroup {
-		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", fmt.Sprintf("send 2 to %d ?id= parameters", maxGroup),
+		s.fail(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", fmt.Sprintf("send 2 to %d ?id= parameters", maxGroup),
 			"a group needs 2 to %d recordings, got %d", maxGroup, len(ids)))
 		return
 	}

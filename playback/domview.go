@@ -9,9 +9,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/playback/dom"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // domCacheBytes bounds the DOM checkpoint sets kept in memory, across
@@ -53,14 +53,14 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !hasStep(steps, n) {
-		s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+		s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 			"the recording has no step %d (yet)", n))
 		return
 	}
 	upTo := row.IndexedTo
 	cp, err := s.dom.GetKept(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo), s.domKeep(row))
 	if err != nil {
-		var ae *apierr.Error
+		var ae *wire.Error
 		if errors.As(err, &ae) {
 			s.fail(w, err)
 			return
@@ -81,7 +81,7 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if doc.Nodes() == 0 {
-		s.fail(w, apierr.New(http.StatusNotFound, "NO_DOM", "ask for a later step, or see the frames: GET …/events?kind=frame",
+		s.fail(w, wire.New(http.StatusNotFound, "NO_DOM", "ask for a later step, or see the frames: GET …/events?kind=frame",
 			"no DOM was recorded %s step %d", at, n))
 		return
 	}

@@ -9,21 +9,21 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/diffrun"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // noSigner answers the attestation routes of a service given no key.
 func noSigner() error {
-	return apierr.New(http.StatusNotImplemented, "NO_SIGNING_KEY", "start the server with a data directory it can write (DATA/keys)",
+	return wire.New(http.StatusNotImplemented, "NO_SIGNING_KEY", "start the server with a data directory it can write (DATA/keys)",
 		"this server has no attestation key")
 }
 
 // recordingOpen is the answer for evidence of a recording not sealed yet:
 // a bundle and an attestation are about a root, which only finish makes.
 func recordingOpen() error {
-	return apierr.New(http.StatusConflict, "RECORDING_OPEN", "finish the recording (POST …/finish), then ask again",
+	return wire.New(http.StatusConflict, "RECORDING_OPEN", "finish the recording (POST …/finish), then ask again",
 		"the recording is still open: it has no root yet")
 }
 
@@ -96,7 +96,7 @@ func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
 	env, err := Attest(r.Context(), s.st, s.idx, s.Signer, row.ID)
 	if err != nil {
 		if errors.Is(err, ErrIndexBehind) {
-			e := apierr.New(http.StatusServiceUnavailable, "INDEX_CATCHING_UP", "retry in a moment",
+			e := wire.New(http.StatusServiceUnavailable, "INDEX_CATCHING_UP", "retry in a moment",
 				"the index has not read the whole recording yet, so its failure signature is not known")
 			e.RetryAfter = 1
 			s.fail(w, e)

@@ -12,9 +12,9 @@ import (
 	"slices"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // maxGOPBytes bounds one GOP blob read for a video (ingest's default
@@ -91,7 +91,7 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 		pick = append(pick, g)
 	}
 	if len(pick) == 0 {
-		return apierr.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no GOP in that span; see the DOM at each step instead",
+		return wire.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no GOP in that span; see the DOM at each step instead",
 			"the recording has no video in that span")
 	}
 	if clip && pick[0].start < start {
@@ -113,13 +113,13 @@ func (s *Service) buildExecutorVideo(ctx context.Context, row store.RecordingRow
 	err := webm.Mux(ctx, webm.MuxOptions{Start: start, End: end, TempDir: s.st.Dir()}, stream, s.gopPackets(stream, pick, floor), chapters, w)
 	switch {
 	case errors.Is(err, webm.ErrNoFrames):
-		return apierr.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no keyframe in that span; ask for a longer clip",
+		return wire.New(http.StatusNotFound, "NO_FRAMES", "the executor's video has no keyframe in that span; ask for a longer clip",
 			"the recording has no video in that span")
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
 		s.log.Error("muxing the executor's video failed", "recording", row.ID, "err", err)
-		return apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the video events are at GET …/events?kind=video",
+		return wire.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the video events are at GET …/events?kind=video",
 			"the video could not be assembled")
 	}
 	return nil

@@ -11,8 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/diffrun"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // GroupRequest is the body of POST /v1/groups.
@@ -26,7 +26,7 @@ type GroupRequest struct {
 
 // badGroup is the refusal of a malformed group request.
 func badGroup(format string, args ...any) error {
-	return apierr.New(http.StatusBadRequest, "BAD_GROUP",
+	return wire.New(http.StatusBadRequest, "BAD_GROUP",
 		`send {"ids": ["REC", …], "purpose": "manual"} with 1 to 100 recordings of one project`, format, args...)
 }
 
@@ -95,7 +95,7 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.st.PutGroup(g); err != nil {
 		s.log.Error("storing a group failed", "group", g.ID, "err", err)
-		s.fail(w, apierr.New(http.StatusInternalServerError, "STORE_WRITE_FAILED", "try again; see the server log", "the group could not be stored"))
+		s.fail(w, wire.New(http.StatusInternalServerError, "STORE_WRITE_FAILED", "try again; see the server log", "the group could not be stored"))
 		return
 	}
 	w.Header().Set("Location", "/v1/groups/"+g.ID)
@@ -108,7 +108,7 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleGroup(w http.ResponseWriter, r *http.Request) {
 	g, err := s.st.Group(chi.URLParam(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, apierr.GroupNotFound())
+		s.fail(w, wire.GroupNotFound())
 		return
 	}
 	if err != nil {

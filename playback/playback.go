@@ -19,10 +19,11 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/playback/dom"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Service answers reads from the index, resolving events from the store.
@@ -96,12 +97,12 @@ func (s *Service) Routes(r chi.Router) {
 }
 
 func (s *Service) fail(w http.ResponseWriter, err error) {
-	e := apierr.From(err)
+	e := wire.From(err)
 	s.OnError(e.Code)
 	if e.Status >= 500 {
 		s.log.Error("playback request failed", "code", e.Code, "err", err)
 	}
-	apierr.Write(w, e)
+	httpx.WriteError(w, e)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -111,7 +112,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func badParam(name, want string) error {
-	return apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as "+want,
+	return wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as "+want,
 		"query parameter %s is not %s", name, want)
 }
 
@@ -123,7 +124,7 @@ func enumParam(name, v string, allowed []string) error {
 		return nil
 	}
 	list := strings.Join(allowed, ", ")
-	return apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as one of "+list+", or leave it out",
+	return wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send "+name+" as one of "+list+", or leave it out",
 		"query parameter %s is not one of %s", name, list).With("allowed", allowed)
 }
 
@@ -136,7 +137,7 @@ var kindNames = func() []string {
 	return out
 }()
 
-func notFound() error { return apierr.RecordingNotFound(true) }
+func notFound() error { return wire.RecordingNotFound(true) }
 
 // RecordingList answers GET /v1/recordings.
 type RecordingList struct {
@@ -215,7 +216,7 @@ func indexError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound()
 	}
-	e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "retry after the delay",
+	e := wire.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "retry after the delay",
 		"the index did not answer")
 	e.RetryAfter = 1
 	return e
@@ -426,7 +427,7 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 	if len(view.Events) == 0 {
 		steps, err := s.idx.Timeline(r.Context(), row.ID)
 		if err == nil && !hasStep(steps, n) {
-			s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+			s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 				"the recording has no step %d (yet)", n))
 			return
 		}
@@ -438,7 +439,7 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 func stepParam(r *http.Request) (int, error) {
 	n, err := strconv.Atoi(chi.URLParam(r, "n"))
 	if err != nil || n < 0 {
-		return 0, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "ask for a step number ≥ 0 from …/steps",
+		return 0, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "ask for a step number ≥ 0 from …/steps",
 			"step is not a number ≥ 0")
 	}
 	return n, nil
@@ -478,11 +479,11 @@ func (s *Service) resolve(id string, rows []store.EventRow) ([]event.Envelope, e
 		}
 		if err != nil {
 			s.log.Error("reading an indexed event failed", "recording", id, "seq", row.Seq, "err", err)
-			return nil, apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED",
+			return nil, wire.New(http.StatusInternalServerError, "STORE_READ_FAILED",
 				"run flightrec verify and flightrec reindex", "event %d could not be read from the store", row.Seq)
 		}
 		if rec.Seq != row.Seq {
-			return nil, apierr.New(http.StatusInternalServerError, "INDEX_STALE",
+			return nil, wire.New(http.StatusInternalServerError, "INDEX_STALE",
 				"run flightrec reindex", "the index points event %d at the wrong record", row.Seq)
 		}
 		out = append(out, rec.Envelope())
@@ -645,14 +646,14 @@ func (s *Service) references(ctx context.Context, id, c string) (bool, error) {
 }
 
 func storeReadFailed(msg string) error {
-	return apierr.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify", "%s", msg)
+	return wire.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify", "%s", msg)
 }
 
 // blobCID parses the {cid} parameter; a malformed one is answered 400.
 func (s *Service) blobCID(w http.ResponseWriter, r *http.Request) (cid.Cid, bool) {
 	c, err := store.ParseCID(chi.URLParam(r, "cid"))
 	if err != nil {
-		s.fail(w, apierr.New(http.StatusBadRequest, "BAD_CID",
+		s.fail(w, wire.New(http.StatusBadRequest, "BAD_CID",
 			"use a CID from an event (CIDv1, raw, sha2-256, base32)", "not a flightrec CID"))
 		return cid.Undef, false
 	}
@@ -666,12 +667,12 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, c cid.Cid, c
 	f, err := s.st.Blobs.Open(c)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			s.fail(w, apierr.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
+			s.fail(w, wire.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
 			return
 		}
 		if errors.Is(err, store.ErrBlobCorrupt) {
 			s.log.Error("a stored blob is corrupt; not served", "cid", c.String(), "err", err)
-			s.fail(w, apierr.New(http.StatusInternalServerError, "BLOB_CORRUPT",
+			s.fail(w, wire.New(http.StatusInternalServerError, "BLOB_CORRUPT",
 				"run flightrec verify --data DIR: it lists the damage", "the blob's stored bytes do not match its CID"))
 			return
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // A search query is words and field terms:
@@ -294,7 +294,7 @@ func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(steps) == 0 || t < steps[0].StartTS || t > steps[len(steps)-1].EndTS {
-		e := apierr.New(http.StatusNotFound, "OUT_OF_RANGE", "ask for an instant between first_ts and last_ts of GET /v1/recordings/{id}",
+		e := wire.New(http.StatusNotFound, "OUT_OF_RANGE", "ask for an instant between first_ts and last_ts of GET /v1/recordings/{id}",
 			"the recording has no event at that instant")
 		if len(steps) > 0 {
 			e = e.With("first_ts", steps[0].StartTS).With("last_ts", steps[len(steps)-1].EndTS)

@@ -18,9 +18,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // videoFrame is one output frame's length at webm's default 5 frames a
@@ -82,7 +82,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(chosen) == 0 {
-		s.fail(w, apierr.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+		s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 			"the recording has no step from %d to %d", from, to))
 		return
 	}
@@ -111,7 +111,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 	// A video already built is served without ffmpeg; only encoding
 	// frames needs it.
 	if _, err := webm.FFmpegPath(); err != nil && len(gops) == 0 {
-		s.fail(w, apierr.New(http.StatusNotImplemented, "FFMPEG_MISSING",
+		s.fail(w, wire.New(http.StatusNotImplemented, "FFMPEG_MISSING",
 			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
 			"this server cannot encode video: ffmpeg is not installed"))
 		return
@@ -167,7 +167,7 @@ func (s *Service) buildFile(build func(io.Writer) error) (*os.File, error) {
 	f, err := os.CreateTemp(s.st.Dir(), builtVideoPattern)
 	if err != nil {
 		s.log.Error("creating a file for a video failed", "err", err)
-		return nil, apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
+		return nil, wire.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
 			"the video could not be encoded")
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
@@ -205,7 +205,7 @@ func serveBuilt(w http.ResponseWriter, r *http.Request, name string, f *os.File)
 // recording's first and last step) and names the video they make.
 func clipParams(r *http.Request, steps []store.StepRow) (from, to int, name string, err error) {
 	if len(steps) == 0 {
-		return 0, 0, "", apierr.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video",
+		return 0, 0, "", wire.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video",
 			"the recording has no steps yet")
 	}
 	from, to = steps[0].Step, steps[len(steps)-1].Step
@@ -258,13 +258,13 @@ func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, c
 		s.log.Error("reading frames for a video failed", "recording", row.ID, "err", readErr)
 		return storeReadFailed("the recording's frames could not be read")
 	case errors.Is(err, webm.ErrNoFrames):
-		return apierr.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video; see the DOM at each step instead",
+		return wire.New(http.StatusNotFound, "NO_FRAMES", "record frames (the frame kind) to get a video; see the DOM at each step instead",
 			"the recording has no frames in that span")
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
 		s.log.Error("encoding a video failed", "recording", row.ID, "err", err)
-		return apierr.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
+		return wire.New(http.StatusInternalServerError, "VIDEO_FAILED", "see the server log; the frames are at GET …/events?kind=frame",
 			"the video could not be encoded")
 	}
 	return nil
@@ -280,7 +280,7 @@ func (s *Service) checkVideoSpan(start, end int64) error {
 	if max <= 0 || (end >= start && end-start <= int64(max)) {
 		return nil
 	}
-	return apierr.New(http.StatusUnprocessableEntity, "VIDEO_TOO_LONG",
+	return wire.New(http.StatusUnprocessableEntity, "VIDEO_TOO_LONG",
 		fmt.Sprintf("ask for a clip of steps (?from_step=N&to_step=M) spanning at most %s, or play the frames: GET …/events?kind=frame", max),
 		"the video would span more than %s (the server's --max-video-duration)", max).
 		With("max_duration_ns", int64(max))

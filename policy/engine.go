@@ -20,6 +20,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/tester"
+
+	"github.com/flightrec/flightrec/wire"
 )
 
 //go:embed rego/*.rego
@@ -37,7 +39,7 @@ const RetentionQuery = "data.flightrec.retention.class"
 // Input is what a recording's plan is computed from.
 type Input struct {
 	Recording RecordingInput `json:"recording"`
-	AppMap    AppMap         `json:"app_map"`
+	AppMap    wire.AppMap    `json:"app_map"`
 }
 
 // RecordingInput is the part of a recording's metadata a policy sees.
@@ -47,13 +49,6 @@ type RecordingInput struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	Executor string            `json:"executor,omitempty"`
 	Versions map[string]string `json:"versions,omitempty"`
-}
-
-// AppMap is what the app under test says about itself: which elements hold
-// values that must be masked, and which texts.
-type AppMap struct {
-	MaskedSelectors   []string `json:"masked_selectors,omitempty"`
-	MaskTextSelectors []string `json:"mask_text_selectors,omitempty"`
 }
 
 // Engine holds the compiled policy: the embedded default plus the user's

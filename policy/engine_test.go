@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flightrec/flightrec/wire"
 )
 
 func TestRegoUnitTests(t *testing.T) {
@@ -35,7 +37,7 @@ func TestDefaultPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := e.Plan(context.Background(), Input{Recording: RecordingInput{Project: "shop"},
-		AppMap: AppMap{MaskedSelectors: []string{"#gift-code"}}})
+		AppMap: wire.AppMap{MaskedSelectors: []string{"#gift-code"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

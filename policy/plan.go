@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Plan is what redaction does to one recording. It is the result of
@@ -59,20 +61,9 @@ type Plan struct {
 	DropUnmaskedFrames bool `json:"drop_unmasked_frames"`
 }
 
-// MaskRules are the parts of a plan that say which page elements are
-// masked: an executor computes frame mask rectangles from them. They hold
-// rules, never values.
-type MaskRules struct {
-	InputTypes    []string `json:"input_types"`
-	Autocomplete  []string `json:"autocomplete"`
-	NamePatterns  []string `json:"name_patterns"`
-	Selectors     []string `json:"selectors"`
-	TextSelectors []string `json:"text_selectors"`
-}
-
 // MaskRules returns the plan's masking rules.
-func (p *Plan) MaskRules() MaskRules {
-	return MaskRules{InputTypes: p.MaskInputTypes, Autocomplete: p.MaskAutocomplete,
+func (p *Plan) MaskRules() wire.MaskRules {
+	return wire.MaskRules{InputTypes: p.MaskInputTypes, Autocomplete: p.MaskAutocomplete,
 		NamePatterns: p.MaskNamePatterns, Selectors: p.MaskSelectors, TextSelectors: p.MaskTextSelectors}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/retention"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // BenchmarkSweep sweeps a store of N recordings (FLIGHTREC_BENCH_RECORDINGS,
@@ -34,7 +35,7 @@ func BenchmarkSweep(b *testing.B) {
 		if i%10 == 0 {
 			verdict = "pass"
 		}
-		rep, err := c.Open(ctx, ingest.OpenRequest{Project: "shop", Flow: "checkout"})
+		rep, err := c.Open(ctx, wire.OpenRequest{Project: "shop", Flow: "checkout"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,8 +10,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/audit"
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Routes mounts retention's API:
@@ -37,7 +38,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // does not have it yet.
 func (s *Sweeper) row(r *http.Request, id string) (store.RecordingRow, error) {
 	if !store.ValidRecordingID(id) {
-		return store.RecordingRow{}, apierr.RecordingNotFound(r.Method == http.MethodGet)
+		return store.RecordingRow{}, wire.RecordingNotFound(r.Method == http.MethodGet)
 	}
 	row, err := s.Index.Recording(r.Context(), id)
 	if err == nil {
@@ -45,7 +46,7 @@ func (s *Sweeper) row(r *http.Request, id string) (store.RecordingRow, error) {
 	}
 	meta, merr := s.Store.Meta(id)
 	if merr != nil {
-		return row, apierr.RecordingNotFound(r.Method == http.MethodGet)
+		return row, wire.RecordingNotFound(r.Method == http.MethodGet)
 	}
 	return store.RecordingRow{RecordingMeta: meta, State: store.StateOpen}, nil
 }
@@ -53,7 +54,7 @@ func (s *Sweeper) row(r *http.Request, id string) (store.RecordingRow, error) {
 func (s *Sweeper) handleStatus(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		apierr.Write(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, s.Status(r.Context(), row, s.now()))
@@ -62,7 +63,7 @@ func (s *Sweeper) handleStatus(w http.ResponseWriter, r *http.Request) {
 func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		apierr.Write(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	var req struct {
@@ -73,7 +74,7 @@ func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST",
+		httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 			`send {"reason": "evidence", "ref": "acme/storefront#4711", "until": "2027-01-01T00:00:00Z"}`, "the body is not a pin"))
 		return
 	}
@@ -81,18 +82,18 @@ func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 	if req.Until != "" {
 		t, err := time.Parse(time.RFC3339, req.Until)
 		if err != nil {
-			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_REQUEST", "send until as RFC 3339", "until is not a time"))
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "send until as RFC 3339", "until is not a time"))
 			return
 		}
 		until = t.UnixNano()
 	}
 	pin, err := s.Pins.Add(row.ID, req.Reason, req.Ref, until)
 	if errors.Is(err, ErrBadPin) {
-		apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_PIN", "reason is evidence or legal_hold; until, when given, is in the future", "%v", err))
+		httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PIN", "reason is evidence or legal_hold; until, when given, is in the future", "%v", err))
 		return
 	}
 	if err != nil {
-		apierr.Write(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	s.audit(audit.Entry{Kind: "pin", Recording: row.ID, Project: row.Project, Why: pin.Reason,
@@ -103,16 +104,16 @@ func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 func (s *Sweeper) handleUnpin(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		apierr.Write(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	pin, err := s.Pins.Remove(row.ID, chi.URLParam(r, "pin"))
 	if errors.Is(err, ErrNoSuchPin) {
-		apierr.Write(w, apierr.New(http.StatusNotFound, "PIN_NOT_FOUND", "list pins with GET /v1/recordings/{id}/retention", "no such pin"))
+		httpx.WriteError(w, wire.New(http.StatusNotFound, "PIN_NOT_FOUND", "list pins with GET /v1/recordings/{id}/retention", "no such pin"))
 		return
 	}
 	if err != nil {
-		apierr.Write(w, err)
+		httpx.WriteError(w, err)
 		return
 	}
 	s.audit(audit.Entry{Kind: "unpin", Recording: row.ID, Project: row.Project, Why: pin.Reason,
@@ -129,12 +130,12 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 	)
 	if at := q.Get("now"); at != "" {
 		if !dry {
-			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "add dry_run=true", "now is only for a dry run"))
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "add dry_run=true", "now is only for a dry run"))
 			return
 		}
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			apierr.Write(w, apierr.New(http.StatusBadRequest, "BAD_PARAMETER", "send now as RFC 3339", "now is not a time"))
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send now as RFC 3339", "now is not a time"))
 			return
 		}
 		rep, err = s.DryRunAt(r.Context(), t)
@@ -142,7 +143,7 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 		rep, err = s.Sweep(r.Context(), dry, s.LogProgress())
 	}
 	if err != nil {
-		apierr.Write(w, apierr.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
+		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // PolicyDigestFile, in the data directory, holds the digest of the policy
@@ -43,7 +43,7 @@ func CheckPolicy(dataDir, digest string, changed bool) error {
 	if err != nil || served == "" || served == digest || changed {
 		return err
 	}
-	return apierr.New(http.StatusConflict, "POLICY_MISMATCH",
+	return wire.New(http.StatusConflict, "POLICY_MISMATCH",
 		"sweep under the policy the server runs with (--policy DIR or FLIGHTREC_POLICY, as for serve), or sweep through the server (--server URL); if the policy changed on purpose, add --policy-changed",
 		"the server last ran with policy %s; this sweep would run with policy %s", served, digest).
 		With("served_digest", served).With("sweep_digest", digest)

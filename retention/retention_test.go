@@ -27,6 +27,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 type harness struct {
@@ -90,7 +91,7 @@ func (h *harness) record(verdict string, frames ...[]byte) (string, []string) {
 	h.t.Helper()
 	c := ingest.NewClient(h.base)
 	ctx := context.Background()
-	rep, err := c.Open(ctx, ingest.OpenRequest{Project: "shop", Flow: "checkout"})
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "shop", Flow: "checkout"})
 	if err != nil {
 		h.t.Fatal(err)
 	}

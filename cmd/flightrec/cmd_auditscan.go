@@ -15,11 +15,11 @@ import (
 
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // scanFinding is what audit scan reports: where, and which rule — never
@@ -117,7 +117,7 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		}
 		plan, err := pol.Plan(ctx, in)
 		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "POLICY_ERROR", "fix the redaction policy (flightrec policy test DIR)", "%v", err))
+			printErr(errOut, *asJSON, wire.New(0, "POLICY_ERROR", "fix the redaction policy (flightrec policy test DIR)", "%v", err))
 			return exitFailure
 		}
 		red, err := redact.New(plan, key)

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // parseOne is parse for a command of exactly one argument: a missing or
@@ -34,10 +34,10 @@ func parseOne(fs *flag.FlagSet, args []string) (string, int) {
 func recordingErr(id string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrOpen):
-		return apierr.New(0, "RECORDING_OPEN", "finish the recording first; only finished recordings are sealed",
+		return wire.New(0, "RECORDING_OPEN", "finish the recording first; only finished recordings are sealed",
 			"recording %s is still open", id)
 	case errors.Is(err, store.ErrNotFound):
-		return apierr.New(0, "NOT_FOUND", "check the recording id and --data DIR", "no finished recording %s", id)
+		return wire.New(0, "NOT_FOUND", "check the recording id and --data DIR", "no finished recording %s", id)
 	}
 	return err
 }
@@ -127,7 +127,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return runExportFlow(ctx, kind, args[1:], out, errOut)
 	}
 	if kind != "bundle" && kind != "attestation" {
-		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec export --help",
+		printErr(errOut, false, wire.New(0, "UNKNOWN_FORMAT", "run flightrec export --help",
 			"unknown export %q (want bundle, attestation, flow or playwright)", kind))
 		return exitUsage
 	}
@@ -145,7 +145,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return code
 	}
 	if !store.ValidRecordingID(id) {
-		printErr(errOut, *asJSON, apierr.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
+		printErr(errOut, *asJSON, wire.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
 		return exitFailure
 	}
 	path := *outFile
@@ -269,7 +269,7 @@ func registerVerifyFlags(fs *flag.FlagSet) verifyExtra {
 // verify of the store.
 func (v verifyExtra) run(files []string, sc app.StoreConfig, asJSON bool, out, errOut io.Writer) (code int, done bool) {
 	usage := func(format string, args ...any) (int, bool) {
-		printErr(errOut, asJSON, apierr.New(0, "USAGE", "run flightrec verify --help", format, args...))
+		printErr(errOut, asJSON, wire.New(0, "USAGE", "run flightrec verify --help", format, args...))
 		return exitUsage, true
 	}
 	switch {
@@ -294,13 +294,13 @@ func (v verifyExtra) run(files []string, sc app.StoreConfig, asJSON bool, out, e
 func verifyBundleFile(path string, asJSON bool, out, errOut io.Writer) int {
 	f, err := os.Open(path)
 	if err != nil {
-		printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
 	defer f.Close()
 	rep, err := store.VerifyBundle(f)
 	if err != nil {
-		printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", path, err))
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the file", "%s: %v", path, err))
 		return exitFailure
 	}
 	if asJSON {
@@ -357,17 +357,17 @@ func orDash(s string) string {
 func verifyAttestation(attPath, keyPath string, files []string, rec string, sc app.StoreConfig, asJSON bool, out, errOut io.Writer) int {
 	env, err := os.ReadFile(attPath)
 	if err != nil {
-		printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the --attestation path", "%v", err))
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the --attestation path", "%v", err))
 		return exitFailure
 	}
 	pemBytes, err := os.ReadFile(keyPath)
 	if err != nil {
-		printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the --key path", "%v", err))
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the --key path", "%v", err))
 		return exitFailure
 	}
 	pub, err := attest.ParsePublicKey(pemBytes)
 	if err != nil {
-		printErr(errOut, asJSON, apierr.New(0, "BAD_KEY", "give the PEM public key (DATA/keys/attestation.pub of the signer)", "%s: %v", keyPath, err))
+		printErr(errOut, asJSON, wire.New(0, "BAD_KEY", "give the PEM public key (DATA/keys/attestation.pub of the signer)", "%s: %v", keyPath, err))
 		return exitUsage
 	}
 	var manifest []byte
@@ -376,20 +376,20 @@ func verifyAttestation(attPath, keyPath string, files []string, rec string, sc a
 		against = "bundle " + files[0]
 		f, err := os.Open(files[0])
 		if err != nil {
-			printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+			printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 			return exitFailure
 		}
 		defer f.Close()
 		rep, err := store.VerifyBundle(f)
 		if err != nil {
-			printErr(errOut, asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", files[0], err))
+			printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check the file", "%s: %v", files[0], err))
 			return exitFailure
 		}
 		if !rep.OK() {
 			if !asJSON {
 				printBundleReport(out, files[0], rep)
 			}
-			printErr(errOut, asJSON, apierr.New(0, "BAD_BUNDLE", "flightrec verify "+files[0]+" lists the problems",
+			printErr(errOut, asJSON, wire.New(0, "BAD_BUNDLE", "flightrec verify "+files[0]+" lists the problems",
 				"the bundle %s failed verification; the attestation was not checked", files[0]))
 			return exitFound
 		}
@@ -424,7 +424,7 @@ func verifyAttestation(attPath, keyPath string, files []string, rec string, sc a
 		case errors.Is(err, attest.ErrSubject), errors.Is(err, attest.ErrPredicate):
 			code, next = "ATTESTATION_MISMATCH", "the attestation is about another recording or manifest: check which recording it was exported for"
 		}
-		printErr(errOut, asJSON, apierr.New(0, code, next, "%s does not verify against %s: %v", attPath, against, err))
+		printErr(errOut, asJSON, wire.New(0, code, next, "%s does not verify against %s: %v", attPath, against, err))
 		return exitFound
 	}
 	p := stmt.Predicate
@@ -449,7 +449,7 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
 	defer f.Close()
@@ -462,19 +462,19 @@ func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) 
 	id, root, err := st.ImportBundle(f)
 	switch {
 	case errors.Is(err, store.ErrBadBundle):
-		printErr(errOut, *asJSON, apierr.New(0, "MALFORMED_INPUT", "the bundle is damaged and nothing was installed; flightrec verify "+file+" lists the problems",
+		printErr(errOut, *asJSON, wire.New(0, "MALFORMED_INPUT", "the bundle is damaged and nothing was installed; flightrec verify "+file+" lists the problems",
 			"%s: %v", file, err))
 		return exitUsage
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrOpen):
-		printErr(errOut, *asJSON, apierr.New(0, "RECORDING_EXISTS", "the data directory holds another recording of that id; import into another --data DIR",
+		printErr(errOut, *asJSON, wire.New(0, "RECORDING_EXISTS", "the data directory holds another recording of that id; import into another --data DIR",
 			"%v", err))
 		return exitFailure
 	case err != nil:
-		printErr(errOut, *asJSON, apierr.New(0, "IMPORT_FAILED", "check the data directory", "%s: %v", file, err))
+		printErr(errOut, *asJSON, wire.New(0, "IMPORT_FAILED", "check the data directory", "%s: %v", file, err))
 		return exitFailure
 	}
 	if err := st.IndexRecording(ctx, idx, id); err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "INDEX_FAILED", "the recording is stored; run flightrec reindex",
+		printErr(errOut, *asJSON, wire.New(0, "INDEX_FAILED", "the recording is stored; run flightrec reindex",
 			"recording %s root %s was imported but not indexed: %v", id, root, err))
 		return exitFailure
 	}

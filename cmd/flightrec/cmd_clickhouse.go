@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store/clickhouse"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runClickHouse: "clickhouse ddl [--cluster NAME] [--database DB]" prints
@@ -28,7 +28,7 @@ func runClickHouse(_ context.Context, args []string, out, errOut io.Writer) int 
 		return code
 	}
 	if fs.NArg() > 0 {
-		printErr(errOut, false, apierr.New(0, "USAGE", "run flightrec clickhouse --help", "unexpected argument %q", fs.Arg(0)))
+		printErr(errOut, false, wire.New(0, "USAGE", "run flightrec clickhouse --help", "unexpected argument %q", fs.Arg(0)))
 		return exitUsage
 	}
 	var (
@@ -41,7 +41,7 @@ func runClickHouse(_ context.Context, args []string, out, errOut io.Writer) int 
 		ddl, err = clickhouse.ServerDDL(*database)
 	}
 	if err != nil {
-		printErr(errOut, false, apierr.New(0, "USAGE", "run flightrec clickhouse --help", "%s", err))
+		printErr(errOut, false, wire.New(0, "USAGE", "run flightrec clickhouse --help", "%s", err))
 		return exitUsage
 	}
 	fmt.Fprint(out, ddl)

@@ -11,9 +11,9 @@ import (
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runDemo starts the service on the embedded default, serves the demo
@@ -34,14 +34,14 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return code
 	}
 	if !app.IsLoopback(cfg.Addr) {
-		printErr(errOut, false, apierr.New(0, "INSECURE_ADDRESS", "run the demo on 127.0.0.1 or [::1]",
+		printErr(errOut, false, wire.New(0, "INSECURE_ADDRESS", "run the demo on 127.0.0.1 or [::1]",
 			"the demo serves anonymously and listens on loopback only, not %s", cfg.Addr))
 		return exitUsage
 	}
 	// Check for the browser before anything starts, so a machine without
 	// one gets the answer at once.
 	if _, err := recorder.Browser(rc.Chromium); err != nil {
-		printErr(errOut, false, apierr.New(0, "NO_CHROMIUM", recorder.InstallHint,
+		printErr(errOut, false, wire.New(0, "NO_CHROMIUM", recorder.InstallHint,
 			"flightrec demo records real runs in headless Chromium: %v", err))
 		return exitFailure
 	}
@@ -61,7 +61,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	select {
 	case base = <-ready:
 	case err := <-served:
-		printErr(errOut, false, apierr.New(0, "LISTEN_FAILED", "pick a free port with --addr 127.0.0.1:PORT", "%v", err))
+		printErr(errOut, false, wire.New(0, "LISTEN_FAILED", "pick a free port with --addr 127.0.0.1:PORT", "%v", err))
 		return exitFailure
 	}
 	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})

@@ -13,12 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/flightrec/flightrec/diffrun"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
-	"github.com/go-chi/chi/v5"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runDiff compares two recordings (or, with --group, finds the failure
@@ -139,7 +140,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
 	if err != nil {
 		st.Close()
-		return "", nil, apierr.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
+		return "", nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
 			"the index cannot be read: %v", err)
 	}
 	svc := playback.New(st, idx, newLogger(errOut, "warn"))
@@ -196,7 +197,7 @@ func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error)
 		if i := strings.Index(u, "/v1/"); i > 0 {
 			base = u[:i]
 		}
-		return nil, apierr.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
+		return nil, wire.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
@@ -204,7 +205,7 @@ func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error)
 		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		var env apierr.Envelope
+		var env wire.Envelope
 		if json.Unmarshal(got, &env) == nil && env.Error != nil {
 			return nil, env.Error
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // recordDemo records a shipped demo flow (with extra steps spliced in
@@ -159,7 +160,7 @@ func TestDiffEdgeCases(t *testing.T) {
 	open := func(flowName string, evs []event.Envelope, finish bool) string {
 		t.Helper()
 		c := ingest.NewClient(srv.Base)
-		rep, err := c.Open(context.Background(), ingest.OpenRequest{Project: "p", Flow: flowName})
+		rep, err := c.Open(context.Background(), wire.OpenRequest{Project: "p", Flow: flowName})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,10 +12,10 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/flowexport"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // exportReadKinds are the kinds an export to a flow or a test reads.
@@ -45,7 +45,7 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 		return exitUsage
 	}
 	if !store.ValidRecordingID(id) {
-		printErr(errOut, *asJSON, apierr.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
+		printErr(errOut, *asJSON, wire.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
 		return exitFailure
 	}
 	var rec *flowexport.Recording
@@ -61,7 +61,7 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 	}
 	x, err := flowexport.Build(rec)
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "NOT_EXPORTABLE", "export a recording with steps: one made by flightrec record, or an imported trace or HAR", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "NOT_EXPORTABLE", "export a recording with steps: one made by flightrec record, or an imported trace or HAR", "%v", err))
 		return exitFailure
 	}
 	var body []byte
@@ -121,7 +121,7 @@ func exportFromStore(sc app.StoreConfig, id string) (*flowexport.Recording, erro
 	defer st.Close()
 	row, _, err := st.RowOf(id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, apierr.New(0, "NOT_FOUND", "check the recording id and --data DIR", "no recording %s", id)
+		return nil, wire.New(0, "NOT_FOUND", "check the recording id and --data DIR", "no recording %s", id)
 	}
 	if err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/importer"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // importRead reads a whole input file into events.
@@ -62,7 +62,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 	}
 	if read == nil {
-		printErr(errOut, false, apierr.New(0, "UNKNOWN_FORMAT", "run flightrec import --help",
+		printErr(errOut, false, wire.New(0, "UNKNOWN_FORMAT", "run flightrec import --help",
 			"unknown import format %q (want har, cdp, playwright or bundle)", format))
 		return exitUsage
 	}
@@ -93,7 +93,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	file := fs.Arg(0)
 	fh, err := os.Open(file)
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
 	var src io.ReaderAt = fh
@@ -110,7 +110,7 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	if err != nil {
 		fh.Close()
-		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
+		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
 		return exitFailure
 	}
 	evs, err := read(src, size)
@@ -118,17 +118,17 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if err != nil {
 		var ie *importer.InputError
 		if errors.As(err, &ie) {
-			printErr(errOut, *asJSON, apierr.New(0, "MALFORMED_INPUT", "fix the file; nothing was stored", "%s: %s", file, ie.Error()))
+			printErr(errOut, *asJSON, wire.New(0, "MALFORMED_INPUT", "fix the file; nothing was stored", "%s: %s", file, ie.Error()))
 			return exitUsage
 		}
-		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
+		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file", "%s: %v", file, err))
 		return exitFailure
 	}
 
 	if !*withFrames {
 		evs = importer.Without(evs, event.KindFrame)
 	}
-	open := ingest.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec import " + format}
+	open := wire.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec import " + format}
 	if *labels != "" {
 		open.Labels = map[string]string{}
 		for _, kv := range strings.Split(*labels, ",") {
@@ -145,9 +145,9 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	c := newClient(base, true, *retryFor, errOut)
 	res, err := importer.Send(ctx, c, open, evs, *verdict)
 	if err != nil {
-		e := &apierr.Error{Code: "IMPORT_FAILED", Message: err.Error(),
+		e := &wire.Error{Code: "IMPORT_FAILED", Message: err.Error(),
 			Next: "check that flightrec serve runs at " + base + ", or import with --data DIR"}
-		var ae *apierr.Error
+		var ae *wire.Error
 		if errors.As(err, &ae) {
 			c := *ae
 			e = &c
@@ -183,7 +183,7 @@ func oneTarget(fs *flag.FlagSet, errOut io.Writer, asJSON bool, verb string) (lo
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["server"] && set["data"] {
-		printErr(errOut, asJSON, apierr.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to "+verb+" into a store directly",
+		printErr(errOut, asJSON, wire.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to "+verb+" into a store directly",
 			"--server and --data are exclusive"))
 		return false, false
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -36,18 +36,18 @@ func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file path", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
 	lines, err := ingest.ParseLines(data)
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "MALFORMED_INPUT", "fix the file; nothing was sent", "%s: %v", fs.Arg(0), err))
+		printErr(errOut, *asJSON, wire.New(0, "MALFORMED_INPUT", "fix the file; nothing was sent", "%s: %v", fs.Arg(0), err))
 		return exitUsage
 	}
 	c := newClient(*server, *gz, *retryFor, errOut)
 	id := *resume
 	if id == "" {
-		req := ingest.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec ingest"}
+		req := wire.OpenRequest{Project: *project, Flow: *flow, Executor: "flightrec ingest"}
 		if *labels != "" {
 			req.Labels = map[string]string{}
 			for _, kv := range strings.Split(*labels, ",") {

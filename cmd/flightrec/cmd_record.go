@@ -13,8 +13,8 @@ import (
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -37,11 +37,11 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	fl, err := flow.ParseFile(fs.Arg(0))
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "BAD_FLOW", "fix the flow file at the line named", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "BAD_FLOW", "fix the flow file at the line named", "%v", err))
 		return exitUsage
 	}
 	if *base == "" && flowNeedsBase(fl) {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "pass --base http://HOST:PORT, the app the flow runs against",
+		printErr(errOut, *asJSON, wire.New(0, "USAGE", "pass --base http://HOST:PORT, the app the flow runs against",
 			"the flow uses {{base}} or paths, and no --base was given"))
 		return exitUsage
 	}
@@ -173,7 +173,7 @@ func (p *paramFlag) check() error {
 	if len(p.bad) == 0 {
 		return nil
 	}
-	return apierr.New(0, "USAGE", "write --param name=value, the name in lower-case letters, digits and _ (card_number)",
+	return wire.New(0, "USAGE", "write --param name=value, the name in lower-case letters, digits and _ (card_number)",
 		"--param number %v is not name=value", p.bad)
 }
 
@@ -185,10 +185,10 @@ func paramValues(fl *flow.Flow, params map[string]string, persona string, lookup
 	if persona != "" {
 		data, err := os.ReadFile(persona)
 		if err != nil {
-			return nil, apierr.New(0, "BAD_PERSONA", "give --persona a readable YAML file of name: value", "%v", err)
+			return nil, wire.New(0, "BAD_PERSONA", "give --persona a readable YAML file of name: value", "%v", err)
 		}
 		if values, err = flow.ParsePersona(persona, data); err != nil {
-			return nil, apierr.New(0, "BAD_PERSONA", "fix the persona file at the line named", "%v", err)
+			return nil, wire.New(0, "BAD_PERSONA", "fix the persona file at the line named", "%v", err)
 		}
 	}
 	for _, pr := range fl.Params {
@@ -212,7 +212,7 @@ func missingParams(err error) error {
 	for _, n := range me.Names {
 		ways = append(ways, fmt.Sprintf("--param %s=… or %s", n, flow.ParamEnv(n)))
 	}
-	return apierr.New(0, "MISSING_PARAM", "supply "+strings.Join(ways, "; ")+", or a --persona FILE with them", "%v", err)
+	return wire.New(0, "MISSING_PARAM", "supply "+strings.Join(ways, "; ")+", or a --persona FILE with them", "%v", err)
 }
 
 // flowNeedsBase says whether a flow has URLs to expand.
@@ -229,12 +229,12 @@ func flowNeedsBase(fl *flow.Flow) bool {
 	return false
 }
 
-func recordError(err error, url, id string) *apierr.Error {
-	var ae *apierr.Error
-	e := &apierr.Error{Code: "RECORD_FAILED", Message: err.Error(), Next: "check that flightrec serve runs at " + url + ", or record with --data DIR"}
+func recordError(err error, url, id string) *wire.Error {
+	var ae *wire.Error
+	e := &wire.Error{Code: "RECORD_FAILED", Message: err.Error(), Next: "check that flightrec serve runs at " + url + ", or record with --data DIR"}
 	switch {
 	case errors.Is(err, recorder.ErrNoChromium):
-		e = &apierr.Error{Code: "NO_CHROMIUM", Message: err.Error(), Next: recorder.InstallHint}
+		e = &wire.Error{Code: "NO_CHROMIUM", Message: err.Error(), Next: recorder.InstallHint}
 	case errors.As(err, &ae):
 		c := *ae
 		e = &c

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // repairReport is what repair prints with --json.
@@ -41,7 +41,7 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	ids := fs.Args()
 	if len(ids) != 1 || !store.ValidRecordingID(ids[0]) {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "flightrec repair REC --data DIR (REC as flightrec verify names it)",
+		printErr(errOut, *asJSON, wire.New(0, "USAGE", "flightrec repair REC --data DIR (REC as flightrec verify names it)",
 			"repair takes one recording id"))
 		return exitUsage
 	}
@@ -64,7 +64,7 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(out, "recording %s is finished: nothing to repair (flightrec verify checks it)\n", id)
 		return exitOK
 	case err != nil:
-		printErr(errOut, *asJSON, apierr.New(0, "REPAIR_FAILED", "see the message; flightrec verify --data DIR lists what is damaged", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "REPAIR_FAILED", "see the message; flightrec verify --data DIR lists what is damaged", "%v", err))
 		return exitFailure
 	}
 	// The records after a damaged region moved: index the recording anew.
@@ -72,7 +72,7 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 		err = st.IndexRecording(ctx, idx, id)
 	}
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "INDEX_FAILED", "run flightrec reindex --data DIR",
+		printErr(errOut, *asJSON, wire.New(0, "INDEX_FAILED", "run flightrec reindex --data DIR",
 			"recording %s is repaired and sealed as %s, but indexing it failed: %v", id, root, err))
 		return exitFailure
 	}
@@ -94,7 +94,7 @@ func printRepair(out io.Writer, asJSON bool, rep repairReport) {
 // repairThroughServer asks a running server to repair recording id.
 func repairThroughServer(ctx context.Context, base, id string, asJSON bool, out, errOut io.Writer) int {
 	body, err := callAPI(ctx, "POST", strings.TrimRight(base, "/")+"/v1/recordings/"+id+"/repair", nil)
-	if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Code == "RECORDING_NOT_DAMAGED" {
+	if e := (*wire.Error)(nil); errors.As(err, &e) && e.Code == "RECORDING_NOT_DAMAGED" {
 		fmt.Fprintf(out, "recording %s is not damaged: nothing to repair\n", id)
 		return exitOK
 	}

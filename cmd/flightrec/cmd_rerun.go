@@ -17,11 +17,11 @@ import (
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/flowexport"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // pinNames are the pins rerun --pin knows.
@@ -54,7 +54,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return code
 	}
 	usage := func(next, format string, a ...any) int {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", next, format, a...))
+		printErr(errOut, *asJSON, wire.New(0, "USAGE", next, format, a...))
 		return exitUsage
 	}
 	if *times < 1 || *times > 100 {
@@ -85,7 +85,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if _, statErr := os.Stat(src); statErr == nil || !store.ValidRecordingID(src) {
 		f, err := flow.ParseFile(src)
 		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "BAD_FLOW", "name a recording id or a flow file", "%v", err))
+			printErr(errOut, *asJSON, wire.New(0, "BAD_FLOW", "name a recording id or a flow file", "%v", err))
 			return exitUsage
 		}
 		fl = f
@@ -106,7 +106,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		x, err := flowexport.Build(rec)
 		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "NOT_EXPORTABLE", "rerun a recording with steps: one made by flightrec record, or an imported trace or HAR", "%v", err))
+			printErr(errOut, *asJSON, wire.New(0, "NOT_EXPORTABLE", "rerun a recording with steps: one made by flightrec record, or an imported trace or HAR", "%v", err))
 			return exitFailure
 		}
 		if fl, err = flow.Parse(src+".flow.yaml", x.Flow()); err != nil {
@@ -313,7 +313,7 @@ func waitIndexedAPI(ctx context.Context, base, id string, total uint64) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return apierr.New(0, "NOT_INDEXED", "check the server's log; the group can be made later with POST /v1/groups",
+			return wire.New(0, "NOT_INDEXED", "check the server's log; the group can be made later with POST /v1/groups",
 				"recording %s is indexed through seq %d of %d after a minute", id, row.IndexedTo, total)
 		}
 		select {

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/audit"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runRetention runs a retention sweep on a server (or, with --data, on a
@@ -46,7 +46,7 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 		return code
 	}
 	if *now != "" && !*dry {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "add --dry-run", "--now is only for a dry run"))
+		printErr(errOut, *asJSON, wire.New(0, "USAGE", "add --dry-run", "--now is only for a dry run"))
 		return exitUsage
 	}
 	local, ok := oneTarget(fs, errOut, *asJSON, "sweep")
@@ -135,7 +135,7 @@ func dryRunHere(ctx context.Context, sc app.StoreConfig, pol *policy.Engine, now
 	if now != "" {
 		t, err := time.Parse(time.RFC3339, now)
 		if err != nil {
-			return retention.Report{}, apierr.New(0, "BAD_PARAMETER", "give --now as RFC 3339, e.g. 2026-01-31T00:00:00Z", "--now %q is not RFC 3339", now)
+			return retention.Report{}, wire.New(0, "BAD_PARAMETER", "give --now as RFC 3339, e.g. 2026-01-31T00:00:00Z", "--now %q is not RFC 3339", now)
 		}
 		at = t
 	}
@@ -146,7 +146,7 @@ func dryRunHere(ctx context.Context, sc app.StoreConfig, pol *policy.Engine, now
 	defer st.Close()
 	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
 	if err != nil {
-		return retention.Report{}, apierr.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or dry-run through a server: --server URL",
+		return retention.Report{}, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or dry-run through a server: --server URL",
 			"the index cannot be read: %v", err)
 	}
 	defer idx.Close()
@@ -162,7 +162,7 @@ func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error
 		return nil, err
 	}
 	defer st.Close()
-	notFound := apierr.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+filepath.Join(sc.Data, "recordings"),
+	notFound := wire.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+filepath.Join(sc.Data, "recordings"),
 		"no such recording in %s", sc.Data)
 	if !store.ValidRecordingID(id) {
 		return nil, notFound
@@ -201,20 +201,20 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the path", "%v", err))
+			printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the path", "%v", err))
 			return exitFailure
 		}
 		defer f.Close()
 		rep, err := audit.Verify(f)
 		if err != nil {
-			printErr(errOut, *asJSON, apierr.New(0, "READ_FAILED", "check the file", "%v", err))
+			printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file", "%v", err))
 			return exitFailure
 		}
 		if *asJSON {
 			printJSON(out, rep)
 		}
 		if !rep.OK {
-			printErr(errOut, *asJSON, apierr.New(0, "AUDIT_BROKEN", "the audit log was edited, truncated or reordered: keep this copy as evidence", "%v", rep.Problem))
+			printErr(errOut, *asJSON, wire.New(0, "AUDIT_BROKEN", "the audit log was edited, truncated or reordered: keep this copy as evidence", "%v", rep.Problem))
 			return exitFound
 		}
 		if !*asJSON {
@@ -264,6 +264,6 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printJSON(out, v)
 		return exitOK
 	}
-	printErr(errOut, false, apierr.New(0, "USAGE", "flightrec audit verify|redaction|scan", "unknown audit command %q", args[0]))
+	printErr(errOut, false, wire.New(0, "USAGE", "flightrec audit verify|redaction|scan", "unknown audit command %q", args[0]))
 	return exitUsage
 }

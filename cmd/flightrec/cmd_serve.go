@@ -7,8 +7,8 @@ import (
 	"net/url"
 
 	"github.com/flightrec/flightrec/access"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -30,7 +30,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	// Anonymous access is for loopback only: elsewhere the server needs
 	// tokens to exist, unless told otherwise.
 	if !loopback && !haveTokens && !cfg.InsecureAnonymous {
-		printErr(errOut, false, apierr.New(0, "INSECURE_ADDRESS",
+		printErr(errOut, false, wire.New(0, "INSECURE_ADDRESS",
 			"create a token first (flightrec token create --data DIR --project '*' --scope admin), listen on 127.0.0.1, or pass --insecure-anonymous",
 			"refusing to serve anonymously on non-loopback address %s: no tokens exist", cfg.Addr))
 		return exitUsage

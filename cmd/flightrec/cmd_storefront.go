@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runStorefront serves the demo storefront alone (flightrec demo
@@ -27,13 +27,13 @@ func runStorefront(ctx context.Context, args []string, out, errOut io.Writer) in
 		return exitUsage
 	}
 	if !app.IsLoopback(*addr) {
-		printErr(errOut, *asJSON, apierr.New(0, "INSECURE_ADDRESS", "run the storefront on 127.0.0.1 or [::1]",
+		printErr(errOut, *asJSON, wire.New(0, "INSECURE_ADDRESS", "run the storefront on 127.0.0.1 or [::1]",
 			"the demo storefront listens on loopback only, not %s", *addr))
 		return exitUsage
 	}
 	shop, err := demoapp.Start(demoapp.Options{Addr: *addr, GiftCardBug: *bug, FrontendOnly: *frontendOnly})
 	if err != nil {
-		printErr(errOut, *asJSON, apierr.New(0, "LISTEN_FAILED", "give a free loopback address with --addr 127.0.0.1:PORT", "%v", err))
+		printErr(errOut, *asJSON, wire.New(0, "LISTEN_FAILED", "give a free loopback address with --addr 127.0.0.1:PORT", "%v", err))
 		return exitFailure
 	}
 	defer shop.Close()

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/access"
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // tokenStore is where token create|revoke|list act: the token file of a
@@ -94,7 +94,7 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	sub := args[0]
 	if sub != "create" && sub != "revoke" && sub != "list" {
-		printErr(errOut, false, apierr.New(0, "USAGE", "flightrec token create|revoke|list", "unknown token command %q", sub))
+		printErr(errOut, false, wire.New(0, "USAGE", "flightrec token create|revoke|list", "unknown token command %q", sub))
 		return exitUsage
 	}
 	fs := newFlags("token "+sub, "token "+sub+" [--data DIR | --server URL] [flags]", errOut)
@@ -118,7 +118,7 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	wantArgs := map[string]int{"create": 0, "revoke": 1, "list": 0}[sub]
 	if fs.NArg() != wantArgs || sub == "create" && (*project == "" || *scopes == "") {
-		printErr(errOut, *asJSON, apierr.New(0, "USAGE", "run flightrec token "+sub+" --help",
+		printErr(errOut, *asJSON, wire.New(0, "USAGE", "run flightrec token "+sub+" --help",
 			"flightrec token create needs --project and --scope; revoke needs one ID; list takes no argument"))
 		return exitUsage
 	}
@@ -152,10 +152,10 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 
 func tokenCreate(tokens tokenStore, project, scopes string, ttl time.Duration, note string, asJSON bool, out, errOut io.Writer) int {
 	tok, g, err := tokens.Create(project, strings.Split(scopes, ","), ttl, note)
-	var ae *apierr.Error
+	var ae *wire.Error
 	switch {
 	case errors.Is(err, access.ErrBadRequest), errors.As(err, &ae) && ae.Code == "BAD_REQUEST":
-		printErr(errOut, asJSON, apierr.New(0, "USAGE", "scopes are ingest, read, pin, admin; a project is a name or *", "%v", err))
+		printErr(errOut, asJSON, wire.New(0, "USAGE", "scopes are ingest, read, pin, admin; a project is a name or *", "%v", err))
 		return exitUsage
 	case err != nil:
 		printErr(errOut, asJSON, err)
@@ -174,10 +174,10 @@ func tokenCreate(tokens tokenStore, project, scopes string, ttl time.Duration, n
 
 func tokenRevoke(tokens tokenStore, id string, asJSON bool, out, errOut io.Writer) int {
 	g, err := tokens.Revoke(id)
-	var ae *apierr.Error
+	var ae *wire.Error
 	switch {
 	case errors.Is(err, access.ErrNoGrant), errors.As(err, &ae) && ae.Code == "TOKEN_NOT_FOUND":
-		printErr(errOut, asJSON, apierr.New(0, "TOKEN_NOT_FOUND", "list tokens with flightrec token list", "no such token"))
+		printErr(errOut, asJSON, wire.New(0, "TOKEN_NOT_FOUND", "list tokens with flightrec token list", "no such token"))
 		return exitFailure
 	case err != nil:
 		printErr(errOut, asJSON, err)

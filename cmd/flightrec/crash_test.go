@@ -23,6 +23,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 var (
@@ -166,7 +167,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	rep, err := c.Open(ctx, ingest.OpenRequest{Project: "crash", Flow: "f"})
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "crash", Flow: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}

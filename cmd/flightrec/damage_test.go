@@ -20,6 +20,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // damageFixture is a stopped server's data directory holding one open
@@ -43,7 +44,7 @@ func newDamageFixture(t *testing.T) damageFixture {
 	}
 	c := ingest.NewClient(base)
 	ctx := context.Background()
-	rep, err := c.Open(ctx, ingest.OpenRequest{Project: "damage", Flow: "f"})
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "damage", Flow: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestDamageMidLogContainedAndRepaired(t *testing.T) {
 		t.Fatalf("append to the damaged recording: %d %s", r.status, r.body)
 	}
 	// Every other recording works.
-	other, err := ingest.NewClient(base).Open(context.Background(), ingest.OpenRequest{Project: "damage"})
+	other, err := ingest.NewClient(base).Open(context.Background(), wire.OpenRequest{Project: "damage"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestDamageTruncatedMeta(t *testing.T) {
 		t.Fatalf("append: %d %s", r.status, r.body)
 	}
 	c := ingest.NewClient(base)
-	other, err := c.Open(context.Background(), ingest.OpenRequest{Project: "damage"})
+	other, err := c.Open(context.Background(), wire.OpenRequest{Project: "damage"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // feeder ingests recordings with frames into a server, one after another,
@@ -60,7 +61,7 @@ func (f *feeder) run(base string, seed uint64, steps int) error {
 		if err != nil {
 			return err
 		}
-		rep, err := c.Open(ctx, ingest.OpenRequest{Project: "lock", Flow: "feed"})
+		rep, err := c.Open(ctx, wire.OpenRequest{Project: "lock", Flow: "feed"})
 		if err != nil {
 			return fmt.Errorf("open: %w", err)
 		}
@@ -307,7 +308,7 @@ func TestVerifyBesideLiveServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := c.Open(t.Context(), ingest.OpenRequest{Project: "lock", Flow: "open"})
+	open, err := c.Open(t.Context(), wire.OpenRequest{Project: "lock", Flow: "open"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Exit codes.
@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 			return c.run(ctx, args[1:], out, errOut)
 		}
 	}
-	printErr(errOut, false, apierr.New(0, "UNKNOWN_COMMAND", usageNextMsg, "unknown command %q", args[0]))
+	printErr(errOut, false, wire.New(0, "UNKNOWN_COMMAND", usageNextMsg, "unknown command %q", args[0]))
 	return exitUsage
 }
 
@@ -143,12 +143,12 @@ func parse(fs *flag.FlagSet, args []string) int {
 
 // printErr prints an error as the envelope (--json) or as two lines.
 func printErr(w io.Writer, asJSON bool, err error) {
-	var e *apierr.Error
+	var e *wire.Error
 	if !errors.As(err, &e) {
-		e = &apierr.Error{Code: "FAILED", Message: err.Error(), Next: usageNextMsg}
+		e = &wire.Error{Code: "FAILED", Message: err.Error(), Next: usageNextMsg}
 	}
 	if asJSON {
-		_ = json.NewEncoder(w).Encode(apierr.Envelope{Error: e})
+		_ = json.NewEncoder(w).Encode(wire.Envelope{Error: e})
 		return
 	}
 	fmt.Fprintf(w, "flightrec: %s: %s\n  next: %s\n", e.Code, e.Message, e.Next)

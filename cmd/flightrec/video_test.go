@@ -28,6 +28,7 @@ import (
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // The synthetic screen video: moving content (testsrc2) at 5 frames a
@@ -276,7 +277,7 @@ func sendAll(t *testing.T, base, id string, lines []string, per int) {
 
 func openRec(t *testing.T, base, project string) string {
 	t.Helper()
-	rep, err := ingest.NewClient(base).Open(context.Background(), ingest.OpenRequest{Project: project, Flow: "video"})
+	rep, err := ingest.NewClient(base).Open(context.Background(), wire.OpenRequest{Project: project, Flow: "video"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // InputError is an input the importer refuses: not the format it claims,
@@ -176,7 +177,7 @@ type Result struct {
 // Send opens a recording with open, appends evs (in batches, resuming as
 // the client does) and finishes it with verdict. The events are checked
 // first: nothing is opened for events the server would refuse.
-func Send(ctx context.Context, c *ingest.Client, open ingest.OpenRequest, evs []event.Envelope, verdict string) (Result, error) {
+func Send(ctx context.Context, c *ingest.Client, open wire.OpenRequest, evs []event.Envelope, verdict string) (Result, error) {
 	if err := Check(evs); err != nil {
 		return Result{}, err
 	}

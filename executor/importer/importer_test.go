@@ -25,6 +25,7 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // server is a flightrec server on loopback for one test.
@@ -80,7 +81,7 @@ func (s *server) imported(evs []event.Envelope, flow string) (importer.Result, [
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := importer.Send(ctx, s.c, ingest.OpenRequest{Project: "import", Flow: flow, Executor: "importer test"}, evs, "pass")
+	res, err := importer.Send(ctx, s.c, wire.OpenRequest{Project: "import", Flow: flow, Executor: "importer test"}, evs, "pass")
 	if err != nil {
 		s.t.Fatalf("send: %v", err)
 	}
@@ -521,7 +522,7 @@ func TestImportStoresNothingOnBadInput(t *testing.T) {
 	}
 	// Events the server would refuse are refused before Open.
 	bad := []event.Envelope{{Seq: 1, TS: 1, Kind: event.KindHAR, Data: json.RawMessage(`{"request":{}}`)}}
-	if _, err := importer.Send(context.Background(), s.c, ingest.OpenRequest{Project: "p"}, bad, "pass"); err == nil {
+	if _, err := importer.Send(context.Background(), s.c, wire.OpenRequest{Project: "p"}, bad, "pass"); err == nil {
 		t.Fatal("Send sent an invalid event")
 	}
 	if n := s.recordings(); n != 0 {

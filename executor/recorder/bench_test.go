@@ -22,6 +22,7 @@ import (
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // sink is an ingest endpoint that acknowledges every batch and keeps
@@ -46,7 +47,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mask := (&policy.Plan{MaskInputTypes: []string{"password", "hidden"}, MaskAutocomplete: []string{"cc-*"},
 			MaskNamePatterns: []string{"card|pass(word)?"}}).MaskRules()
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(ingest.OpenReply{ID: id, Mask: &mask})
+		_ = json.NewEncoder(w).Encode(wire.OpenReply{ID: id, Mask: &mask})
 	case strings.HasSuffix(r.URL.Path, "/events"):
 		s.bytes.Add(int64(len(body)))
 		// The last line's seq is what the batch acknowledges through.
@@ -55,9 +56,9 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Seq uint64 `json:"seq"`
 		}
 		_ = json.Unmarshal(lines[len(lines)-1], &last)
-		_ = json.NewEncoder(w).Encode(ingest.AppendReply{AckedThrough: last.Seq})
+		_ = json.NewEncoder(w).Encode(wire.AppendReply{AckedThrough: last.Seq})
 	case strings.HasSuffix(r.URL.Path, "/finish"):
-		_ = json.NewEncoder(w).Encode(ingest.FinishReply{Root: "bafkreibench"})
+		_ = json.NewEncoder(w).Encode(wire.FinishReply{Root: "bafkreibench"})
 	default:
 		http.NotFound(w, r)
 	}

@@ -40,7 +40,7 @@ import (
 	"github.com/flightrec/flightrec/executor/cdphar"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // DefaultChromium is where Debian's chromium package puts the browser.
@@ -182,7 +182,7 @@ type session struct {
 	ctx  context.Context // the tab's chromedp context
 	st   *stream
 	har  *cdphar.Recorder
-	mask policy.MaskRules
+	mask wire.MaskRules
 	refs *refs
 	maps *sourceMaps
 
@@ -243,7 +243,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (R
 	if fl.Revision != "" {
 		versions["flow_revision"] = fl.Revision
 	}
-	rep, err := c.Open(ctx, ingest.OpenRequest{Project: cfg.Project, Flow: fl.Name, Labels: cfg.Labels,
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: cfg.Project, Flow: fl.Name, Labels: cfg.Labels,
 		Executor: "flightrec record", Versions: versions})
 	if err != nil {
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
@@ -257,7 +257,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (R
 	} else {
 		// A server that sends no rules: mask what the default policy
 		// would, rather than nothing.
-		s.mask = policy.MaskRules{InputTypes: []string{"password", "hidden"},
+		s.mask = wire.MaskRules{InputTypes: []string{"password", "hidden"},
 			Autocomplete: []string{"cc-*", "current-password", "new-password", "one-time-code"},
 			NamePatterns: []string{"card|cc-?(num|number|csc|cvc|exp)|cvv|cvc|pass(word|wd)?|pin|otp|ssn|secret"}}
 	}

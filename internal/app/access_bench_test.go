@@ -19,6 +19,7 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // BenchmarkReadAccess measures authorized reads (GET …/steps/1 of a
@@ -113,7 +114,7 @@ func recordVia(b *testing.B, h http.Handler, evs []event.Envelope) string {
 		return w
 	}
 	w := serve("POST", "/v1/recordings", []byte(`{"project":"shop"}`))
-	var open ingest.OpenReply
+	var open wire.OpenReply
 	if err := json.Unmarshal(w.Body.Bytes(), &open); err != nil || open.ID == "" {
 		b.Fatalf("open: %d %s", w.Code, w.Body.String())
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // routeScope is what each route needs, written out here independently of
@@ -111,7 +112,7 @@ func newFixture(t *testing.T) *fixture {
 		if r.status != http.StatusCreated {
 			t.Fatalf("open: %d %s", r.status, r.body)
 		}
-		var open ingest.OpenReply
+		var open wire.OpenReply
 		r.decode(t, &open)
 		now := time.Now().UnixNano()
 		frame := func(img []byte) json.RawMessage {

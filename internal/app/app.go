@@ -28,7 +28,7 @@ import (
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/ingest"
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/policy"
@@ -37,6 +37,7 @@ import (
 	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/ui"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // StoreConfig names the data directory and the index; every command that
@@ -159,7 +160,7 @@ func OpenIndex(dsn, dataDir string) (store.Index, error) {
 		return clickhouse.Open(ctx, dsn)
 	default:
 		scheme, _, _ := strings.Cut(dsn, ":")
-		return nil, apierr.New(http.StatusBadRequest, "BAD_INDEX_DSN",
+		return nil, wire.New(http.StatusBadRequest, "BAD_INDEX_DSN",
 			"use sqlite:PATH, clickhouse://USER:PASS@HOST:9000/DB, or leave --index empty",
 			"unsupported index scheme %q", scheme)
 	}
@@ -346,10 +347,10 @@ func (a *App) routes() *chi.Mux {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware, a.damageGate(r))
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		apierr.Write(w, apierr.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
+		httpx.WriteError(w, wire.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		apierr.Write(w, apierr.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "see GET /v1/openapi.json",
+		httpx.WriteError(w, wire.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "see GET /v1/openapi.json",
 			"method not allowed on this route"))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -376,20 +377,20 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 	if _, err := a.Index.Recordings(ctx, store.RecordingFilter{Limit: 1}); err != nil {
 		if sqlite.Corrupt(err) {
 			a.log.Error("the index is damaged", "err", err)
-			apierr.Write(w, indexCorrupt(a.Store.Dir(), err))
+			httpx.WriteError(w, indexCorrupt(a.Store.Dir(), err))
 			return
 		}
-		e := apierr.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
+		e := wire.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
 		e.RetryAfter = 1
-		apierr.Write(w, e)
+		httpx.WriteError(w, e)
 		return
 	}
 	probe := filepath.Join(a.Store.Dir(), ".ready-probe")
 	if err := os.WriteFile(probe, []byte("ok"), 0o644); err != nil {
-		e := apierr.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
+		e := wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
 			"data directory not writable")
 		e.RetryAfter = 1
-		apierr.Write(w, e)
+		httpx.WriteError(w, e)
 		return
 	}
 	_ = os.Remove(probe)
@@ -415,7 +416,7 @@ func (a *App) damageGate(mux *chi.Mux) func(http.Handler) http.Handler {
 				if d, ok := a.Ingest.DamageOf(rctx.URLParam("id")); ok && d.Unreadable {
 					e := d.Error()
 					a.Ingest.Metrics().Errors.WithLabelValues(e.Code).Inc()
-					apierr.Write(w, e)
+					httpx.WriteError(w, e)
 					return
 				}
 			}

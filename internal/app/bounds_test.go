@@ -17,6 +17,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func consoleAt(seq uint64, ts int64) event.Envelope {
@@ -131,7 +132,7 @@ func TestAbort(t *testing.T) {
 	now := time.Now().UnixNano()
 	acked(t, appendBatch(t, base, id, []event.Envelope{consoleAt(1, now), consoleAt(2, now+1), consoleAt(3, now+2)}))
 	r := do(t, "POST", base+"/v1/recordings/"+id+"/abort", nil)
-	var fin ingest.FinishReply
+	var fin wire.FinishReply
 	if r.status != 200 {
 		t.Fatalf("abort: %d %s", r.status, r.body)
 	}
@@ -147,7 +148,7 @@ func TestAbort(t *testing.T) {
 			t.Errorf("%s after abort: %d %s; want 409 RECORDING_ABORTED", name, r.status, r.body)
 		}
 	}
-	var again ingest.FinishReply
+	var again wire.FinishReply
 	do(t, "POST", base+"/v1/recordings/"+id+"/abort", nil).decode(t, &again)
 	if again != fin {
 		t.Errorf("a retried abort: %+v; want %+v", again, fin)
@@ -251,7 +252,7 @@ func TestOpenLimitPerProject(t *testing.T) {
 	var ids []string
 	for range 2 {
 		r := open("alpha")
-		var o ingest.OpenReply
+		var o wire.OpenReply
 		r.decode(t, &o)
 		ids = append(ids, o.ID)
 	}

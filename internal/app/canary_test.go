@@ -24,6 +24,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // syncBuffer is a log sink tests can read while the server writes.
@@ -137,7 +138,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("open: %d %s", r.status, r.body)
 	}
-	var o ingest.OpenReply
+	var o wire.OpenReply
 	r.decode(t, &o)
 	id := o.ID
 	// Half plain, half gzip; one batch sent twice (a retry).
@@ -154,7 +155,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 	}
 	// And a second recording left open, so open logs are searched too.
 	r = do(t, "POST", base+"/v1/recordings", open)
-	var o2 ingest.OpenReply
+	var o2 wire.OpenReply
 	r.decode(t, &o2)
 	id2 := o2.ID
 	acked(t, appendBatch(t, base, id2, c.Events))

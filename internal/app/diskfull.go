@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/sqlite"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // startError names the cause of a failure to open the data directory or
@@ -21,7 +21,7 @@ import (
 // filesystem with no space left) names the directory to free space under;
 // a damaged index names reindex. Anything else is returned as it is.
 func startError(dir string, err error) error {
-	var e *apierr.Error
+	var e *wire.Error
 	if err == nil || errors.As(err, &e) {
 		return err
 	}
@@ -32,7 +32,7 @@ func startError(dir string, err error) error {
 	}
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), sqlite.Full(err), known && free == 0:
-		return apierr.New(http.StatusInsufficientStorage, "STORAGE_FULL",
+		return wire.New(http.StatusInsufficientStorage, "STORAGE_FULL",
 			fmt.Sprintf("free space on the filesystem holding %s (remove files that are not flightrec's, or expired recordings with flightrec retention sweep --data %s), then start again", abs, dir),
 			"no space left on device (ENOSPC): the filesystem holding the data directory %s has %d bytes free: %v", abs, free, err)
 	case sqlite.Corrupt(err):
@@ -42,8 +42,8 @@ func startError(dir string, err error) error {
 }
 
 // indexCorrupt is the refusal for a damaged embedded index.
-func indexCorrupt(dir string, err error) *apierr.Error {
-	return apierr.New(http.StatusServiceUnavailable, "INDEX_CORRUPT",
+func indexCorrupt(dir string, err error) *wire.Error {
+	return wire.New(http.StatusServiceUnavailable, "INDEX_CORRUPT",
 		fmt.Sprintf("stop the server and run flightrec reindex --data %s: it moves the damaged index aside and rebuilds it from the logs and manifests", dir),
 		"the index is damaged: %v", err)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // server starts the whole app on a loopback listener over a temp dir.
@@ -91,12 +92,12 @@ func appendBatch(t *testing.T, base, id string, evs []event.Envelope, hdr ...str
 	return do(t, "POST", base+"/v1/recordings/"+id+"/events", testgen.NDJSON(evs), hdr...)
 }
 
-func acked(t *testing.T, r reply) ingest.AppendReply {
+func acked(t *testing.T, r reply) wire.AppendReply {
 	t.Helper()
 	if r.status != 200 {
 		t.Fatalf("append: %d %s", r.status, r.body)
 	}
-	var a ingest.AppendReply
+	var a wire.AppendReply
 	r.decode(t, &a)
 	return a
 }
@@ -107,7 +108,7 @@ func openRec(t *testing.T, base string) string {
 	if r.status != 201 {
 		t.Fatalf("open: %d %s", r.status, r.body)
 	}
-	var o ingest.OpenReply
+	var o wire.OpenReply
 	r.decode(t, &o)
 	return o.ID
 }
@@ -199,12 +200,12 @@ func TestEndToEnd(t *testing.T) {
 
 	// Finish, twice (a retry), then appends are refused.
 	r = do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"fail"}`))
-	var fin ingest.FinishReply
+	var fin wire.FinishReply
 	r.decode(t, &fin)
 	if r.status != 200 || !strings.HasPrefix(fin.Root, "bafkrei") || fin.AckedThrough != N {
 		t.Fatalf("finish: %d %s", r.status, r.body)
 	}
-	var fin2 ingest.FinishReply
+	var fin2 wire.FinishReply
 	do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"fail"}`)).decode(t, &fin2)
 	if fin2.Root != fin.Root {
 		t.Fatalf("retried finish gave root %s, want %s", fin2.Root, fin.Root)

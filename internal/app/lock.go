@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/sqlite"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Lock takes the data directory's lock for command (a server passes its
@@ -47,7 +47,7 @@ func LockError(err error) error {
 		next = "find the process holding " + filepath.Join(le.Dir, store.LockFileName) +
 			" (fuser -v FILE) and stop it, or use --server URL if it is a server"
 	}
-	e := apierr.New(http.StatusConflict, "DATA_DIR_LOCKED", next, "%v", le)
+	e := wire.New(http.StatusConflict, "DATA_DIR_LOCKED", next, "%v", le)
 	if h.PID != 0 {
 		e = e.With("pid", h.PID)
 	}
@@ -91,7 +91,7 @@ func (c StoreConfig) OpenForWrite(command string) (*store.Store, store.Index, *s
 // check or read.
 func (c StoreConfig) OpenReadOnly() (*store.Store, error) {
 	if fi, err := os.Stat(c.Data); err != nil || !fi.IsDir() {
-		return nil, apierr.New(0, "NO_DATA_DIR", "give the data directory with --data DIR (env FLIGHTREC_DATA)",
+		return nil, wire.New(0, "NO_DATA_DIR", "give the data directory with --data DIR (env FLIGHTREC_DATA)",
 			"%s is not a data directory", c.Data)
 	}
 	return store.OpenStoreReadOnly(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/internal/apierr"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestLockRefusals: a writer refused by the data directory's lock gets
@@ -39,7 +39,7 @@ func TestLockRefusals(t *testing.T) {
 			}
 		}
 		_, err = sc.Lock("reindex", "")
-		var e *apierr.Error
+		var e *wire.Error
 		if !errors.As(err, &e) || e.Code != "DATA_DIR_LOCKED" || e.Status != http.StatusConflict {
 			t.Fatalf("held by %s: %v, want DATA_DIR_LOCKED", c.command, err)
 		}

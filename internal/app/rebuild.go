@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // RebuildResult is the answer of POST /v1/index/rebuild (and what
@@ -35,7 +36,7 @@ func (a *App) handleRebuild(w http.ResponseWriter, r *http.Request) {
 	n, err := a.Proj.Rebuild(ctx, nil)
 	if err != nil {
 		a.log.Error("index rebuild failed; the projector keeps retrying", "err", err)
-		apierr.Write(w, apierr.New(http.StatusInternalServerError, "REBUILD_FAILED",
+		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REBUILD_FAILED",
 			"check the index backend and the server log, then rebuild again; the projector keeps retrying meanwhile",
 			"the index rebuild failed after %d recordings", n))
 		return

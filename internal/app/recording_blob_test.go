@@ -10,6 +10,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestRecordingBlobEndToEnd sends two recordings through ingest and reads
@@ -29,7 +30,7 @@ func TestRecordingBlobEndToEnd(t *testing.T) {
 		r := rec{id: openRec(t, base), frames: map[string][]byte{}}
 		acked(t, appendBatch(t, base, r.id, evs))
 		fin := do(t, "POST", base+"/v1/recordings/"+r.id+"/finish", []byte(`{"verdict":"pass"}`))
-		var f ingest.FinishReply
+		var f wire.FinishReply
 		fin.decode(t, &f)
 		r.root = f.Root
 		waitIndexed(t, base, r.id, uint64(len(evs)))

@@ -7,8 +7,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/flightrec/flightrec/internal/apierr"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // RepairReply answers POST /v1/recordings/{id}/repair.
@@ -26,25 +27,25 @@ type RepairReply struct {
 func (a *App) handleRepair(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if _, err := a.Store.Meta(id); errors.Is(err, store.ErrNotFound) {
-		apierr.Write(w, apierr.RecordingNotFound(false))
+		httpx.WriteError(w, wire.RecordingNotFound(false))
 		return
 	}
 	if _, damaged := a.Ingest.DamageOf(id); !damaged {
-		apierr.Write(w, apierr.New(http.StatusConflict, "RECORDING_NOT_DAMAGED",
+		httpx.WriteError(w, wire.New(http.StatusConflict, "RECORDING_NOT_DAMAGED",
 			"nothing to repair; flightrec verify --data DIR lists what is damaged", "recording %s is not damaged", id))
 		return
 	}
 	root, gaps, err := a.Store.Repair(id)
 	if err != nil {
 		a.log.Error("repair failed", "recording", id, "err", err)
-		apierr.Write(w, apierr.New(http.StatusInternalServerError, "REPAIR_FAILED",
+		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
 			"see the server log; flightrec verify --data DIR lists what is damaged", "recording %s could not be repaired", id))
 		return
 	}
 	m, err := a.Store.ReadManifest(root)
 	if err != nil {
 		a.log.Error("reading a repaired recording's manifest failed", "recording", id, "err", err)
-		apierr.Write(w, apierr.New(http.StatusInternalServerError, "REPAIR_FAILED",
+		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
 			"run flightrec verify --data DIR", "recording %s was sealed but its manifest cannot be read", id))
 		return
 	}

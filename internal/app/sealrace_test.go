@@ -16,6 +16,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestSealRacesClose: appends, finishes, aborts and idle expiry race on
@@ -72,7 +73,7 @@ func sealRacesClose(t *testing.T) {
 				if st != 200 {
 					return
 				}
-				var r ingest.AppendReply
+				var r wire.AppendReply
 				if err := json.Unmarshal(b, &r); err == nil {
 					mu.Lock()
 					ackedThrough[id] = max(ackedThrough[id], r.AckedThrough)

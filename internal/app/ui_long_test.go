@@ -14,11 +14,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // longRecording ingests a finished recording of n steps, one small
@@ -41,7 +41,7 @@ func longRecording(tb testing.TB, base string, n, failed int) string {
 		}
 		return buf.Bytes()
 	}
-	var o ingest.OpenReply
+	var o wire.OpenReply
 	json.Unmarshal(post("/v1/recordings", []byte(`{"project":"shop","flow":"long-checkout"}`)), &o)
 	ts := time.Now().Add(-time.Hour).UnixNano()
 	var evs []event.Envelope

@@ -30,6 +30,7 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Options size a bench run.
@@ -253,7 +254,7 @@ func ingestAll(ctx context.Context, a *app.App, base string, perClient [][][]byt
 	c := ingest.NewClient(base)
 	ids := make([]string, len(perClient))
 	for i := range ids {
-		rep, err := c.Open(ctx, ingest.OpenRequest{Project: "bench"})
+		rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench"})
 		if err != nil {
 			return 0, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // VideoOptions size the executor-video benchmark.
@@ -123,7 +124,7 @@ func ingestVideo(ctx context.Context, o VideoOptions, stream []byte, masked bool
 	}
 	defer stop()
 	c := ingest.NewClient(base)
-	rep, err := c.Open(ctx, ingest.OpenRequest{Project: "bench-video"})
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench-video"})
 	if err != nil {
 		return 0, 0, 0, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestClickHouseOutage runs a server on the ClickHouse index while
@@ -326,20 +327,20 @@ func openRecording(t *testing.T, base string) string {
 	if r.status != http.StatusCreated {
 		t.Fatalf("open: %d %s", r.status, r.body)
 	}
-	var o ingest.OpenReply
+	var o wire.OpenReply
 	if err := json.Unmarshal(r.body, &o); err != nil {
 		t.Fatal(err)
 	}
 	return o.ID
 }
 
-func appendEvents(t *testing.T, base, id string, evs []event.Envelope) ingest.AppendReply {
+func appendEvents(t *testing.T, base, id string, evs []event.Envelope) wire.AppendReply {
 	t.Helper()
 	r := post(t, base+"/v1/recordings/"+id+"/events", testgen.NDJSON(evs))
 	if r.status != http.StatusOK {
 		t.Fatalf("append: %d %s", r.status, r.body)
 	}
-	var a ingest.AppendReply
+	var a wire.AppendReply
 	if err := json.Unmarshal(r.body, &a); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-// Package apierr is flightrec's one error envelope:
+// Error envelope: flightrec's one error shape,
 //
 //	{"error": {"code": "SEQ_GAP", "message": "…", "next": "…"}}
 //
 // served with a fitting HTTP status by every route and printed by the CLI.
 // Messages never carry event values (they may be secrets): they name fields,
 // lines and limits.
-package apierr
+package wire
 
 import (
 	"encoding/json"
@@ -56,19 +56,6 @@ func From(err error) *Error {
 	}
 	return New(http.StatusInternalServerError, "INTERNAL", "retry later; if it persists, check the server log",
 		"internal error")
-}
-
-// Write sends err as the envelope.
-func Write(w http.ResponseWriter, err error) {
-	e := From(err)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(Envelope{Error: e})
 }
 
 // Decode reads an envelope from a response body, for clients.
