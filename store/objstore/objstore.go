@@ -150,9 +150,12 @@ const reserved = ".objstore"
 // CheckKey says whether key is a valid key, the same on every store:
 // slash-separated segments, each 1..255 bytes, none "." or "..", of valid
 // UTF-8 without control characters, at most MaxKeyLen bytes, and the first
-// segment not starting with ".objstore". A key may not also be a prefix
-// ending in "/" of another key on a Local store (a file cannot be a
-// directory); content-addressed layouts never do that.
+// segment not starting with ".objstore".
+//
+// One rule CheckKey cannot see: no key may be a directory of another ("a"
+// and "a/b"). Amazon S3 allows it, but a Local store and a posix-backed S3
+// server (versitygw) keep keys as files, and a file is no directory; the
+// write fails. Content-addressed layouts never do it.
 func CheckKey(key string) error {
 	bad := func(why string) error {
 		return &Error{Op: "check", Key: key, Kind: ErrInvalidKey, Err: errors.New(why)}

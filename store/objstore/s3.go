@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -241,18 +242,104 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		po.SetMatchETag(opts.IfMatch)
 		cond = condMatch
 	}
-	up, err := s.client.PutObject(ctx, s.cfg.Bucket, s.prefix+key, r, size, po)
+	// The body is read a part at a time: a body that fits one part goes up
+	// in one PutObject (from memory, so minio-go can retry it), a larger
+	// one as a multipart upload driven here, because minio-go's own drops
+	// the conditional headers when it completes the upload, and the
+	// condition must hold at completion.
+	part, eof, err := readPart(r, size, int64(s.cfg.PartSize))
+	if err != nil {
+		return Info{}, &Error{Op: "put", Key: key, Err: err}
+	}
+	if eof {
+		up, err := s.core().PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), "", "", po)
+		if err != nil {
+			return Info{}, s.wrap(ctx, "put", key, err, cond)
+		}
+		return Info{Key: key, Size: int64(len(part)), ETag: strings.Trim(up.ETag, `"`), ModTime: up.LastModified}, nil
+	}
+	return s.putMultipart(ctx, key, r, size, part, po, cond)
+}
+
+func (s *S3) core() minio.Core { return minio.Core{Client: s.client} }
+
+// readPart reads the next part of a body: max bytes, or what is left of
+// size (-1: unknown). eof says the body ends with this part. A body
+// shorter than size is an error.
+func readPart(r io.Reader, size, max int64) (part []byte, eof bool, err error) {
+	n := max
+	if size >= 0 && size < max {
+		n = size
+	}
+	buf := make([]byte, n)
+	m, err := io.ReadFull(r, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if size >= 0 {
+			return nil, false, fmt.Errorf("short body: %d of %d bytes", m, n)
+		}
+		return buf[:m], true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return buf, size >= 0 && size <= max, nil
+}
+
+func (s *S3) putMultipart(ctx context.Context, key string, r io.Reader, size int64, first []byte, po minio.PutObjectOptions, cond condition) (Info, error) {
+	core := s.core()
+	object := s.prefix + key
+	id, err := core.NewMultipartUpload(ctx, s.cfg.Bucket, object, minio.PutObjectOptions{ContentType: po.ContentType})
+	if err != nil {
+		return Info{}, s.wrap(ctx, "put", key, err, condNone)
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			// Free the parts; bounded, and even when ctx has ended.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = core.AbortMultipartUpload(actx, s.cfg.Bucket, object, id)
+			cancel()
+		}
+	}()
+	var parts []minio.CompletePart
+	var total int64
+	part := first
+	for {
+		p, err := core.PutObjectPart(ctx, s.cfg.Bucket, object, id, len(parts)+1, bytes.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{})
+		if err != nil {
+			return Info{}, s.wrap(ctx, "put", key, err, condNone)
+		}
+		parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
+		total += int64(len(part))
+		left := int64(-1)
+		if size >= 0 {
+			left = size - total
+			if left == 0 {
+				break
+			}
+		}
+		var eof bool
+		part, eof, err = readPart(r, left, int64(s.cfg.PartSize))
+		if err != nil {
+			return Info{}, &Error{Op: "put", Key: key, Err: err}
+		}
+		if eof && len(part) == 0 {
+			break // an unknown size that ended on a part boundary
+		}
+	}
+	up, err := core.CompleteMultipartUpload(ctx, s.cfg.Bucket, object, id, parts, po)
 	if err != nil {
 		return Info{}, s.wrap(ctx, "put", key, err, cond)
 	}
-	return Info{Key: key, Size: up.Size, ETag: up.ETag, ModTime: up.LastModified}, nil
+	completed = true
+	return Info{Key: key, Size: total, ETag: strings.Trim(up.ETag, `"`), ModTime: up.LastModified}, nil
 }
 
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Info, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, Info{}, err
 	}
-	body, oi, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.cfg.Bucket, s.prefix+key, minio.GetObjectOptions{})
+	body, oi, _, err := s.core().GetObject(ctx, s.cfg.Bucket, s.prefix+key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, Info{}, s.wrap(ctx, "get", key, err, condNone)
 	}
@@ -276,7 +363,7 @@ func (s *S3) GetRange(ctx context.Context, key string, offset, length int64) (io
 	case offset > 0:
 		_ = gopts.SetRange(offset, 0) // bytes=offset-
 	}
-	body, _, _, err := minio.Core{Client: s.client}.GetObject(ctx, s.cfg.Bucket, s.prefix+key, gopts)
+	body, _, _, err := s.core().GetObject(ctx, s.cfg.Bucket, s.prefix+key, gopts)
 	if err != nil {
 		if minio.ToErrorResponse(err).StatusCode == http.StatusRequestedRangeNotSatisfiable {
 			// S3 refuses a range starting at the end; the interface gives
