@@ -3,6 +3,8 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -232,7 +234,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 	if err := CheckKey(key); err != nil {
 		return Info{}, err
 	}
-	po := minio.PutObjectOptions{PartSize: s.cfg.PartSize, ContentType: "application/octet-stream"}
+	// The payload is not signed (UNSIGNED-PAYLOAD, as minio-go does over
+	// TLS anyway): chunk-signing it costs both sides a SHA-256 and an HMAC
+	// per 64 KiB, a third of the PUT rate on loopback. Content-MD5 still
+	// has the server refuse a body damaged on the way.
+	po := minio.PutObjectOptions{PartSize: s.cfg.PartSize, ContentType: "application/octet-stream", DisableContentSha256: true}
 	cond := condNone
 	switch {
 	case opts.CreateOnly:
@@ -252,7 +258,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		return Info{}, &Error{Op: "put", Key: key, Err: err}
 	}
 	if eof {
-		up, err := s.core().PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), "", "", po)
+		up, err := s.core().PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), contentMD5(part), "", po)
 		if err != nil {
 			return Info{}, s.wrap(ctx, "put", key, err, cond)
 		}
@@ -262,6 +268,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 }
 
 func (s *S3) core() minio.Core { return minio.Core{Client: s.client} }
+
+func contentMD5(data []byte) string {
+	sum := md5.Sum(data)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
 
 // readPart reads the next part of a body: max bytes, or what is left of
 // size (-1: unknown). eof says the body ends with this part. A body
@@ -305,7 +316,8 @@ func (s *S3) putMultipart(ctx context.Context, key string, r io.Reader, size int
 	var total int64
 	part := first
 	for {
-		p, err := core.PutObjectPart(ctx, s.cfg.Bucket, object, id, len(parts)+1, bytes.NewReader(part), int64(len(part)), minio.PutObjectPartOptions{})
+		p, err := core.PutObjectPart(ctx, s.cfg.Bucket, object, id, len(parts)+1, bytes.NewReader(part), int64(len(part)),
+			minio.PutObjectPartOptions{Md5Base64: contentMD5(part), DisableContentSha256: true})
 		if err != nil {
 			return Info{}, s.wrap(ctx, "put", key, err, condNone)
 		}
