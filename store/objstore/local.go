@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,27 @@ func NewLocal(dir string) (*Local, error) {
 	if err != nil {
 		return nil, &Error{Op: "open", Kind: classifyFS(err), Err: err}
 	}
+	removeStaleTemps(tmp, time.Now().Add(-staleTemp))
 	return &Local{dir: dir, tmp: tmp, lock: lock, etags: map[fileID]string{}}, nil
+}
+
+// staleTemp is the age past which a temporary file is a crashed put's
+// leftover, not another process's put in progress.
+const staleTemp = time.Hour
+
+// removeStaleTemps removes the temporary files of puts that a crash cut
+// short (never acknowledged), leaving younger ones: another process
+// sharing the directory may be writing them.
+func removeStaleTemps(tmp string, before time.Time) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && strings.HasPrefix(e.Name(), "put-") && info.ModTime().Before(before) {
+			os.Remove(filepath.Join(tmp, e.Name()))
+		}
+	}
 }
 
 // Close releases the lock file.
