@@ -65,6 +65,10 @@ type PutOptions struct {
 	// (If-Match), for read-modify-write of shared state: read with Get or
 	// Stat, change, Put with IfMatch, and on ErrPrecondition read again.
 	IfMatch string
+	// A conditional put that fails with ErrUnavailable may or may not have
+	// been stored (its reply can be lost after the write): read the key to
+	// learn which. Stores never retry one themselves, since the retry of a
+	// put that did succeed would report a lost race.
 }
 
 // Info describes one stored object.

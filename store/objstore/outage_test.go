@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,5 +138,82 @@ func TestS3Unresponsive(t *testing.T) {
 	_, err = s.Put(context.Background(), "x", strings.NewReader("x"), 1, objstore.PutOptions{CreateOnly: true})
 	if !errors.Is(err, objstore.ErrUnavailable) {
 		t.Fatalf("put to a silent server: %v, want ErrUnavailable", err)
+	}
+}
+
+// lossyProxy forwards requests to an S3 server; drop says whether to
+// swallow a request's reply (after the server has acted on it) by closing
+// the connection, as a network that fails at the wrong moment does.
+func lossyProxy(t *testing.T, target string, drop func(*http.Request) bool) string {
+	t.Helper()
+	tr := &http.Transport{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := r.Clone(r.Context())
+		out.URL.Scheme, out.URL.Host, out.RequestURI = "http", target, ""
+		out.Host = r.Host // the signature covers the host the client named
+		resp, err := tr.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		if drop(r) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(tr.CloseIdleConnections)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// TestS3ConditionalPutSentOnce: when the reply to a conditional put is
+// lost after the server stored it, the put answers ErrUnavailable (the
+// outcome is unknown), not the ErrExists or ErrPrecondition that a retry
+// would have met, and Update does not apply its change twice. Plain puts
+// are retried: the retry stores the same bytes again.
+func TestS3ConditionalPutSentOnce(t *testing.T) {
+	srv := testenv.S3(t)
+	var armed atomic.Bool // drop the next PUT's reply
+	endpoint := lossyProxy(t, srv.Endpoint, func(r *http.Request) bool {
+		return r.Method == http.MethodPut && armed.CompareAndSwap(true, false)
+	})
+	s := s3Store(t, srv, func(cfg *objstore.S3Config) { cfg.Endpoint = endpoint })
+	ctx := context.Background()
+
+	armed.Store(true)
+	_, err := s.Put(ctx, "token", strings.NewReader("v1"), 2, objstore.PutOptions{CreateOnly: true})
+	if !errors.Is(err, objstore.ErrUnavailable) || errors.Is(err, objstore.ErrExists) {
+		t.Fatalf("create-only put whose reply was lost: %v, want ErrUnavailable", err)
+	}
+	if got, _, err := objstore.ReadAll(ctx, s, "token"); err != nil || string(got) != "v1" {
+		t.Fatalf("the server did store it: %q, %v", got, err)
+	}
+
+	// Update: the lost reply surfaces; the change is applied once.
+	armed.Store(true)
+	_, err = objstore.Update(ctx, s, "token", func(old []byte, _ bool) ([]byte, error) { return append(old, '+'), nil })
+	if !errors.Is(err, objstore.ErrUnavailable) {
+		t.Fatalf("update whose reply was lost: %v, want ErrUnavailable", err)
+	}
+	if got, _, _ := objstore.ReadAll(ctx, s, "token"); string(got) != "v1+" {
+		t.Fatalf("after one update the object is %q, want v1+", got)
+	}
+
+	// An unconditional put is retried and succeeds.
+	armed.Store(true)
+	if _, err := s.Put(ctx, "plain", strings.NewReader("same"), 4, objstore.PutOptions{}); err != nil {
+		t.Fatalf("plain put whose first reply was lost: %v", err)
+	}
+	if armed.Load() {
+		t.Fatal("the proxy dropped no reply")
 	}
 }

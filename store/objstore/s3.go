@@ -158,6 +158,12 @@ func (c S3Config) URL() string {
 type S3 struct {
 	cfg    S3Config
 	client *minio.Client
+	// once sends a conditional write exactly once. Retried after a lost
+	// reply, a create-only or if-match put that succeeded would come back
+	// as ErrExists or ErrPrecondition, and read-modify-write would apply
+	// its change twice; unretried, it fails as ErrUnavailable, which says
+	// the outcome is unknown.
+	once   *minio.Client
 	prefix string // "" or "PREFIX/"
 }
 
@@ -189,19 +195,26 @@ func NewS3(cfg S3Config) (*S3, error) {
 	tr.DialContext = (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = cfg.ResponseTimeout
 	cr := cfg.Credentials
-	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:      credentials.NewStaticV4(cr.AccessKeyID, cr.SecretAccessKey, cr.SessionToken),
-		Secure:     !cfg.Insecure,
-		Region:     cfg.Region,
-		Transport:  tr,
-		MaxRetries: cfg.MaxRetries,
-		// A named endpoint (not AWS) serves buckets by path.
-		BucketLookup: lookupFor(cfg.Endpoint),
-	})
+	newClient := func(retries int) (*minio.Client, error) {
+		return minio.New(cfg.Endpoint, &minio.Options{
+			Creds:      credentials.NewStaticV4(cr.AccessKeyID, cr.SecretAccessKey, cr.SessionToken),
+			Secure:     !cfg.Insecure,
+			Region:     cfg.Region,
+			Transport:  tr,
+			MaxRetries: retries,
+			// A named endpoint (not AWS) serves buckets by path.
+			BucketLookup: lookupFor(cfg.Endpoint),
+		})
+	}
+	client, err := newClient(cfg.MaxRetries)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: S3 endpoint %q: %w", cfg.Endpoint, err)
 	}
-	s := &S3{cfg: cfg, client: client}
+	once, err := newClient(1)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: S3 endpoint %q: %w", cfg.Endpoint, err)
+	}
+	s := &S3{cfg: cfg, client: client, once: once}
 	if cfg.Prefix != "" {
 		s.prefix = cfg.Prefix + "/"
 	}
@@ -258,7 +271,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		return Info{}, &Error{Op: "put", Key: key, Err: err}
 	}
 	if eof {
-		up, err := s.core().PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), contentMD5(part), "", po)
+		up, err := s.coreFor(cond).PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), contentMD5(part), "", po)
 		if err != nil {
 			return Info{}, s.wrap(ctx, "put", key, err, cond)
 		}
@@ -268,6 +281,14 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 }
 
 func (s *S3) core() minio.Core { return minio.Core{Client: s.client} }
+
+// coreFor is the client for a put: conditional ones are sent once.
+func (s *S3) coreFor(cond condition) minio.Core {
+	if cond != condNone {
+		return minio.Core{Client: s.once}
+	}
+	return s.core()
+}
 
 func contentMD5(data []byte) string {
 	sum := md5.Sum(data)
@@ -339,7 +360,7 @@ func (s *S3) putMultipart(ctx context.Context, key string, r io.Reader, size int
 			break // an unknown size that ended on a part boundary
 		}
 	}
-	up, err := core.CompleteMultipartUpload(ctx, s.cfg.Bucket, object, id, parts, po)
+	up, err := s.coreFor(cond).CompleteMultipartUpload(ctx, s.cfg.Bucket, object, id, parts, po)
 	if err != nil {
 		return Info{}, s.wrap(ctx, "put", key, err, cond)
 	}
