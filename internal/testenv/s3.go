@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,9 +55,8 @@ type S3Server struct {
 	path string
 	dir  string // the posix backend's root: one directory per bucket
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	exit chan error
+	mu sync.Mutex
+	d  *daemon // nil while stopped
 }
 
 // S3 starts a private versitygw on a free loopback port, serving a
@@ -88,7 +86,7 @@ func S3(t testing.TB) *S3Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Client().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
-		t.Fatalf("versitygw: create bucket %s: %v\n%s", s.Bucket, err, s.logTail())
+		t.Fatalf("versitygw: create bucket %s: %v\n%s", s.Bucket, err, logTail(s.logPath()))
 	}
 	return s
 }
@@ -118,40 +116,35 @@ func (s *S3Server) Start() {
 	s.t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.d != nil {
 		return
 	}
-	logf, err := os.OpenFile(filepath.Join(s.dir, "..", filepath.Base(s.dir)+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer logf.Close()
 	// Credentials go in the environment (versitygw reads ROOT_ACCESS_KEY
 	// and ROOT_SECRET_KEY), not argv, where ps would show them.
 	cmd := exec.Command(s.path, "--port", s.Endpoint, "posix", s.dir)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	d, err := startDaemon(cmd, s.logPath())
+	if err != nil {
 		s.t.Fatalf("start versitygw: %v", err)
 	}
-	s.cmd, s.exit = cmd, make(chan error, 1)
-	go func() { s.exit <- cmd.Wait() }()
-	if err := s.wait(30 * time.Second); err != nil {
+	s.d = d
+	if err := s.wait(30*time.Second, d.exited()); err != nil {
 		s.stopLocked()
-		s.t.Fatalf("versitygw did not start: %v\n%s", err, s.logTail())
+		s.t.Fatalf("versitygw did not start: %v\n%s", err, logTail(s.logPath()))
 	}
 }
 
+// logPath is beside the served directory, not in it (it would be a bucket).
+func (s *S3Server) logPath() string { return s.dir + ".log" }
+
 // wait polls until the server answers a signed request (ListBuckets).
-func (s *S3Server) wait(timeout time.Duration) error {
+func (s *S3Server) wait(timeout time.Duration, exited <-chan error) error {
 	deadline := time.Now().Add(timeout)
 	client := s.Client()
 	var last error
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-s.exit:
-			s.exit <- err
+		case err := <-exited:
 			return fmt.Errorf("the server exited: %v", err)
 		default:
 		}
@@ -176,23 +169,9 @@ func (s *S3Server) Stop() {
 }
 
 func (s *S3Server) stopLocked() {
-	if s.cmd == nil {
+	if s.d == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exit:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exit
-	}
-	s.cmd = nil
-}
-
-func (s *S3Server) logTail() string {
-	data, _ := os.ReadFile(filepath.Join(s.dir, "..", filepath.Base(s.dir)+".log"))
-	if len(data) > 4000 {
-		data = data[len(data)-4000:]
-	}
-	return "--- versitygw log\n" + string(data)
+	s.d.stop(30 * time.Second)
+	s.d = nil
 }
