@@ -172,29 +172,17 @@ func (s *ClickHouseServer) logTail() string {
 // WaitClickHouse waits until the server on 127.0.0.1:port answers a query,
 // or exited reports that it stopped, or timeout passes.
 func WaitClickHouse(port int, timeout time.Duration, exited <-chan error) error {
-	deadline := time.Now().Add(timeout)
 	opts := &clickhouse.Options{Addr: []string{"127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second}
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("the server exited: %v", err)
-		default:
-		}
+	return waitUntil(timeout, 50*time.Millisecond, exited, "port "+strconv.Itoa(port), func() error {
 		conn, err := clickhouse.Open(opts)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err = conn.Ping(ctx)
-			cancel()
-			conn.Close()
-			if err == nil {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("no answer on port %d after %s: %v", port, timeout, last)
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return conn.Ping(ctx)
+	})
 }
 
 // WriteClickHouseConfig writes config.xml and users.xml for a server that

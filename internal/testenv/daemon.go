@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -64,4 +65,24 @@ func logTail(path string) string {
 		data = data[len(data)-4000:]
 	}
 	return "--- " + path + "\n" + string(data) + "\n"
+}
+
+// waitUntil polls ready every interval until it succeeds, or exited reports
+// that the server stopped, or timeout passes (where names the server in
+// the error).
+func waitUntil(timeout, interval time.Duration, exited <-chan error, where string, ready func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the server exited: %v", err)
+		default:
+		}
+		if last = ready(); last == nil {
+			return nil
+		}
+		time.Sleep(interval)
+	}
+	return fmt.Errorf("no answer on %s after %s: %v", where, timeout, last)
 }

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
 	"go/build"
 	"net/url"
 	"os"
@@ -139,25 +138,13 @@ func (s *S3Server) logPath() string { return s.dir + ".log" }
 
 // wait polls until the server answers a signed request (ListBuckets).
 func (s *S3Server) wait(timeout time.Duration, exited <-chan error) error {
-	deadline := time.Now().Add(timeout)
 	client := s.Client()
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("the server exited: %v", err)
-		default:
-		}
+	return waitUntil(timeout, 25*time.Millisecond, exited, s.Endpoint, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		_, err := client.ListBuckets(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		time.Sleep(25 * time.Millisecond)
-	}
-	return fmt.Errorf("no answer on %s after %s: %v", s.Endpoint, timeout, last)
+		return err
+	})
 }
 
 // Stop sends SIGTERM and waits for the server to exit (SIGKILL after 30s).
