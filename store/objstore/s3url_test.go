@@ -112,3 +112,29 @@ func TestS3WrongCredentials(t *testing.T) {
 		t.Fatalf("Check of a missing bucket: %v", err)
 	}
 }
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	for _, target := range []string{dir, "file://" + dir} {
+		s, err := objstore.Open(target, objstore.Credentials{})
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		if _, ok := s.(*objstore.Local); !ok || s.String() != "file://"+dir {
+			t.Fatalf("%s opened %T %s", target, s, s)
+		}
+		s.(*objstore.Local).Close()
+	}
+	s, err := objstore.Open("s3://bucket/p?endpoint=127.0.0.1:9&insecure=1", objstore.Credentials{SecretAccessKey: "shh-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*objstore.S3); !ok || s.String() != "s3://bucket/p?endpoint=127.0.0.1%3A9&insecure=1" {
+		t.Fatalf("opened %T %s", s, s)
+	}
+	for _, bad := range []string{"", "gs://bucket", "s3://"} {
+		if _, err := objstore.Open(bad, objstore.Credentials{}); err == nil {
+			t.Errorf("%q opened", bad)
+		}
+	}
+}
