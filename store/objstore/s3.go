@@ -3,8 +3,6 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -247,10 +245,13 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 	if err := CheckKey(key); err != nil {
 		return Info{}, err
 	}
-	// The payload is not signed (UNSIGNED-PAYLOAD, as minio-go does over
-	// TLS anyway): chunk-signing it (minio-go's way over plain HTTP) costs
-	// both sides a SHA-256 and an HMAC per 64 KiB. Content-MD5 still has
-	// the server refuse a body damaged on the way.
+	// The payload is sent unsigned (UNSIGNED-PAYLOAD, as minio-go does over
+	// TLS anyway) and without Content-MD5: on versitygw, 4 MiB PUTs ran at
+	// about half the raw rate with minio-go's chunk-signed payload (its
+	// way over plain HTTP), and at a third with Content-MD5, against the
+	// raw rate without either (on a busy machine: roughly). Integrity on the way comes from TLS in
+	// production and from the blob layer's content addresses, checked on
+	// read.
 	po := minio.PutObjectOptions{PartSize: s.cfg.PartSize, ContentType: "application/octet-stream", DisableContentSha256: true}
 	cond := condNone
 	switch {
@@ -271,7 +272,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64, opts 
 		return Info{}, &Error{Op: "put", Key: key, Err: err}
 	}
 	if eof {
-		up, err := s.coreFor(cond).PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), contentMD5(part), "", po)
+		up, err := s.coreFor(cond).PutObject(ctx, s.cfg.Bucket, s.prefix+key, bytes.NewReader(part), int64(len(part)), "", "", po)
 		if err != nil {
 			return Info{}, s.wrap(ctx, "put", key, err, cond)
 		}
@@ -290,10 +291,6 @@ func (s *S3) coreFor(cond condition) minio.Core {
 	return s.core()
 }
 
-func contentMD5(data []byte) string {
-	sum := md5.Sum(data)
-	return base64.StdEncoding.EncodeToString(sum[:])
-}
 
 // readPart reads the next part of a body: max bytes, or what is left of
 // size (-1: unknown). eof says the body ends with this part. A body
@@ -338,7 +335,7 @@ func (s *S3) putMultipart(ctx context.Context, key string, r io.Reader, size int
 	part := first
 	for {
 		p, err := core.PutObjectPart(ctx, s.cfg.Bucket, object, id, len(parts)+1, bytes.NewReader(part), int64(len(part)),
-			minio.PutObjectPartOptions{Md5Base64: contentMD5(part), DisableContentSha256: true})
+			minio.PutObjectPartOptions{DisableContentSha256: true})
 		if err != nil {
 			return Info{}, s.wrap(ctx, "put", key, err, condNone)
 		}
