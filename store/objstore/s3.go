@@ -291,7 +291,6 @@ func (s *S3) coreFor(cond condition) minio.Core {
 	return s.core()
 }
 
-
 // readPart reads the next part of a body: max bytes, or what is left of
 // size (-1: unknown). eof says the body ends with this part. A body
 // shorter than size is an error.
