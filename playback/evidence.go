@@ -89,11 +89,11 @@ func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.Signer == nil {
+	if s.signer == nil {
 		s.fail(w, noSigner())
 		return
 	}
-	env, err := Attest(r.Context(), s.st, s.idx, s.Signer, row.ID)
+	env, err := Attest(r.Context(), s.st, s.idx, s.signer, row.ID)
 	if err != nil {
 		if errors.Is(err, ErrIndexBehind) {
 			e := wire.New(http.StatusServiceUnavailable, "INDEX_CATCHING_UP", "retry in a moment",
@@ -143,11 +143,11 @@ func Attest(ctx context.Context, st *store.Store, idx store.Index, signer *attes
 // public: a verifier needs it before it holds any token, and it proves
 // nothing without a signature.
 func (s *Service) handleAttestationKey(w http.ResponseWriter, _ *http.Request) {
-	if s.Signer == nil {
+	if s.signer == nil {
 		s.fail(w, noSigner())
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
-	w.Header().Set("X-Key-Id", s.Signer.KeyID())
-	_, _ = w.Write(s.Signer.PublicKeyPEM())
+	w.Header().Set("X-Key-Id", s.signer.KeyID())
+	_, _ = w.Write(s.signer.PublicKeyPEM())
 }

@@ -137,7 +137,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	fs := newFlags("export "+kind, "export "+kind+" [--data DIR] [-o FILE] [--json] ID", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	outFile := fs.String("o", "", "output file, - for stdout (default "+def+")")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	id, code := parseOne(fs, args[1:])
@@ -441,7 +441,7 @@ func verifyAttestation(attPath, keyPath string, files []string, rec string, sc a
 func runImportBundle(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("import bundle", "import bundle [--data DIR] [--index DSN] [--json] FILE", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	file, code := parseOne(fs, args)
 	if code >= 0 {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -28,9 +27,9 @@ import (
 // signature), 1 the runs diverge (a group has odd ones out), 2 an error.
 func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("diff", "diff A B | diff --group (REC… | GROUP) [--server URL | --data DIR] [--json]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	group := fs.Bool("group", false, "report which failure signature the recordings (or a stored group's members) share: reproduced k of n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code := parse(fs, args); code >= 0 {
@@ -143,7 +142,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 		return "", nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
 			"the index cannot be read: %v", err)
 	}
-	svc := playback.New(st, idx, newLogger(errOut, "warn"))
+	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: newLogger(errOut, "warn")})
 	r := chi.NewRouter()
 	svc.Routes(r)
 	// Only the routes a diff asks for: the others (a video build, say)
@@ -188,7 +187,7 @@ func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	if tok := os.Getenv("FLIGHTREC_TOKEN"); tok != "" {
+	if tok := serverToken(); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -32,8 +32,8 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 	}
 	fs := newFlags("export "+kind, "export "+kind+" [--data DIR | --server URL] [-o FILE] [--json] REC", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", ""), "read the recording from the server at URL instead of --data (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a read token)")
+	storeFlags(fs, &sc)
+	server := serverFlag(fs, serverFromEnv, "read the recording from the server at URL instead of --data (FLIGHTREC_TOKEN: a read token)")
 	outFile := fs.String("o", "", "output file, - for stdout (default "+def+")")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	id, code := parseOne(fs, args)

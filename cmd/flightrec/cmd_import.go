@@ -67,10 +67,10 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	fs := newFlags("import "+format, "import "+format+" [--server URL | --data DIR] [flags] FILE", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	storeFlags(fs, &sc)
+	policyDir := policyFlag(fs, "with --data: directory of Rego that extends the default redaction policy")
 	project := fs.String("project", "default", "project of the new recording")
 	flow := fs.String("flow", "", "flow of the new recording")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
@@ -222,7 +222,7 @@ func openTarget(local bool, url string, sc app.StoreConfig, policyDir, command s
 func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *ingest.Client {
 	c := ingest.NewClient(base)
 	c.Gzip, c.RetryFor = gz, retryFor
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	c.Token = serverToken()
 	c.OnRetry = func(err error, wait time.Duration) {
 		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
 	}

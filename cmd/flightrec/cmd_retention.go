@@ -32,14 +32,13 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 		return exitUsage
 	}
 	fs := newFlags("retention sweep", "retention sweep [--dry-run [--now RFC3339]] [--json] [--server URL | --data DIR [--policy DIR] [--policy-changed]]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	dry := fs.Bool("dry-run", false, "only report what would be removed (with --data: reads the directory without its lock, beside a live server)")
 	now := fs.String("now", "", "with --dry-run: answer what would go at this time (RFC 3339)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""),
-		"with --data: directory of Rego the sweep's retention classes come from, as serve's --policy (env FLIGHTREC_POLICY)")
+	policyDir := policyFlag(fs, "with --data: directory of Rego the sweep's retention classes come from, as serve's --policy")
 	policyChanged := fs.Bool("policy-changed", false,
 		"with --data: sweep even though serve last ran with another policy")
 	if code := parse(fs, args[1:]); code >= 0 {
@@ -190,7 +189,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return runAuditScan(ctx, args[1:], out, errOut)
 	case "verify":
 		fs := newFlags("audit verify", "audit verify [--data DIR | FILE]", errOut)
-		data := fs.String("data", envOr("FLIGHTREC_DATA", "./flightrec-data"), "data directory (env FLIGHTREC_DATA)")
+		data := dataFlag(fs)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		if code := parse(fs, args[1:]); code >= 0 {
 			return code
@@ -223,9 +222,9 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitOK
 	case "redaction":
 		fs := newFlags("audit redaction", "audit redaction REC [--server URL | --data DIR]", errOut)
-		server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+		server := serverFlag(fs, serverByDefault, "server URL")
 		var sc app.StoreConfig
-		sc.RegisterFlags(fs)
+		storeFlags(fs, &sc)
 		if code := parse(fs, args[1:]); code >= 0 {
 			return code
 		}

@@ -17,7 +17,7 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 		"       flightrec verify [--json] BUNDLE\n"+
 		"       flightrec verify --attestation FILE --key PUB (BUNDLE | --data DIR --recording ID)", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	extra := registerVerifyFlags(fs)
 	if code := parse(fs, args); code >= 0 {
@@ -71,8 +71,8 @@ func runVerify(ctx context.Context, args []string, out, errOut io.Writer) int {
 func runReindex(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("reindex", "reindex [--data DIR] [--index DSN] | reindex --server URL", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	server := fs.String("server", "", "rebuild the index of the server at URL, while it serves (env FLIGHTREC_TOKEN: an admin token)")
+	storeFlags(fs, &sc)
+	server := serverFlag(fs, serverWhenTold, "rebuild the index of the server at URL, while it serves (env FLIGHTREC_TOKEN: an admin token)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if code := parse(fs, args); code >= 0 {
 		return code
