@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -173,42 +171,4 @@ func printGroup(out io.Writer, g diffrun.GroupReport) {
 		}
 		fmt.Fprintf(out, "odd one out: %s  %s\n", o.ID, sig)
 	}
-}
-
-// getAPI GETs an API URL with $FLIGHTREC_TOKEN and returns the body, or
-// the server's error envelope as an error.
-func getAPI(ctx context.Context, u string) ([]byte, error) { return callAPI(ctx, "GET", u, nil) }
-
-// callAPI makes one API request with $FLIGHTREC_TOKEN.
-func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if tok := serverToken(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		base := u
-		if i := strings.Index(u, "/v1/"); i > 0 {
-			base = u[:i]
-		}
-		return nil, wire.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		var env wire.Envelope
-		if json.Unmarshal(got, &env) == nil && env.Error != nil {
-			return nil, env.Error
-		}
-		return nil, errors.New(resp.Status)
-	}
-	return got, nil
 }

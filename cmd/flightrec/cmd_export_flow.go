@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,14 +173,6 @@ func exportFromServer(ctx context.Context, base, id string) (*flowexport.Recordi
 	}
 	rec.Redacted = redactedPlaces(&rep)
 	return rec, nil
-}
-
-func getAPIJSON(ctx context.Context, u string, v any) error {
-	body, err := getAPI(ctx, u)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(body, v)
 }
 
 // redactedPlaces indexes a redaction report's locations by event seq.
