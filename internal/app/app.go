@@ -185,11 +185,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		opened.close()
 		return nil, startError(cfg.Store.Data, err)
 	}
-	a, err := assemble(cfg, log, st, idx, opened)
+	a, err := assemble(cfg, log, st, idx, lock, opened)
 	if err != nil {
 		return nil, startError(cfg.Store.Data, err)
 	}
-	a.lock = lock
 	return a, nil
 }
 
@@ -197,14 +196,14 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 // index to inject faults), without the data directory's lock. The App
 // owns and closes both.
 func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*App, error) {
-	return assemble(cfg, log, st, idx, closer{})
+	return assemble(cfg, log, st, idx, nil, closer{})
 }
 
-// assemble builds the server's modules over st and idx, each given what
-// it depends on when it is made, in dependency order; opened (what the
-// caller opened before) gets what each opens, and closes all of it if
-// one fails.
-func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, opened closer) (a *App, err error) {
+// assemble builds the server's modules over st and idx (and lock, the
+// data directory's, when New took it), each given what it depends on when
+// it is made, in dependency order; opened (what the caller opened before)
+// gets what each opens, and closes all of it if one fails.
+func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lock *store.DirLock, opened closer) (a *App, err error) {
 	opened.add(st.Close)
 	opened.add(idx.Close)
 	defer func() {
@@ -300,12 +299,13 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, op
 	router := chi.NewRouter()
 	guard := &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
 		Public: publicRoutes(), Projects: pb, Router: router}
-	a = &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, Guard: guard,
-		Audit: auditLog, Sweeper: sweeper, Registry: reg, log: log, cfg: cfg, router: router, stopping: make(chan struct{})}
 	// An index rebuild in flight stops first, so shutdown does not wait
 	// for it.
-	opened.add(func() error { close(a.stopping); return nil })
-	a.opened = opened
+	stopping := make(chan struct{})
+	opened.add(func() error { close(stopping); return nil })
+	a = &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, Guard: guard,
+		Audit: auditLog, Sweeper: sweeper, Registry: reg, lock: lock, log: log, cfg: cfg, router: router,
+		stopping: stopping, opened: opened}
 	a.routes(router)
 	return a, nil
 }
