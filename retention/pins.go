@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Pin reasons.
@@ -21,18 +22,9 @@ const (
 	ReasonLegalHold = "legal_hold" // kept until the hold is lifted
 )
 
-// Pin keeps a recording beyond its class: until Until (unix ns), or, when
-// Until is 0, until it is removed.
-type Pin struct {
-	ID        string `json:"id"`
-	Reason    string `json:"reason"`
-	Ref       string `json:"ref,omitempty"` // e.g. acme/storefront#4711
-	Until     int64  `json:"until,omitempty"`
-	CreatedAt int64  `json:"created_at"`
-}
-
-// Active says whether the pin holds at now.
-func (p Pin) Active(now time.Time) bool { return p.Until == 0 || now.UnixNano() < p.Until }
+// Pin keeps a recording beyond its class (its shape is the read API's,
+// in wire).
+type Pin = wire.Pin
 
 // Errors of pin requests.
 var (

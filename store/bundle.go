@@ -1201,7 +1201,7 @@ func (s *Store) IndexRecording(ctx context.Context, idx Index, id string) error 
 	if err != nil {
 		return fmt.Errorf("index %s: %w", id, err)
 	}
-	p := NewProjector(s, idx, slog.New(slog.DiscardHandler))
+	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
 	p.Put(row)
 	p.Notify(id, last)
 	if err := p.Flush(ctx); err != nil {

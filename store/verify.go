@@ -294,7 +294,7 @@ func (s *Store) Reindex(ctx context.Context, idx Index, progress func(done, tota
 	if err != nil {
 		return err
 	}
-	p := NewProjector(s, idx, slog.New(slog.DiscardHandler))
+	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
 	for i, id := range ids {
 		row, last, err := s.RowOf(id)
 		if err != nil {

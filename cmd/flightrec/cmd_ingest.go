@@ -15,7 +15,7 @@ import (
 
 func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("ingest", "ingest [flags] FILE.ndjson", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	project := fs.String("project", "default", "project of the new recording")
 	flow := fs.String("flow", "", "flow of the new recording")
 	labels := fs.String("labels", "", "labels as k=v,k=v")

@@ -33,9 +33,9 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("repair", "repair REC [--data DIR] [--index DSN] [--json]\n"+
 		"       flightrec repair REC --server URL [--json]", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	server := fs.String("server", "", "repair through this running server instead of --data (token in FLIGHTREC_TOKEN)")
+	server := serverFlag(fs, serverWhenTold, "repair through this running server instead of --data (token in FLIGHTREC_TOKEN)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}

@@ -46,9 +46,9 @@ type scanFinding struct {
 func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("audit scan", "audit scan [--data DIR] [--index DSN] [--project P] [--policy DIR] [--fix] [--json]", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	project := fs.String("project", "", "scan only this project's recordings")
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	policyDir := policyFlag(fs, "directory of Rego that extends the default redaction policy")
 	fix := fs.Bool("fix", false, "rewrite each affected finished recording redacted by today's policy (a new root; the old blobs are left to garbage collection)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	if code := parse(fs, args); code >= 0 {

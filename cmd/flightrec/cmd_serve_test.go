@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/flightrec/flightrec/internal/testenv"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flightrec/flightrec/internal/testenv"
 )
 
 // TestServeOnAFullDisk starts serve on a real full filesystem (a tmpfs of a

@@ -15,7 +15,8 @@ import (
 // against, with its gift-card bug on or off, or its frontend alone.
 func runStorefront(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("demo storefront", "demo storefront [--bug] [--frontend-only] [--addr HOST:PORT] [--json]", errOut)
-	addr := fs.String("addr", envOr("FLIGHTREC_STOREFRONT_ADDR", "127.0.0.1:0"), "loopback address to listen on; port 0 picks a free one (env FLIGHTREC_STOREFRONT_ADDR)")
+	addr := new(string)
+	envFlagFrom(fs, addr, "addr", "FLIGHTREC_STOREFRONT_ADDR", "127.0.0.1:0", "loopback address to listen on; port 0 picks a free one")
 	bug := fs.Bool("bug", false, "switch the gift-card bug on: a checkout with a gift card applied answers 500 GIFT_CARD_STATE")
 	frontendOnly := fs.Bool("frontend-only", false, "serve the pages and static assets alone: every /api/ route answers 503 FRONTEND_ONLY")
 	asJSON := fs.Bool("json", false, "print where it listens as JSON")
