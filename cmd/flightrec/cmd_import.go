@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/importer"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
@@ -219,8 +220,8 @@ func openTarget(local bool, url string, sc app.StoreConfig, policyDir, command s
 
 // newClient is an ingest client for base with the token from
 // $FLIGHTREC_TOKEN, which reports its retries on errOut.
-func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *ingest.Client {
-	c := ingest.NewClient(base)
+func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *client.Client {
+	c := client.New(base)
 	c.Gzip, c.RetryFor = gz, retryFor
 	c.Token = os.Getenv("FLIGHTREC_TOKEN")
 	c.OnRetry = func(err error, wait time.Duration) {

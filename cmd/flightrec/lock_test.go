@@ -22,7 +22,7 @@ import (
 
 	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -48,7 +48,7 @@ func startFeeder(base string, seed uint64, steps int) *feeder {
 
 func (f *feeder) run(base string, seed uint64, steps int) error {
 	ctx := context.Background()
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = time.Minute
 	for i := uint64(0); ; i++ {
 		select {
@@ -57,7 +57,7 @@ func (f *feeder) run(base string, seed uint64, steps int) error {
 		default:
 		}
 		evs := testgen.Recording(testgen.Options{Seed: seed + i, Steps: steps, EventsPerStep: 20, FrameBytes: 2000})
-		lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+		lines, err := client.ParseLines(testgen.NDJSON(evs))
 		if err != nil {
 			return err
 		}
@@ -302,9 +302,9 @@ func TestVerifyBesideLiveServer(t *testing.T) {
 	base := "http://" + p.addr
 	// A recording left open mid-way (its log and pack are the server's
 	// open files), then finished ones.
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 10, EventsPerStep: 20, FrameBytes: 2000})
-	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
 	if err != nil {
 		t.Fatal(err)
 	}
