@@ -88,11 +88,7 @@ func ParseLines(data []byte) ([]Line, error) {
 	for len(data) > 0 {
 		n++
 		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
+		raw, data, _ = bytes.Cut(data, []byte{'\n'})
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
 			continue
