@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/diffrun"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/wire"
@@ -71,7 +71,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	defer shop.Close()
 	fmt.Fprintf(out, "flightrec serving on %s (data %s)\ndemo storefront on %s (gift-card bug on)\n\n", base, cfg.Store.Data, shop.URL())
 
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = 30 * time.Second
 	c.Token = serverToken()
 	if c.Token == "" && !a.Tokens.Empty() {

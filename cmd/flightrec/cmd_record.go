@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -96,7 +96,7 @@ func (f *recordFlags) register(fs *flag.FlagSet, serverHelp string) {
 // JSON), checks for the browser, then opens where recordings go (the
 // server, or one over --data) and a client for it; code is -1 when both
 // are ready, else the exit code, the error printed.
-func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (string, *ingest.Client, func(), int) {
+func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (string, *client.Client, func(), int) {
 	if !f.quiet && !f.asJSON {
 		f.rc.Log = out
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -19,9 +19,9 @@ func TestVerifyBesideLiveServer(t *testing.T) {
 	base := "http://" + p.addr
 	// A recording left open mid-way (its log and pack are the server's
 	// open files), then finished ones.
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 10, EventsPerStep: 20, FrameBytes: 2000})
-	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -46,7 +46,7 @@ func startFeeder(base string, seed uint64, steps int) *feeder {
 
 func (f *feeder) run(base string, seed uint64, steps int) error {
 	ctx := context.Background()
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = time.Minute
 	for i := uint64(0); ; i++ {
 		select {
@@ -55,7 +55,7 @@ func (f *feeder) run(base string, seed uint64, steps int) error {
 		default:
 		}
 		evs := testgen.Recording(testgen.Options{Seed: seed + i, Steps: steps, EventsPerStep: 20, FrameBytes: 2000})
-		lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+		lines, err := client.ParseLines(testgen.NDJSON(evs))
 		if err != nil {
 			return err
 		}

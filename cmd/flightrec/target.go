@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
@@ -81,8 +82,8 @@ func openTarget(local bool, url string, sc app.StoreConfig, policyDir, command s
 
 // newClient is an ingest client for base with the token from
 // $FLIGHTREC_TOKEN, which reports its retries on errOut.
-func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *ingest.Client {
-	c := ingest.NewClient(base)
+func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *client.Client {
+	c := client.New(base)
 	c.Gzip, c.RetryFor = gz, retryFor
 	c.Token = serverToken()
 	c.OnRetry = func(err error, wait time.Duration) {

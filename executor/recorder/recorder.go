@@ -37,8 +37,8 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/cdphar"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -191,7 +191,7 @@ type session struct {
 // A step that fails stops the flow unless the failure is the app's (a 5xx
 // answer, an uncaught exception), which the receipt records and the flow
 // goes on after. The verdict is fail when any step failed.
-func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (Result, error) {
+func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (Result, error) {
 	cfg.defaults()
 	start := time.Now()
 	path, err := Browser(cfg.Chromium)

@@ -1,4 +1,9 @@
-package ingest
+// Package client is the executor's side of the write API: it opens a
+// recording, appends NDJSON batches and finishes it. Its Send survives
+// server restarts, resuming from what the server acknowledged. It speaks
+// only the wire contract (wire and event), so any executor can use it
+// without compiling the server.
+package client
 
 import (
 	"bytes"
@@ -36,8 +41,8 @@ type Client struct {
 	OnGap func(expected uint64)
 }
 
-// NewClient returns a client for the server at base.
-func NewClient(base string) *Client {
+// New returns a client for the server at base.
+func New(base string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: &http.Client{Timeout: 2 * time.Minute},
 		RetryFor: 2 * time.Minute}
 }
@@ -83,11 +88,7 @@ func ParseLines(data []byte) ([]Line, error) {
 	for len(data) > 0 {
 		n++
 		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
+		raw, data, _ = bytes.Cut(data, []byte{'\n'})
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
 			continue
@@ -96,7 +97,7 @@ func ParseLines(data []byte) ([]Line, error) {
 			Seq uint64 `json:"seq"`
 		}
 		if err := json.Unmarshal(raw, &h); err != nil {
-			return nil, fmt.Errorf("line %d: %s", n, describe(err))
+			return nil, fmt.Errorf("line %d: %s", n, wire.DescribeJSON(err))
 		}
 		if k := len(out); k > 0 && h.Seq != out[k-1].Seq+1 {
 			return nil, fmt.Errorf("line %d: seq %d does not follow %d", n, h.Seq, out[k-1].Seq)
