@@ -18,8 +18,9 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // A bundle is one file holding a finished recording: its manifest and
@@ -1152,7 +1153,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 		_, _, err := s.Blobs.Put(manifest)
 		return err
 	}
-	parent := filepath.Join(s.dir, "recordings")
+	parent := s.Layout().Recordings()
 	stage, err := os.MkdirTemp(parent, removingPrefix+"import-"+id+"-")
 	if err != nil {
 		return fmt.Errorf("store: import %s: %w", id, err)
@@ -1169,10 +1170,12 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(stage, "meta.json"), mb, 0o644); err != nil {
+	// The staging directory is a recording directory under another name.
+	staged := filepath.Base(stage)
+	if err := WriteFileAtomic(s.Layout().Meta(staged), mb, 0o644); err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(stage, "ROOT"), []byte(root+"\n"), 0o644); err != nil {
+	if err := WriteFileAtomic(s.Layout().Root(staged), []byte(root+"\n"), 0o644); err != nil {
 		return err
 	}
 	if _, _, err := s.Blobs.Put(manifest); err != nil {

@@ -14,9 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // testBlobs returns n deterministic blobs of 1 to max bytes; the last one

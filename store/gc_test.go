@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 func openTestStore(t testing.TB, dir string) *Store {

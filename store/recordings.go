@@ -16,15 +16,13 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Store is the data directory: blobs, and one directory per recording.
 //
-//	DIR/blobs/<shard>/<cid>              content-addressed blobs
-//	DIR/recordings/<id>/meta.json        metadata at open (atomic write)
-//	DIR/recordings/<id>/log/NNNNNNNN.seg the append-only log while open
-//	DIR/recordings/<id>/ROOT             the manifest CID once finished
-//	DIR/recordings/.removing-<id>/       a recording being removed (remove.go)
+// Its paths are named by store/layout (docs/design.md § Storage layout lists
+// them).
 //
 // Finishing a recording turns its segments into blobs, writes the manifest
 // as a blob, writes ROOT, and then removes the log directory. Each step is
@@ -51,10 +49,10 @@ var ErrReadOnly = errors.New("store: opened read-only")
 // A server may be appending meanwhile: a pack or log tail that is torn now
 // is an append in progress, so it is read around, never cut.
 func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
-	if fi, err := os.Stat(filepath.Join(dir, "recordings")); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(layout.Of(dir).Recordings()); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
 	}
-	b, err := openFSBlobs(filepath.Join(dir, "blobs"), true)
+	b, err := openFSBlobs(layout.Of(dir).Blobs().Dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +76,10 @@ var ErrFinished = errors.New("recording is finished")
 
 // OpenStore opens (creating if needed) a data directory.
 func OpenStore(dir string, lo LogOptions) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "recordings"), 0o755); err != nil {
+	if err := os.MkdirAll(layout.Of(dir).Recordings(), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	b, err := OpenFSBlobs(filepath.Join(dir, "blobs"))
+	b, err := OpenFSBlobs(layout.Of(dir).Blobs().Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +148,13 @@ func ValidRecordingID(id string) bool {
 	return true
 }
 
-func (s *Store) recDir(id string) string   { return filepath.Join(s.dir, "recordings", id) }
-func (s *Store) logDir(id string) string   { return filepath.Join(s.recDir(id), "log") }
-func (s *Store) metaPath(id string) string { return filepath.Join(s.recDir(id), "meta.json") }
-func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), "ROOT") }
+// Layout names the data directory's paths.
+func (s *Store) Layout() layout.Layout { return layout.Of(s.dir) }
+
+func (s *Store) recDir(id string) string   { return s.Layout().Recording(id) }
+func (s *Store) logDir(id string) string   { return s.Layout().Log(id) }
+func (s *Store) metaPath(id string) string { return s.Layout().Meta(id) }
+func (s *Store) rootPath(id string) string { return s.Layout().Root(id) }
 
 // Create makes a recording's directory and writes its metadata durably.
 func (s *Store) Create(m RecordingMeta) error {
@@ -166,7 +167,7 @@ func (s *Store) Create(m RecordingMeta) error {
 	if err := os.MkdirAll(s.recDir(m.ID), 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := SyncDir(filepath.Join(s.dir, "recordings")); err != nil {
+	if err := SyncDir(s.Layout().Recordings()); err != nil {
 		return err
 	}
 	b, err := json.Marshal(m)
@@ -212,7 +213,7 @@ func (s *Store) Root(id string) (string, error) {
 
 // IDs lists every recording in the data directory, sorted.
 func (s *Store) IDs() ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.dir, "recordings"))
+	ents, err := os.ReadDir(s.Layout().Recordings())
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -481,7 +482,7 @@ func segmentFiles(dir string) ([]string, error) {
 // segmentSource opens segment n (1-based) of a recording, from the log while
 // it is open and from the manifest's blobs once it is finished.
 func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
-	f, err := os.Open(filepath.Join(s.logDir(id), fmt.Sprintf("%08d.seg", n)))
+	f, err := os.Open(s.Layout().Segment(id, n))
 	if err == nil {
 		return f, nil
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Gap is a run of seqs a repaired recording lost to damage. A manifest
@@ -57,10 +58,6 @@ func seqsFollow(gaps []Gap, prev, seq uint64) bool {
 // damage.
 var ErrNotDamaged = errors.New("recording is not damaged")
 
-// quarantineDir keeps a repaired recording's damaged bytes. Repair never
-// deletes it; removing the recording does.
-const quarantineDir = "quarantine"
-
 // Repair seals an open recording whose log is damaged (see logdamage.go):
 // the bytes of every damaged region are copied into a quarantine file
 // under the recording's directory (DIR/recordings/ID/quarantine/), each
@@ -97,7 +94,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	if len(damage) == 0 && len(gaps) == 0 {
 		return "", nil, fmt.Errorf("repair %s: %w", id, ErrNotDamaged)
 	}
-	qdir := filepath.Join(s.recDir(id), quarantineDir)
+	qdir := s.Layout().Quarantine(id)
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("repair %s: %w", id, err)
 	}
@@ -116,15 +113,15 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 			}
 			segData[d.Segment] = b
 		}
-		name := fmt.Sprintf("%08d.seg-%d-%d.bad", d.Segment, d.Offset, d.End)
-		if err := WriteFileAtomic(filepath.Join(qdir, name), b[d.Offset:d.End], 0o444); err != nil {
+		name := layout.QuarantinedName(d.Segment, d.Offset, d.End)
+		if err := WriteFileAtomic(s.Layout().Quarantined(id, d.Segment, d.Offset, d.End), b[d.Offset:d.End], 0o444); err != nil {
 			return "", nil, fmt.Errorf("repair %s: quarantine: %w", id, err)
 		}
 		from, to := d.Lost()
-		if have[filepath.Join(quarantineDir, name)] {
+		if have[name] {
 			continue // declared by the repair a crash interrupted
 		}
-		gaps = append(gaps, Gap{From: from, To: to, Quarantine: filepath.Join(quarantineDir, name),
+		gaps = append(gaps, Gap{From: from, To: to, Quarantine: name,
 			Bytes: d.End - d.Offset, Why: fmt.Sprintf("segment %d bytes %d–%d: %s", d.Segment, d.Offset, d.End, d.Why)})
 	}
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i].From < gaps[j].From })
@@ -132,7 +129,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := WriteFileAtomic(filepath.Join(qdir, gapsFile), note, 0o444); err != nil {
+	if err := WriteFileAtomic(s.Layout().Gaps(id), note, 0o444); err != nil {
 		return "", nil, err
 	}
 	for n, b := range segData {
@@ -162,7 +159,7 @@ const gapsFile = "gaps.json"
 // pendingGaps returns the gaps of a repair that began on an open
 // recording, nil if none did.
 func (s *Store) pendingGaps(id string) ([]Gap, error) {
-	b, err := os.ReadFile(filepath.Join(s.recDir(id), quarantineDir, gapsFile))
+	b, err := os.ReadFile(s.Layout().Gaps(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -129,11 +129,11 @@ func TestRepairInterrupted(t *testing.T) {
 		if _, _, err := st.Repair(meta.ID); err != nil {
 			t.Fatal(err)
 		}
-		gapsJSON, _ := os.ReadFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile))
+		gapsJSON, _ := os.ReadFile(st.Layout().Gaps(meta.ID))
 		os.RemoveAll(st.recDir(meta.ID))
 		copyTree(t, saved, st.recDir(meta.ID))
-		os.MkdirAll(filepath.Join(st.recDir(meta.ID), quarantineDir), 0o755)
-		os.WriteFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile), gapsJSON, 0o444)
+		os.MkdirAll(st.Layout().Quarantine(meta.ID), 0o755)
+		os.WriteFile(st.Layout().Gaps(meta.ID), gapsJSON, 0o444)
 		if stage == "rewritten" { // the segment already without the damaged frame
 			clean := append(append([]byte(nil), b[:locs[9].Offset]...), b[locs[10].Offset:]...)
 			os.WriteFile(seg, clean, 0o644)
