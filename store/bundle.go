@@ -21,6 +21,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // A bundle is one file holding a finished recording: its manifest and
@@ -544,7 +545,7 @@ func parseBundleHeader(b []byte) (cid.Cid, error) {
 	if len(rb) != cidLen || [4]byte(rb[:4]) != cidPrefix {
 		return cid.Undef, errors.New("the root is not a CIDv1 raw sha2-256")
 	}
-	c := cidOfDigest(rb[4:])
+	c := blobs.FromDigest(rb[4:])
 	if !bytes.Equal(bundleHeader(c), b) {
 		return cid.Undef, errors.New("not in canonical DAG-CBOR form")
 	}
@@ -655,7 +656,7 @@ func (v *bundleScan) section(at, n int64) error {
 		v.problem("", "section at offset %d: its CID is not a CIDv1 raw sha2-256", at)
 		return v.skip(at, n-cidLen)
 	}
-	c := cidOfDigest(cb[4:])
+	c := blobs.FromDigest(cb[4:])
 	cs := c.String()
 	size := n - cidLen
 	if first {
@@ -1083,7 +1084,7 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 			return s.importable(m.Recording.ID, root)
 		},
 		block: func(c cid.Cid, segment bool, data []byte) error {
-			if segment || len(data) > packMaxBlob {
+			if segment || len(data) > blobs.PackMaxBlob {
 				_, _, err := s.Blobs.Put(data)
 				return err
 			}

@@ -18,6 +18,8 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
 )
 
 // testBlobs returns n deterministic blobs of 1 to max bytes; the last one
@@ -153,9 +155,9 @@ func recordingDirs(t testing.TB, s *Store) []string {
 func TestBundleRoundTrip(t *testing.T) {
 	src := openTestStore(t, t.TempDir())
 	defer src.Close()
-	blobs := testBlobs(1, 40, 300)
-	blobs = append(blobs, bytes.Repeat([]byte{7}, packMaxBlob+1)) // stored loose
-	id := record(t, src, blobs, true)
+	datas := testBlobs(1, 40, 300)
+	datas = append(datas, bytes.Repeat([]byte{7}, blobs.PackMaxBlob+1)) // stored loose
+	id := record(t, src, datas, true)
 	b := exportBundle(t, src, id)
 
 	n, k := binary.Uvarint(b)
@@ -320,7 +322,7 @@ func TestBundleEveryByteFlipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw.End()
-	if n := walkCount(t, dst.Blobs); n != 0 {
+	if n := blobstest.Count(t, dst.Blobs.Walk); n != 0 {
 		t.Fatalf("%d blobs left after the sweep", n)
 	}
 	// The sound bundle still imports into that store.

@@ -8,11 +8,12 @@ import (
 	"math"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // ErrNotFound is returned by an Index or a store for an unknown recording,
 // event or blob.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = blobs.ErrNotFound
 
 // Recording states.
 const (

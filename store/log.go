@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // A log is one recording's append-only sequence of records, kept in a
@@ -166,7 +168,7 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		// whole goes entirely.
 		l.cut = w.size - w.end
 		if w.end >= segHeaderLen {
-			if err := truncateSync(l.SegmentPath(n), w.end); err != nil {
+			if err := layout.TruncateSync(l.SegmentPath(n), w.end); err != nil {
 				return nil, fmt.Errorf("store: log %s: cut torn tail: %w", dir, err)
 			}
 			continue
@@ -191,21 +193,6 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		}
 	}
 	return l, nil
-}
-
-func truncateSync(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Truncate(size)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // listSegments returns the ordinals of dir's segments, checking that they

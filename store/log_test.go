@@ -14,9 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/bench/disk"
 )
 
 // logRecs returns n records with seqs from, from+1, … whose Data is about
@@ -853,29 +853,6 @@ func FuzzSegmentReader(f *testing.F) {
 	})
 }
 
-// diskBaseline measures this machine's write+fsync throughput for chunks of
-// n bytes appended to one file: the ceiling an fsync-per-batch log can reach.
-func diskBaseline(b *testing.B, n int) float64 {
-	f, err := os.Create(filepath.Join(b.TempDir(), "baseline"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	p := bytes.Repeat([]byte{'x'}, n)
-	start := time.Now()
-	var written int64
-	for time.Since(start) < 500*time.Millisecond {
-		if _, err := f.Write(p); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		written += int64(n)
-	}
-	return float64(written) / time.Since(start).Seconds() / 1e6
-}
-
 func BenchmarkLogAppend(b *testing.B) {
 	const batch = 1000
 	l := openTestLog(b, b.TempDir(), LogOptions{})
@@ -884,7 +861,7 @@ func BenchmarkLogAppend(b *testing.B) {
 	for i := range recs {
 		bytesPerBatch += len(recs[i].AppendBinary(nil)) + frameHeaderLen
 	}
-	base := diskBaseline(b, bytesPerBatch)
+	base := disk.Baseline(b, bytesPerBatch)
 	b.SetBytes(int64(bytesPerBatch))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

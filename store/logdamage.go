@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -162,7 +163,7 @@ func walkSegment(b []byte, fn func(Record, Locator) error) (segWalk, error) {
 	}
 	off := segHeaderLen
 	if string(b[:segHeaderLen]) != segMagic {
-		if zeroTail(b, 0) && allZeroBytes(b[:segHeaderLen]) {
+		if zeroTail(b, 0) && len(bytes.Trim(b[:segHeaderLen], "\x00")) == 0 {
 			w.torn = true // a header a crash left as zeros: nothing was written
 			return w, nil
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/layout"
 )
 
@@ -30,7 +31,7 @@ import (
 // on Recover.
 type Store struct {
 	dir   string
-	Blobs *FSBlobs
+	Blobs *blobs.FSBlobs
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
 	groupsMu  sync.Mutex // serializes groups/ writes
@@ -39,7 +40,7 @@ type Store struct {
 }
 
 // ErrReadOnly is returned by any write to a store opened read-only.
-var ErrReadOnly = errors.New("store: opened read-only")
+var ErrReadOnly = blobs.ErrReadOnly
 
 // OpenStoreReadOnly opens a data directory for commands that check or
 // read (verify, export, audit verify and scan): it creates nothing, cuts
@@ -52,7 +53,7 @@ func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
 	if fi, err := os.Stat(layout.Of(dir).Recordings()); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
 	}
-	b, err := openFSBlobs(layout.Of(dir).Blobs().Dir, true)
+	b, err := blobs.OpenFSBlobsReadOnly(layout.Of(dir).Blobs().Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +80,7 @@ func OpenStore(dir string, lo LogOptions) (*Store, error) {
 	if err := os.MkdirAll(layout.Of(dir).Recordings(), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	b, err := OpenFSBlobs(layout.Of(dir).Blobs().Dir)
+	b, err := blobs.OpenFSBlobs(layout.Of(dir).Blobs().Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package store
+package blobs
 
 import (
 	"crypto/sha256"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Blobs is a content-addressed blob store: a blob's name is the CID of its
@@ -90,13 +92,18 @@ type flight struct{ done chan struct{} }
 // blobWorkers bounds the goroutines of one PutMany (writes and fsyncs).
 const blobWorkers = 16
 
-const tmpPrefix = ".tmp-"
+const tmpPrefix = layout.TempPrefix
 
 // OpenFSBlobs opens (creating if needed) a blob directory. It removes
 // temporary files a crash left behind and fsyncs every shard directory, so
 // that a blob a crashed process renamed but never made durable is durable
 // before this process reports it as present.
 func OpenFSBlobs(dir string) (*FSBlobs, error) { return openFSBlobs(dir, false) }
+
+// OpenFSBlobsReadOnly opens a blob directory without creating, removing,
+// fsyncing or preallocating anything, for a reader beside a process that
+// may be writing.
+func OpenFSBlobsReadOnly(dir string) (*FSBlobs, error) { return openFSBlobs(dir, true) }
 
 // openFSBlobs opens a blob directory; readOnly opens it without creating,
 // removing, fsyncing or preallocating anything, for a reader beside a
@@ -105,7 +112,7 @@ func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
 	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
 	if readOnly {
 		var err error
-		if b.packs, err = openPacksReadOnly(filepath.Join(dir, "packs")); err != nil {
+		if b.packs, err = openPacksReadOnly(layout.BlobTree{Dir: dir}.Packs()); err != nil {
 			return nil, err
 		}
 		return b, nil
@@ -124,7 +131,7 @@ func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
 		}
 	}
 	err = parallel(len(shards), blobWorkers, func(i int) error {
-		sd := filepath.Join(dir, shards[i])
+		sd := layout.BlobTree{Dir: dir}.Shard(shards[i])
 		f, err := os.Open(sd)
 		if err != nil {
 			return err
@@ -155,10 +162,10 @@ func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: blobs: open %s: %w", dir, err)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := layout.SyncDir(dir); err != nil {
 		return nil, err
 	}
-	if b.packs, err = openPacks(filepath.Join(dir, "packs"), 0); err != nil {
+	if b.packs, err = openPacks(layout.BlobTree{Dir: dir}.Packs(), 0); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -191,7 +198,10 @@ func isShardName(s string) bool {
 func isBase32(c byte) bool { return c >= 'a' && c <= 'z' || c >= '2' && c <= '7' }
 
 // shardOf is the shard of a canonical CID string: next-to-last/2.
-func shardOf(s string) string { return s[len(s)-3 : len(s)-1] }
+func shardOf(s string) string { return layout.ShardOf(s) }
+
+// tree names the blob directory's paths.
+func (b *FSBlobs) tree() layout.BlobTree { return layout.BlobTree{Dir: b.dir} }
 
 // name checks that c is a CID this store could have made and returns its
 // string, shard and path. Only such CIDs reach the filesystem: their
@@ -205,7 +215,7 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 	}
 	key = c.String()
 	shard = shardOf(key)
-	return key, shard, filepath.Join(b.dir, shard, key), nil
+	return key, shard, b.tree().Loose(key), nil
 }
 
 // Put stores data and returns its CID. It returns once the blob is durable;
@@ -215,7 +225,7 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 		return cid.Undef, false, ErrReadOnly
 	}
 	d := sha256.Sum256(data)
-	c := cidOfDigest(d[:])
+	c := FromDigest(d[:])
 	// Touch d for a sweep in progress before looking for it (gc.go).
 	defer b.enter([][32]byte{d})()
 	if _, packed := b.packs.has(d); packed {
@@ -240,7 +250,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	ds := make([][32]byte, len(datas))
 	if err := parallel(len(datas), blobWorkers, func(i int) error {
 		ds[i] = sha256.Sum256(datas[i])
-		cids[i] = cidOfDigest(ds[i][:])
+		cids[i] = FromDigest(ds[i][:])
 		return nil
 	}); err != nil {
 		return nil, err
@@ -248,7 +258,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	// Touch every digest for a sweep in progress before looking for any
 	// of them (gc.go).
 	defer b.enter(ds)()
-	// Blobs up to packMaxBlob go to a pack with one write and one fsync;
+	// Blobs up to PackMaxBlob go to a pack with one write and one fsync;
 	// larger ones are stored loose.
 	var packD [][32]byte
 	var packData [][]byte
@@ -259,7 +269,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 			continue
 		}
 		seen[c] = struct{}{}
-		if len(datas[i]) <= packMaxBlob {
+		if len(datas[i]) <= PackMaxBlob {
 			packD, packData = append(packD, ds[i]), append(packData, datas[i])
 		} else {
 			loose = append(loose, pending{c: c, data: datas[i]})
@@ -309,7 +319,7 @@ func (b *FSBlobs) PutFile(src string) (cid.Cid, bool, error) {
 	}
 	var d [32]byte
 	copy(d[:], h.Sum(nil))
-	c := cidOfDigest(d[:])
+	c := FromDigest(d[:])
 	defer b.enter([][32]byte{d})()
 	if _, packed := b.packs.has(d); packed {
 		return c, false, nil
@@ -412,11 +422,11 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		if dirty[j] {
 			if sh := shardOf(batch[i].c.String()); !seen[sh] {
 				seen[sh] = true
-				dirs = append(dirs, filepath.Join(b.dir, sh))
+				dirs = append(dirs, b.tree().Shard(sh))
 			}
 		}
 	}
-	if serr := parallel(len(dirs), blobWorkers, func(i int) error { return SyncDir(dirs[i]) }); err == nil {
+	if serr := parallel(len(dirs), blobWorkers, func(i int) error { return layout.SyncDir(dirs[i]) }); err == nil {
 		err = serr
 	}
 	if err != nil {
@@ -483,13 +493,13 @@ func (b *FSBlobs) ensureShard(shard string) error {
 	if _, ok := b.shards.Load(shard); ok {
 		return nil
 	}
-	err := os.Mkdir(filepath.Join(b.dir, shard), 0o755)
+	err := os.Mkdir(b.tree().Shard(shard), 0o755)
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	// Whether we made it or found it (made by a crashed process, maybe
 	// not yet durable), fsync the parent once.
-	if err := SyncDir(b.dir); err != nil {
+	if err := layout.SyncDir(b.dir); err != nil {
 		return err
 	}
 	b.shards.Store(shard, struct{}{})
@@ -628,7 +638,7 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	if err != nil {
 		return fmt.Errorf("store: delete blob %s: %w", key, err)
 	}
-	return SyncDir(filepath.Join(b.dir, shard))
+	return layout.SyncDir(b.tree().Shard(shard))
 }
 
 // claim waits until no other goroutine has key in flight, claims it, and
@@ -661,7 +671,7 @@ var ErrPacked = errors.New("blob is packed; it is removed by repacking")
 // ones shard by shard. Files that
 // are not blobs (temporaries, stray names, misplaced CIDs) are skipped.
 func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
-	if err := b.packs.each(func(d [32]byte, n int64) error { return fn(cidOfDigest(d[:]), n) }); err != nil {
+	if err := b.packs.each(func(d [32]byte, n int64) error { return fn(FromDigest(d[:]), n) }); err != nil {
 		return err
 	}
 	ents, err := os.ReadDir(b.dir)
@@ -672,7 +682,7 @@ func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
 		if !e.IsDir() || !isShardName(e.Name()) {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(b.dir, e.Name()))
+		files, err := os.ReadDir(b.tree().Shard(e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
