@@ -22,6 +22,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // A bundle is one file holding a finished recording: its manifest and
@@ -127,7 +128,7 @@ func (s *Store) ManifestBytes(id string) (raw []byte, m *Manifest, root string, 
 	if f.Size() > MaxBundleSection-cidLen {
 		return nil, nil, "", fmt.Errorf("store: manifest %s is %d bytes, over the bundle section limit", root, f.Size())
 	}
-	raw, err = readN(f, nil, int(f.Size()))
+	raw, err = log.ReadN(f, nil, int(f.Size()))
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("store: manifest %s: %w", root, err)
 	}
@@ -698,7 +699,7 @@ func (v *bundleScan) skip(at, n int64) error {
 // readData reads a section's data into v.buf (growing it as data arrives).
 func (v *bundleScan) readData(at, n int64) ([]byte, bool, error) {
 	var err error
-	v.buf, err = readN(v.r, v.buf[:0], int(n))
+	v.buf, err = log.ReadN(v.r, v.buf[:0], int(n))
 	if err != nil {
 		if isShortRead(err) {
 			v.fatal("", "truncated: the bundle ends inside the section at offset %d", at)
@@ -796,7 +797,7 @@ func (v *bundleScan) checkManifest() bool {
 		case !seqsFollow(m.Gaps, prev, seg.FirstSeq):
 			bad("segment %d starts at seq %d after %d, and no declared gap covers the seqs between", i+1, seg.FirstSeq, prev)
 		}
-		if seg.Bytes < segHeaderLen {
+		if seg.Bytes < log.SegmentHeaderLen {
 			bad("segment %d: %d bytes", i+1, seg.Bytes)
 		}
 		prev = seg.LastSeq
@@ -914,7 +915,7 @@ func (v *bundleScan) readChecked(at int64, c cid.Cid, size int64) (data []byte, 
 func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 	ref := v.man.Segments[ord-1]
 	chk := segCheck{steps: map[int]struct{}{}, counts: map[event.Kind]int64{}, claims: map[string]int64{}}
-	sr := NewSegmentReader(r)
+	sr := log.NewSegmentReader(r)
 	var last uint64
 	for {
 		rec, _, err := sr.Next()

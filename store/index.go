@@ -79,15 +79,6 @@ type RecordingRow struct {
 	IndexedTo uint64 `json:"indexed_through"` // the projection cursor: highest seq indexed
 }
 
-// Locator says where an event's record lives: segment ordinal (1-based) in
-// the recording's log, byte offset of the record and its length. After
-// finish the same ordinals name the manifest's segment blobs.
-type Locator struct {
-	Segment int   `json:"segment"`
-	Offset  int64 `json:"offset"`
-	Length  int   `json:"length"`
-}
-
 // EventRow is one event as the index holds it: its envelope fields, where
 // its record is, the blob it references and its search summary.
 type EventRow struct {

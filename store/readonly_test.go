@@ -68,13 +68,15 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	// What a writable open would change: a torn log tail of a recording
 	// nobody writes, and the leftovers of a crash.
 	still, sl := openRecording(t, w, 1)
-	recs := logRecs(1, 20, 100)
-	for _, r := range recs {
-		if r.CID != "" { // the blobs logRecs' frames name
-			if _, _, err := w.Blobs.Put([]byte(fmt.Sprint(r.Seq))); err != nil {
-				t.Fatal(err)
-			}
+	recs := consoleRecs(20)
+	for i := 3; i < len(recs); i += 4 { // every fourth a frame, naming a blob
+		r := &recs[i]
+		r.Kind = event.KindFrame
+		c, _, err := w.Blobs.Put([]byte(fmt.Sprint(r.Seq)))
+		if err != nil {
+			t.Fatal(err)
 		}
+		r.CID, r.BlobSize = c.String(), 50<<10
 	}
 	mustAppend(t, sl, recs)
 	sl.Close()

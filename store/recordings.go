@@ -18,6 +18,7 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // Store is the data directory: blobs, and one directory per recording.
@@ -246,7 +247,7 @@ func (s *Store) OpenLog(id string) (*Log, error) {
 		}
 		return nil, err
 	}
-	return OpenLog(s.logDir(id), s.LogOptions)
+	return log.OpenLog(s.logDir(id), s.LogOptions)
 }
 
 // SegmentRef is one log segment in a manifest.
@@ -405,7 +406,7 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 			return "", fmt.Errorf("store: seal %s: %w", id, err)
 		}
 		ref := SegmentRef{Bytes: int64(len(data))}
-		sr := NewSegmentReader(bytes.NewReader(data))
+		sr := log.NewSegmentReader(bytes.NewReader(data))
 		for {
 			rec, _, err := sr.Next()
 			if err == io.EOF {
@@ -504,13 +505,6 @@ func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
 	return s.Blobs.Open(c)
 }
 
-// SegmentFile is an open segment: a file of the log or a segment blob.
-type SegmentFile interface {
-	io.Reader
-	io.ReaderAt
-	io.Closer
-}
-
 // Reader reads records of recordings by locator, keeping segments open
 // between calls. It is safe for concurrent use.
 type Reader struct {
@@ -536,13 +530,13 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	rec, err := ReadRecordAt(f, loc)
+	rec, err := log.ReadRecordAt(f, loc)
 	if err != nil {
 		// The recording may have been sealed since: the log file is gone
 		// (reads of an unlinked file still work, but be safe) — reopen once.
 		r.forget(id, loc.Segment)
 		if f, err2 := r.segment(id, loc.Segment); err2 == nil {
-			return ReadRecordAt(f, loc)
+			return log.ReadRecordAt(f, loc)
 		}
 	}
 	return rec, err
@@ -602,13 +596,6 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// Pos is a position in a recording's log: the next frame to read is at
-// Offset of segment Segment. The zero Pos is the start.
-type Pos struct {
-	Segment int
-	Offset  int64
-}
-
 // Scan calls fn for every record of recording id with seq > after, in
 // order, starting at pos (a position an earlier Scan returned, or the zero
 // Pos), reading the log while open and the segment blobs once finished. It
@@ -648,7 +635,7 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 		if err != nil {
 			return pos, err
 		}
-		next, err := scanSegment(f, pos, after, fn)
+		next, err := log.ScanSegment(f, pos, after, fn)
 		f.Close()
 		if err != nil {
 			return next, err
@@ -660,44 +647,12 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 	return pos, nil
 }
 
-func scanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
-	sr, err := NewSegmentReaderAt(f, pos.Offset)
-	if err != nil {
-		return pos, err
+// CheckLog walks recording id's log (while it is open) and returns its
+// damage, nil for a sound one. It only reads.
+func (s *Store) CheckLog(id string) ([]LogDamage, error) {
+	damage, err := log.Walk(s.logDir(id), nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
 	}
-	for {
-		rec, loc, err := sr.Next()
-		if err == io.EOF {
-			return pos, nil
-		}
-		if errors.Is(err, ErrTornTail) {
-			// A torn tail is the unacknowledged end of an open log
-			// being written right now: stop there, resume later. A bad
-			// frame with good frames after it is damage: read past it
-			// (CheckLog reports it).
-			bad := sr.Offset()
-			next, rerr := nextFrameAfter(f, bad)
-			if rerr != nil {
-				return pos, rerr
-			}
-			if next < 0 {
-				return pos, nil
-			}
-			if sr, err = NewSegmentReaderAt(f, next); err != nil {
-				return pos, err
-			}
-			continue
-		}
-		if err != nil {
-			return pos, err
-		}
-		loc.Segment = pos.Segment
-		pos.Offset = loc.Offset + int64(loc.Length)
-		if rec.Seq <= after {
-			continue
-		}
-		if err := fn(rec, loc); err != nil {
-			return pos, err
-		}
-	}
+	return damage, err
 }

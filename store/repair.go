@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // Gap is a run of seqs a repaired recording lost to damage. A manifest
@@ -82,7 +83,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 		return "", nil, err
 	}
 	dir := s.logDir(id)
-	_, damage, err := walkLog(dir, nil)
+	damage, err := log.Walk(dir, nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("repair %s: %w", id, err)
 	}
@@ -108,7 +109,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	for _, d := range damage {
 		b, ok := segData[d.Segment]
 		if !ok {
-			if b, err = os.ReadFile(segmentPath(dir, d.Segment)); err != nil {
+			if b, err = os.ReadFile(s.Layout().Segment(id, d.Segment)); err != nil {
 				return "", nil, fmt.Errorf("repair %s: %w", id, err)
 			}
 			segData[d.Segment] = b
@@ -135,14 +136,11 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	for n, b := range segData {
 		// The intact frames, in order, without the damaged regions (and
 		// without a torn tail).
-		clean := append([]byte(nil), segMagic...)
-		if _, err := walkSegment(b, func(_ Record, loc Locator) error {
-			clean = append(clean, b[loc.Offset:loc.Offset+int64(loc.Length)]...)
-			return nil
-		}); err != nil {
+		clean, err := log.Intact(b)
+		if err != nil {
 			return "", nil, fmt.Errorf("repair %s: %w", id, err)
 		}
-		if err := WriteFileAtomic(segmentPath(dir, n), clean, 0o644); err != nil {
+		if err := WriteFileAtomic(s.Layout().Segment(id, n), clean, 0o644); err != nil {
 			return "", nil, fmt.Errorf("repair %s: %w", id, err)
 		}
 	}

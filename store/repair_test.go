@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 func TestGapsCover(t *testing.T) {
@@ -120,7 +121,7 @@ func TestRepairInterrupted(t *testing.T) {
 		lg.Close()
 		seg := filepath.Join(st.logDir(meta.ID), "00000001.seg")
 		b, _ := os.ReadFile(seg)
-		b[locs[9].Offset+frameHeaderLen+2] ^= 0x01
+		b[locs[9].Offset+log.FrameHeaderLen+2] ^= 0x01
 		os.WriteFile(seg, b, 0o644)
 		// Run a whole repair on a copy to learn what it declares, then
 		// put the recording back as the crash left it.
@@ -181,4 +182,14 @@ func copyTree(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mustAppend appends recs to l, failing the test if it cannot.
+func mustAppend(t testing.TB, l *Log, recs []Record) []Locator {
+	t.Helper()
+	locs, err := l.Append(recs)
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	return locs
 }

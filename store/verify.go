@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // Problem is one thing verify found wrong.
@@ -88,7 +90,7 @@ func (s *Store) verifyOpen(id string, seen map[string]bool, rep *VerifyReport, b
 		bad("", "a repair was interrupted: run flightrec repair "+id)
 	}
 	refs := map[string]bool{}
-	_, damage, err := walkLog(s.logDir(id), func(r Record, _ Locator) error {
+	damage, err := log.Walk(s.logDir(id), func(r Record, _ Locator) error {
 		r.EachBlob(func(c string, _ int64) { refs[c] = true })
 		return nil
 	})
@@ -98,7 +100,7 @@ func (s *Store) verifyOpen(id string, seen map[string]bool, rep *VerifyReport, b
 	if len(damage) > 0 {
 		// A frame a live server is appending can look bad to a reader
 		// that saw part of it: damage is what a second look finds too.
-		_, again, _ := walkLog(s.logDir(id), nil)
+		again, _ := log.Walk(s.logDir(id), nil)
 		damage = sameDamage(damage, again)
 	}
 	for _, d := range damage {
@@ -177,7 +179,7 @@ func (s *Store) checkSegmentSeqs(cs string, gaps []Gap, prev uint64) (int64, uin
 		return 0, prev, err
 	}
 	defer f.Close()
-	sr := NewSegmentReader(f)
+	sr := log.NewSegmentReader(f)
 	var n int64
 	for {
 		rec, _, err := sr.Next()
