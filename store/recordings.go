@@ -135,21 +135,6 @@ func NewRecordingID(now time.Time) string {
 	return string(out[:j])
 }
 
-// ValidRecordingID reports whether id has the shape NewRecordingID makes.
-// Every route checks it before an id becomes part of a path.
-func ValidRecordingID(id string) bool {
-	if len(id) != 26 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') || c == 'i' || c == 'l' || c == 'o' || c == 'u' {
-			return false
-		}
-	}
-	return true
-}
-
 // Layout names the data directory's paths.
 func (s *Store) Layout() layout.Layout { return layout.Of(s.dir) }
 
@@ -248,36 +233,6 @@ func (s *Store) OpenLog(id string) (*Log, error) {
 		return nil, err
 	}
 	return log.OpenLog(s.logDir(id), s.LogOptions)
-}
-
-// SegmentRef is one log segment in a manifest.
-type SegmentRef struct {
-	CID      string `json:"cid"`
-	Bytes    int64  `json:"bytes"`
-	Records  int64  `json:"records"`
-	FirstSeq uint64 `json:"first_seq"`
-	LastSeq  uint64 `json:"last_seq"`
-}
-
-// Manifest is a finished recording: its metadata, its log segments (as
-// blobs, in order) and every blob its events reference. Its CID is the
-// recording's root and the unit of evidence.
-type Manifest struct {
-	Version   int                  `json:"version"`
-	Recording RecordingMeta        `json:"recording"`
-	Segments  []SegmentRef         `json:"segments"`
-	Events    int64                `json:"events"`
-	LastSeq   uint64               `json:"last_seq"`
-	Steps     int                  `json:"steps"`
-	Counts    map[event.Kind]int64 `json:"counts"`
-	Bytes     int64                `json:"bytes"` // segments plus distinct referenced blobs
-	Blobs     []string             `json:"blobs"` // sorted, distinct
-	// Redaction is the recording's redaction report (the plan digest is in
-	// Recording.PlanDigest and here).
-	Redaction *RedactionReport `json:"redaction,omitempty"`
-	// Gaps lists the seqs a repair found lost to damage (repair.go);
-	// empty for every recording sealed by finish.
-	Gaps []Gap `json:"gaps,omitempty"`
 }
 
 // Manifest reads a finished recording's manifest.

@@ -13,48 +13,6 @@ import (
 	"github.com/flightrec/flightrec/store/log"
 )
 
-// Gap is a run of seqs a repaired recording lost to damage. A manifest
-// lists its gaps; every other seq from 1 to its last is present. Exports,
-// bundles and attestations of the recording state them, and verification
-// accepts a declared gap and no other.
-type Gap struct {
-	From uint64 `json:"from"`
-	// To is the last seq lost, inclusive; 0 when the damage ran to the end
-	// of the log, so how many seqs it held is not known.
-	To uint64 `json:"to,omitempty"`
-	// Quarantine is the file, under the recording's directory, that keeps
-	// the damaged bytes; Bytes is its size.
-	Quarantine string `json:"quarantine,omitempty"`
-	Bytes      int64  `json:"bytes"`
-	Why        string `json:"why,omitempty"`
-}
-
-// gapsCover reports whether every seq in from..to (inclusive) lies in a
-// gap.
-func gapsCover(gaps []Gap, from, to uint64) bool {
-	for from <= to {
-		moved := false
-		for _, g := range gaps {
-			if g.From <= from && (g.To == 0 || from <= g.To) {
-				if g.To == 0 || g.To >= to {
-					return true
-				}
-				from, moved = g.To+1, true
-			}
-		}
-		if !moved {
-			return false
-		}
-	}
-	return true
-}
-
-// seqsFollow reports whether seq may follow prev (0: none yet) in a
-// recording with gaps: it is the next seq, or the seqs between are gaps.
-func seqsFollow(gaps []Gap, prev, seq uint64) bool {
-	return seq == prev+1 || seq > prev+1 && gapsCover(gaps, prev+1, seq-1)
-}
-
 // ErrNotDamaged is returned by Repair for a recording whose log has no
 // damage.
 var ErrNotDamaged = errors.New("recording is not damaged")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/bundle"
 	"github.com/flightrec/flightrec/store/log"
 )
 
@@ -21,7 +22,7 @@ func TestGapsCover(t *testing.T) {
 		prev, seq uint64
 		ok        bool
 	}{{0, 1, true}, {3, 4, true}, {4, 7, true}, {4, 8, true}, {4, 9, false}, {8, 10, false}, {19, 40, true}, {2, 4, false}, {0, 2, false}} {
-		if got := seqsFollow(gaps, c.prev, c.seq); got != c.ok {
+		if got := bundle.SeqsFollow(gaps, c.prev, c.seq); got != c.ok {
 			t.Errorf("seq %d after %d: %v, want %v", c.seq, c.prev, got, c.ok)
 		}
 	}

@@ -10,15 +10,9 @@ import (
 	"log/slog"
 	"sort"
 
+	"github.com/flightrec/flightrec/store/bundle"
 	"github.com/flightrec/flightrec/store/log"
 )
-
-// Problem is one thing verify found wrong.
-type Problem struct {
-	Recording string `json:"recording,omitempty"`
-	CID       string `json:"cid,omitempty"`
-	What      string `json:"what"`
-}
 
 // VerifyReport is what Verify checked and found.
 type VerifyReport struct {
@@ -189,7 +183,7 @@ func (s *Store) checkSegmentSeqs(cs string, gaps []Gap, prev uint64) (int64, uin
 		if err != nil {
 			return n, prev, err
 		}
-		if !seqsFollow(gaps, prev, rec.Seq) {
+		if !bundle.SeqsFollow(gaps, prev, rec.Seq) {
 			return n, prev, fmt.Errorf("seq %d follows %d, and no declared gap covers the seqs between", rec.Seq, prev)
 		}
 		n++

@@ -42,6 +42,22 @@ const (
 	TempPrefix = ".tmp-"
 )
 
+// ValidRecordingID reports whether id has the shape NewRecordingID makes.
+// Every route checks it before an id becomes part of a path: a valid id
+// names one directory under Recordings, never a path outside it.
+func ValidRecordingID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') || c == 'i' || c == 'l' || c == 'o' || c == 'u' {
+			return false
+		}
+	}
+	return true
+}
+
 // Blobs is the blob store's tree.
 func (l Layout) Blobs() BlobTree { return BlobTree{Dir: l.join("blobs")} }
 
