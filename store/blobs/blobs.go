@@ -1,6 +1,7 @@
 package blobs
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -62,6 +63,7 @@ type BlobReader interface {
 // one process at a time.
 type FSBlobs struct {
 	dir string
+	raw Local // the loose blobs, by key "<shard>/<cid>"
 
 	mu      sync.Mutex
 	flights map[string]*flight // blobs being written or deleted, by CID string
@@ -109,7 +111,7 @@ func OpenFSBlobsReadOnly(dir string) (*FSBlobs, error) { return openFSBlobs(dir,
 // removing, fsyncing or preallocating anything, for a reader beside a
 // process that may be writing.
 func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
-	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
+	b := &FSBlobs{dir: dir, raw: Local{Dir: dir}, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
 	if readOnly {
 		var err error
 		if b.packs, err = openPacksReadOnly(layout.BlobTree{Dir: dir}.Packs()); err != nil {
@@ -518,7 +520,7 @@ func (f *fileBlob) Size() int64 { return f.size }
 func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) { return b.open(c, false) }
 
 func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
-	key, _, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return nil, err
 	}
@@ -541,8 +543,8 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 			return r, nil
 		}
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	r, err := b.raw.Get(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.open(c, true)
 		}
@@ -551,13 +553,11 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: blob %s: %w", key, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("store: blob %s: %w", key, err)
-	}
-	return &fileBlob{File: f, size: fi.Size()}, nil
+	return r, nil
 }
+
+// looseKey is the backend key of the loose blob whose CID string is key.
+func looseKey(key string) string { return shardOf(key) + "/" + key }
 
 // ErrBlobCorrupt is returned for a packed blob whose bytes do not match its
 // CID: it is never served.
@@ -589,7 +589,7 @@ func (b *FSBlobs) reloadOnMiss(retried bool) bool {
 func (b *FSBlobs) Stat(c cid.Cid) (int64, error) { return b.stat(c, false) }
 
 func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
-	key, _, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return 0, err
 	}
@@ -598,8 +598,8 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 			return loc.n, nil
 		}
 	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	size, err := b.raw.Stat(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.stat(c, true)
 		}
@@ -608,7 +608,7 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: blob %s: %w", key, err)
 	}
-	return fi.Size(), nil
+	return size, nil
 }
 
 // Delete removes blob c durably. A Put of the same bytes running at the
@@ -618,7 +618,7 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	if b.readOnly {
 		return ErrReadOnly
 	}
-	key, shard, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return err
 	}
@@ -631,14 +631,14 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 		}
 	}
 	defer b.claim(key)()
-	err = os.Remove(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	err = b.raw.Delete(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("store: delete blob %s: %w", key, err)
 	}
-	return layout.SyncDir(b.tree().Shard(shard))
+	return nil
 }
 
 // claim waits until no other goroutine has key in flight, claims it, and
