@@ -301,7 +301,7 @@ func mustVerify(t testing.TB, s *Store) {
 func TestCollect(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	s.Blobs.SetPackBytes(16 << 10) // roll every few batches
+	fsBlobs(t, s).SetPackBytes(16 << 10) // roll every few batches
 	keep1 := record(t, s, blobsOf(t, 30, 1500), true)
 	gone1 := record(t, s, blobsOf(t, 30, 1500), true)
 	keep2 := record(t, s, blobsOf(t, 12, 1500), false)
@@ -332,7 +332,7 @@ func TestCollect(t *testing.T) {
 	for _, o := range orphans {
 		goneRefs[SumString(o)] = true
 	}
-	activeN := s.Blobs.CurrentPack()
+	activeN := fsBlobs(t, s).CurrentPack()
 	activeBefore, err := os.ReadFile(layout.Of(dir).Blobs().Pack(activeN))
 	if err != nil {
 		t.Fatal(err)
@@ -353,13 +353,13 @@ func TestCollect(t *testing.T) {
 	for cs, n := range all {
 		c, _ := ParseCID(cs)
 		if live[cs] {
-			wantKept += len(where(t, s.Blobs, c))
+			wantKept += len(where(t, fsBlobs(t, s), c))
 			continue
 		}
 		if !goneRefs[cs] {
 			t.Fatalf("blob %s is neither live nor of a removed recording", cs)
 		}
-		for _, w := range where(t, s.Blobs, c) {
+		for _, w := range where(t, fsBlobs(t, s), c) {
 			if w == "active" {
 				inActive = append(inActive, c)
 			}
@@ -449,7 +449,7 @@ func TestCollectCrash(t *testing.T) {
 			t.Run(fmt.Sprintf("%s#%d", step, nth), func(t *testing.T) {
 				dir := t.TempDir()
 				s := openTestStore(t, dir)
-				s.Blobs.SetPackBytes(8 << 10)
+				fsBlobs(t, s).SetPackBytes(8 << 10)
 				// Pack 1 holds blobs of both; pack 2 only gone's;
 				// the active pack keep's last ones.
 				keep := blobsOf(t, 6, 1500)
@@ -459,7 +459,7 @@ func TestCollectCrash(t *testing.T) {
 				putAll(t, s.Blobs, gone[3:])
 				putAll(t, s.Blobs, keep[3:])
 				ids := []string{record(t, s, keep, true), record(t, s, gone, true)}
-				if fp, _ := s.Blobs.FullPacks(); len(fp) < 2 {
+				if fp, _ := fsBlobs(t, s).FullPacks(); len(fp) < 2 {
 					t.Fatalf("fixture: full packs %v", fp)
 				}
 				if _, err := s.RemoveRecording(ids[1]); err != nil {
@@ -468,7 +468,7 @@ func TestCollectCrash(t *testing.T) {
 				sw := s.Blobs.BeginSweep()
 				live := mark(t, s)
 				seen := 0
-				s.Blobs.SetGCHook(func(at string) error {
+				fsBlobs(t, s).SetGCHook(func(at string) error {
 					if at == step {
 						if seen++; seen == nth {
 							return errors.New("crash")
@@ -526,7 +526,7 @@ func TestCollectCrash(t *testing.T) {
 func TestCollectConcurrentIngest(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	s.Blobs.SetPackBytes(24 << 10)
+	fsBlobs(t, s).SetPackBytes(24 << 10)
 	keepID := record(t, s, blobsOf(t, 60, 1200), true)
 	dead := blobsOf(t, 90, 1200)
 	goneID := record(t, s, dead, true)
@@ -568,7 +568,7 @@ func TestCollectConcurrentIngest(t *testing.T) {
 	// let the writers do some batches, some of which put dead blobs of
 	// that pack again: the swap must see those touches.
 	hooked := false
-	s.Blobs.SetGCHook(func(step string) error {
+	fsBlobs(t, s).SetGCHook(func(step string) error {
 		if step != "pack-written" || hooked {
 			return nil
 		}
@@ -689,7 +689,7 @@ func TestCollectConcurrentIngest(t *testing.T) {
 	check(s2)
 }
 
-func readAll(b *blobs.FSBlobs, c cid.Cid) ([]byte, error) {
+func readAll(b blobs.Store, c cid.Cid) ([]byte, error) {
 	r, err := b.Open(c)
 	if err != nil {
 		return nil, err
@@ -703,12 +703,22 @@ func randBytes(t testing.TB, n int) []byte { t.Helper(); return blobstest.Rand(t
 
 func blobsOf(t testing.TB, n, size int) [][]byte { t.Helper(); return blobstest.RandMany(t, n, size) }
 
-func putAll(t testing.TB, b *blobs.FSBlobs, datas [][]byte) []cid.Cid {
+func putAll(t testing.TB, b blobs.Store, datas [][]byte) []cid.Cid {
 	t.Helper()
 	return blobstest.PutMany(t, b.PutMany, datas)
 }
 
-func readBlob(t testing.TB, b *blobs.FSBlobs, c cid.Cid) []byte {
+func readBlob(t testing.TB, b blobs.Store, c cid.Cid) []byte {
 	t.Helper()
 	return blobstest.Read(t, b.Open, c)
+}
+
+// fsBlobs is s's blob store as the local one, for the seams only it has.
+func fsBlobs(t testing.TB, s *Store) *blobs.FSBlobs {
+	t.Helper()
+	b, ok := s.Blobs.(*blobs.FSBlobs)
+	if !ok {
+		t.Fatalf("the store's blobs are a %T, not local", s.Blobs)
+	}
+	return b
 }

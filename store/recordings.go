@@ -32,7 +32,7 @@ import (
 // on Recover.
 type Store struct {
 	dir   string
-	Blobs *blobs.FSBlobs
+	Blobs blobs.Store
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
 	groupsMu  sync.Mutex // serializes groups/ writes

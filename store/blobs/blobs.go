@@ -37,6 +37,39 @@ type Blobs interface {
 	Walk(fn func(c cid.Cid, size int64) error) error
 }
 
+// Store is what the store facade needs of a blob store: the
+// content-addressed operations, the holds and sweeps of garbage
+// collection, and what verify and metrics read. FSBlobs is the local one
+// (loose files and packs under a directory); an object-store one (issue
+// 20) implements it over a Backend.
+type Store interface {
+	Blobs
+	// PutFile stores the file at src by moving it into place (a built
+	// video); created is false when the blob was already stored.
+	PutFile(src string) (c cid.Cid, created bool, err error)
+	// Hold brackets storing blobs and then referencing them: a sweep
+	// beginning meanwhile waits for its release (see gc.go).
+	Hold() (release func())
+	// BeginSweep starts a sweep (see gc.go).
+	BeginSweep() Sweeper
+	// PackDamage lists the damaged regions of packs and the blobs found
+	// corrupt in them, by CID.
+	PackDamage() (regions []PackDamage, corrupt map[string]PackDamage)
+	// StoredBytes is the space the blobs take.
+	StoredBytes() (int64, error)
+	// Close releases what the store holds open.
+	Close() error
+}
+
+// Sweeper is one sweep of garbage collection: Collect removes what is
+// stored, not live and not touched since BeginSweep; End lets the next
+// sweep begin.
+type Sweeper interface {
+	Collect(live func(cid.Cid) bool, progress func(done, total int)) (CollectReport, error)
+	Touched(c cid.Cid) bool
+	End()
+}
+
 // BlobReader reads one blob.
 type BlobReader interface {
 	io.ReadSeekCloser
@@ -84,7 +117,7 @@ type FSBlobs struct {
 	readOnly bool
 }
 
-var _ Blobs = (*FSBlobs)(nil)
+var _ Store = (*FSBlobs)(nil)
 
 // flight is one goroutine's claim on a CID while it writes or deletes it;
 // others wanting the same CID wait for done and then look again, so a Put

@@ -139,7 +139,7 @@ type Sweep struct {
 // Hold, that began before it has finished. One sweep runs at a time: it
 // waits for the previous sweep's End. It must not be called by a
 // goroutine that holds a Hold (it would wait for itself).
-func (b *FSBlobs) BeginSweep() *Sweep {
+func (b *FSBlobs) BeginSweep() Sweeper {
 	b.sweepSem <- struct{}{}
 	sw := &Sweep{b: b, touches: map[[32]byte]struct{}{}}
 	b.gcMu.Lock()

@@ -84,7 +84,7 @@ func TestBeginSweepWaitsForHolds(t *testing.T) {
 	release := b.Hold()
 	x := randBytes(t, 100)
 	putAll(t, b, [][]byte{x}) // before the sweep: not touched
-	began := make(chan *Sweep)
+	began := make(chan Sweeper)
 	go func() { began <- b.BeginSweep() }()
 	select {
 	case <-began:
