@@ -139,15 +139,7 @@ func hasProblem(rep *BundleReport, what string) bool {
 // recordingDirs lists DIR/recordings, whatever is in it.
 func recordingDirs(t testing.TB, s *Store) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.Dir(), "recordings"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
+	return blobstest.Names(t, s.Layout().Recordings())
 }
 
 // TestBundleRoundTrip: export, verify, import into a fresh store: the same
