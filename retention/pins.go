@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -32,10 +31,6 @@ var (
 	ErrNoSuchPin = errors.New("retention: no such pin")
 )
 
-// pinsFile is a recording's pins, beside its metadata: removing the
-// recording removes them.
-const pinsFile = "pins.json"
-
 // Pins keeps the pins of a data directory's recordings.
 type Pins struct {
 	st  *store.Store
@@ -51,7 +46,9 @@ func NewPins(st *store.Store, now func() time.Time) *Pins {
 	return &Pins{st: st, now: now}
 }
 
-func (p *Pins) path(id string) string { return filepath.Join(p.st.Dir(), "recordings", id, pinsFile) }
+// path is a recording's pins, beside its metadata: removing the recording
+// removes them.
+func (p *Pins) path(id string) string { return p.st.Layout().Pins(id) }
 
 // List returns a recording's pins, oldest first (ended ones included).
 func (p *Pins) List(id string) ([]Pin, error) {

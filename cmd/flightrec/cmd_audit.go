@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -39,7 +39,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 		if code := parse(fs, args[1:]); code >= 0 {
 			return code
 		}
-		path := filepath.Join(*data, audit.FileName)
+		path := layout.Of(*data).AuditLog()
 		if fs.NArg() == 1 {
 			path = fs.Arg(0)
 		}
@@ -120,7 +120,7 @@ func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error
 		return nil, err
 	}
 	defer st.Close()
-	notFound := wire.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+filepath.Join(sc.Data, "recordings"),
+	notFound := wire.New(0, "RECORDING_NOT_FOUND", "check the id: the data directory's recordings are the directories under "+layout.Of(sc.Data).Recordings(),
 		"no such recording in %s", sc.Data)
 	if !store.ValidRecordingID(id) {
 		return nil, notFound

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -77,7 +77,7 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitFailure
 	}
 	printRepair(out, *asJSON, repairReport{Recording: id, Root: root, Gaps: gaps,
-		Quarantine: filepath.Join(sc.Data, "recordings", id, "quarantine")})
+		Quarantine: layout.Of(sc.Data).Quarantine(id)})
 	return exitOK
 }
 
@@ -108,6 +108,6 @@ func repairThroughServer(ctx context.Context, base, id string, asJSON bool, out,
 		return exitFailure
 	}
 	printRepair(out, asJSON, repairReport{Recording: rep.Recording, Root: rep.Root, Gaps: rep.Gaps,
-		Quarantine: filepath.Join("DATA", "recordings", id, "quarantine") + " on the server"})
+		Quarantine: layout.Of("DATA").Quarantine(id) + " on the server"})
 	return exitOK
 }

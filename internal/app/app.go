@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/clickhouse"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/ui"
 	"github.com/flightrec/flightrec/wire"
@@ -110,7 +110,7 @@ func (l HTTPLimits) apply(srv *http.Server) {
 func OpenIndex(dsn, dataDir string) (store.Index, error) {
 	switch {
 	case dsn == "":
-		return sqlite.Open(filepath.Join(dataDir, "index.sqlite"))
+		return sqlite.Open(layout.Of(dataDir).Index())
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.Open(strings.TrimPrefix(dsn, "sqlite:"))
 	case strings.HasPrefix(dsn, "clickhouse://"):
@@ -370,7 +370,7 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 		a.edge.Fail(w, r, e)
 		return
 	}
-	probe := filepath.Join(a.Store.Dir(), ".ready-probe")
+	probe := a.Store.Layout().ReadyProbe()
 	if err := os.WriteFile(probe, []byte("ok"), 0o644); err != nil {
 		e := wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
 			"data directory not writable")

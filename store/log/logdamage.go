@@ -1,6 +1,7 @@
-package store
+package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Damage in a log is told apart from a torn tail by what follows it. Only
@@ -97,20 +100,20 @@ const (
 )
 
 func frameAt(b []byte, off int64) (frameState, int64) {
-	if int64(len(b))-off < frameHeaderLen {
+	if int64(len(b))-off < FrameHeaderLen {
 		return frameShort, 0
 	}
 	n := int64(binary.LittleEndian.Uint32(b[off:]))
 	if n == 0 {
 		return frameBad, 0
 	}
-	if off+frameHeaderLen+n > int64(len(b)) {
+	if off+FrameHeaderLen+n > int64(len(b)) {
 		return frameShort, n
 	}
 	if n > MaxRecordBytes {
 		return frameBad, 0
 	}
-	p := b[off+frameHeaderLen : off+frameHeaderLen+n]
+	p := b[off+FrameHeaderLen : off+FrameHeaderLen+n]
 	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[off+4:]) {
 		return frameBad, n
 	}
@@ -120,14 +123,14 @@ func frameAt(b []byte, off int64) (frameState, int64) {
 // resyncLog returns the offset of the first good, decodable frame at or
 // after from, or -1.
 func resyncLog(b []byte, from int64) int64 {
-	for o := from; o+frameHeaderLen < int64(len(b)); o++ {
+	for o := from; o+FrameHeaderLen < int64(len(b)); o++ {
 		// A payload starts with a record version: most offsets are
 		// ruled out before any checksum is computed.
-		if v := b[o+frameHeaderLen]; v != recordV1 && v != recordV2 && v != recordV3 {
+		if v := b[o+FrameHeaderLen]; v != recordV1 && v != recordV2 && v != recordV3 {
 			continue
 		}
 		if st, n := frameAt(b, o); st == frameGood {
-			if _, err := decodeRecord(b[o+frameHeaderLen:o+frameHeaderLen+n], true); err == nil {
+			if _, err := decodeRecord(b[o+FrameHeaderLen:o+FrameHeaderLen+n], true); err == nil {
 				return o
 			}
 		}
@@ -156,17 +159,17 @@ func zeroTail(b []byte, off int64) bool {
 // never cut or skipped) or fn's.
 func walkSegment(b []byte, fn func(Record, Locator) error) (segWalk, error) {
 	w := segWalk{size: int64(len(b))}
-	if w.size < segHeaderLen {
+	if w.size < SegmentHeaderLen {
 		w.torn = true
 		return w, nil
 	}
-	off := segHeaderLen
-	if string(b[:segHeaderLen]) != segMagic {
-		if zeroTail(b, 0) && allZeroBytes(b[:segHeaderLen]) {
+	off := SegmentHeaderLen
+	if string(b[:SegmentHeaderLen]) != segMagic {
+		if zeroTail(b, 0) && len(bytes.Trim(b[:SegmentHeaderLen], "\x00")) == 0 {
 			w.torn = true // a header a crash left as zeros: nothing was written
 			return w, nil
 		}
-		next := resyncLog(b, segHeaderLen)
+		next := resyncLog(b, SegmentHeaderLen)
 		if next < 0 {
 			next = w.size
 		}
@@ -177,8 +180,8 @@ func walkSegment(b []byte, fn func(Record, Locator) error) (segWalk, error) {
 	for off < w.size {
 		st, n := frameAt(b, off)
 		if st == frameGood {
-			loc := Locator{Offset: off, Length: int(frameHeaderLen + n)}
-			rec, err := decodeRecord(b[off+frameHeaderLen:off+frameHeaderLen+n], true)
+			loc := Locator{Offset: off, Length: int(FrameHeaderLen + n)}
+			rec, err := decodeRecord(b[off+FrameHeaderLen:off+FrameHeaderLen+n], true)
 			if err != nil {
 				return w, fmt.Errorf("store: frame at offset %d: %w", off, err)
 			}
@@ -235,7 +238,7 @@ func walkLog(dir string, fn func(Record, Locator) error) ([]segWalk, []LogDamage
 	var damage []LogDamage
 	var lastSeq uint64
 	for i, n := range segs {
-		b, err := os.ReadFile(segmentPath(dir, n))
+		b, err := os.ReadFile(layout.SegmentIn(dir, n))
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: log %s: %w", dir, err)
 		}
@@ -278,18 +281,6 @@ func walkLog(dir string, fn func(Record, Locator) error) ([]segWalk, []LogDamage
 	return walks, damage, nil
 }
 
-func segmentPath(dir string, n int) string { return fmt.Sprintf("%s/%08d.seg", dir, n) }
-
-// CheckLog walks recording id's log (while it is open) and returns its
-// damage, nil for a sound one. It only reads.
-func (s *Store) CheckLog(id string) ([]LogDamage, error) {
-	_, damage, err := walkLog(s.logDir(id), nil)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
-	}
-	return damage, err
-}
-
 // nextFrameAfter is Scan's resync over a segment file: the offset of the
 // first good frame after a bad one at off, or -1 (the bad frame is a tail:
 // torn, or being written right now).
@@ -316,4 +307,24 @@ func nextFrameAfter(f SegmentFile, off int64) (int64, error) {
 		}
 	}
 	return off + next, nil
+}
+
+// Walk calls fn (if set) with every intact record of the log in dir, in
+// order, resyncing past damage, and returns the damage it found. It only
+// reads. A missing log is ErrNotFound.
+func Walk(dir string, fn func(Record, Locator) error) ([]LogDamage, error) {
+	_, damage, err := walkLog(dir, fn)
+	return damage, err
+}
+
+// Intact is segment b without its damage: the header and the intact
+// frames, in order (a torn tail left out too). Repair rewrites a damaged
+// segment with it once the damaged bytes are in quarantine.
+func Intact(b []byte) ([]byte, error) {
+	clean := append([]byte(nil), segMagic...)
+	_, err := walkSegment(b, func(_ Record, loc Locator) error {
+		clean = append(clean, b[loc.Offset:loc.Offset+int64(loc.Length)]...)
+		return nil
+	})
+	return clean, err
 }

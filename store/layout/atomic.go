@@ -1,4 +1,4 @@
-package store
+package layout
 
 import (
 	"fmt"
@@ -64,4 +64,20 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("store: sync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// TruncateSync cuts the file at path to size bytes and fsyncs it.
+func TruncateSync(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package store
+package blobs
 
 import (
 	"bytes"
@@ -10,25 +10,16 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
 )
 
-func putAll(t *testing.T, b *FSBlobs, datas [][]byte) []cid.Cid {
+func putAll(t testing.TB, b *FSBlobs, datas [][]byte) []cid.Cid {
 	t.Helper()
-	cids, err := b.PutMany(datas)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cids
+	return blobstest.PutMany(t, b.PutMany, datas)
 }
 
-func blobsOf(t *testing.T, n, size int) [][]byte {
-	t.Helper()
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = randBytes(t, size)
-	}
-	return out
-}
+func blobsOf(t testing.TB, n, size int) [][]byte { t.Helper(); return blobstest.RandMany(t, n, size) }
 
 // TestPackTornTail cuts the last batch's pack bytes at every point of its
 // last entry: reopening keeps every earlier blob, drops the torn one, and

@@ -1,4 +1,4 @@
-package store
+package blobs
 
 import (
 	"bufio"
@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Packs hold the blobs that arrive in ingest batches (frames, screenshots,
@@ -88,8 +90,8 @@ const (
 	// packAllocStart is a new pack's first allocation; it doubles as the
 	// pack fills.
 	packAllocStart = 1 << 20
-	// packMaxBlob bounds a packed blob; larger ones are stored loose.
-	packMaxBlob = 8 << 20
+	// PackMaxBlob bounds a packed blob; larger ones are stored loose.
+	PackMaxBlob = 8 << 20
 )
 
 var errPackCorrupt = errors.New("pack corrupt")
@@ -141,7 +143,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			// was written), and nothing in that tail was acknowledged.
 			// Cut it (and preallocate again below if it stays current).
 			// Damage before the tail is never cut: see scan.
-			if err := truncateSync(p.path(n), sc.end); err != nil {
+			if err := layout.TruncateSync(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
 			p.cut += sc.size - sc.end
@@ -229,8 +231,8 @@ func (p *packs) note(sc packScan) {
 	p.damaged = append(p.damaged, sc.damaged...)
 }
 
-func (p *packs) path(n int) string    { return filepath.Join(p.dir, fmt.Sprintf("%08d.pack", n)) }
-func (p *packs) idxPath(n int) string { return filepath.Join(p.dir, fmt.Sprintf("%08d.idx", n)) }
+func (p *packs) path(n int) string    { return layout.PackFile(p.dir, n, ".pack") }
+func (p *packs) idxPath(n int) string { return layout.PackFile(p.dir, n, ".idx") }
 
 func (p *packs) add(d [32]byte, loc packLoc) {
 	if _, ok := p.index[d]; !ok {
@@ -450,7 +452,7 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	}
 	e.n = int64(binary.LittleEndian.Uint32(r.hdr[0:4]))
 	copy(e.d[:], r.hdr[8:40])
-	if e.n > packMaxBlob || r.size-off-packEntryHdr < e.n {
+	if e.n > PackMaxBlob || r.size-off-packEntryHdr < e.n {
 		return e, entryNone
 	}
 	if int64(cap(r.body)) < e.n {
@@ -493,7 +495,7 @@ func (r *packReader) resync(from int64) int64 {
 			continue // a zero length and checksum start no entry worth the hashing
 		}
 		n := int(binary.LittleEndian.Uint32(h[0:4]))
-		if n > packMaxBlob || i+packEntryHdr+n > len(rest) {
+		if n > PackMaxBlob || i+packEntryHdr+n > len(rest) {
 			continue
 		}
 		body := rest[i+packEntryHdr : i+packEntryHdr+n]
@@ -580,7 +582,7 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 		b = binary.LittleEndian.AppendUint32(b, uint32(loc.n))
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	return WriteFileAtomic(p.idxPath(n), b, 0o444)
+	return layout.WriteFileAtomic(p.idxPath(n), b, 0o444)
 }
 
 // indexUnlessDamaged writes full pack n's index, unless the pack holds
@@ -601,14 +603,14 @@ func (p *packs) indexUnlessDamaged(n int, entries map[[32]byte]packLoc) error {
 		damaged = damaged || d.Pack == n
 	}
 	if damaged {
-		return WriteFileAtomic(p.markPath(n), nil, 0o444)
+		return layout.WriteFileAtomic(p.markPath(n), nil, 0o444)
 	}
 	return p.writeIdx(n, entries)
 }
 
 // markPath is the marker of a finished pack that holds damage.
 func (p *packs) markPath(n int) string {
-	return filepath.Join(p.dir, fmt.Sprintf("%08d.damaged", n))
+	return layout.PackFile(p.dir, n, ".damaged")
 }
 
 // markedDamaged reports whether pack n was finished holding damage.
@@ -638,7 +640,7 @@ func (b *FSBlobs) PackDamage() (regions []PackDamage, corrupt map[string]PackDam
 	corrupt = map[string]PackDamage{}
 	for d, loc := range p.corrupt {
 		if _, ok := p.index[d]; !ok {
-			corrupt[cidOfDigest(d[:]).String()] = PackDamage{Pack: loc.pack, Offset: loc.off - packEntryHdr, To: loc.off + loc.n}
+			corrupt[FromDigest(d[:]).String()] = PackDamage{Pack: loc.pack, Offset: loc.off - packEntryHdr, To: loc.off + loc.n}
 		}
 	}
 	return append([]PackDamage(nil), p.damaged...), corrupt
@@ -703,7 +705,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	for _, d := range datas {
 		need += packEntryHdr + len(d)
 	}
-	if cap(p.buf) < need && need <= 2*packMaxBlob {
+	if cap(p.buf) < need && need <= 2*PackMaxBlob {
 		p.buf = make([]byte, 0, need)
 	}
 	buf := p.buf[:0]
@@ -772,7 +774,7 @@ func trimPack(path string, end int64) error {
 	if fi.Size() == end {
 		return nil
 	}
-	return truncateSync(path, end)
+	return layout.TruncateSync(path, end)
 }
 
 // abandon stops writing to pf (with p.mu held). It has no index: the next
@@ -841,7 +843,7 @@ func (p *packs) roll() error {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = SyncDir(p.dir)
+		err = layout.SyncDir(p.dir)
 	}
 	if err != nil {
 		f.Close()

@@ -1,4 +1,4 @@
-package store
+package blobs
 
 import (
 	"bufio"
@@ -11,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Blob garbage collection is mark and sweep, with the mark phase driven by
@@ -138,7 +139,7 @@ type Sweep struct {
 // Hold, that began before it has finished. One sweep runs at a time: it
 // waits for the previous sweep's End. It must not be called by a
 // goroutine that holds a Hold (it would wait for itself).
-func (b *FSBlobs) BeginSweep() *Sweep {
+func (b *FSBlobs) BeginSweep() Sweeper {
 	b.sweepSem <- struct{}{}
 	sw := &Sweep{b: b, touches: map[[32]byte]struct{}{}}
 	b.gcMu.Lock()
@@ -335,7 +336,7 @@ func (c *collector) deadInCurrent() bool {
 
 // keep reports whether a blob stays: touched since BeginSweep, or live.
 func (c *collector) keep(d [32]byte) bool {
-	return c.sw.touched(d) || c.live(cidOfDigest(d[:]))
+	return c.sw.touched(d) || c.live(FromDigest(d[:]))
 }
 
 // shardDirs lists the loose blobs' shard directories.
@@ -356,7 +357,7 @@ func (b *FSBlobs) shardDirs() ([]string, error) {
 // looseShard removes the dead loose blobs of one shard directory and
 // fsyncs it once.
 func (c *collector) looseShard(shard string) error {
-	dir := filepath.Join(c.b.dir, shard)
+	dir := c.b.tree().Shard(shard)
 	files, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -395,7 +396,7 @@ func (c *collector) looseShard(shard string) error {
 		}
 	}
 	if dirty {
-		return SyncDir(dir)
+		return layout.SyncDir(dir)
 	}
 	return nil
 }
@@ -427,14 +428,7 @@ func (b *FSBlobs) removeLoose(key, path string, still func() bool) (size int64, 
 }
 
 // packName parses "NNNNNNNN.<ext>".
-func packName(name, ext string) (int, bool) {
-	base, e, ok := strings.Cut(name, ".")
-	if !ok || e != ext || len(base) != 8 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(base)
-	return n, err == nil && n > 0
-}
+func packName(name, ext string) (int, bool) { return layout.PackOrdinal(name, "."+ext) }
 
 // diskBytes is the size of every pack file, the pack being filled counted
 // to its logical end (the rest is preallocated).
@@ -628,7 +622,7 @@ func (b *FSBlobs) StoredBytes() (int64, error) {
 		return 0, err
 	}
 	for _, sh := range shards {
-		files, err := os.ReadDir(filepath.Join(b.dir, sh))
+		files, err := os.ReadDir(b.tree().Shard(sh))
 		if err != nil {
 			continue
 		}
@@ -718,7 +712,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		return nil, fmt.Errorf("store: collect pack %d: %w", n, err)
 	}
 	renamed = true
-	if err = SyncDir(p.dir); err != nil {
+	if err = layout.SyncDir(p.dir); err != nil {
 		return nil, err
 	}
 	if err = p.hook("pack-renamed"); err != nil {
@@ -778,7 +772,7 @@ func (p *packs) removePack(n int, hooked bool) error {
 	if err := os.Remove(p.path(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: remove pack %d: %w", n, err)
 	}
-	return SyncDir(p.dir)
+	return layout.SyncDir(p.dir)
 }
 
 // errGCHook marks an error a test's gcHook returned: a simulated crash,

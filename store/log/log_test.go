@@ -1,4 +1,4 @@
-package store
+package log
 
 import (
 	"bytes"
@@ -14,9 +14,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/bench/disk"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // logRecs returns n records with seqs from, from+1, … whose Data is about
@@ -33,7 +34,7 @@ func logRecs(from uint64, n, pad int) []Record {
 			Data:    json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":%q}`, seq, strings.Repeat("x", pad))),
 		}
 		if r.Kind == event.KindFrame {
-			r.CID, r.BlobSize = SumString([]byte(fmt.Sprint(seq))), 50<<10
+			r.CID, r.BlobSize = blobs.SumString([]byte(fmt.Sprint(seq))), 50<<10
 		}
 		out[i] = r
 	}
@@ -372,7 +373,7 @@ func TestLogTornTailFlippedByte(t *testing.T) {
 		b, _ := os.ReadFile(p)
 		b[pos] ^= 0x10
 		os.WriteFile(p, b, 0o644)
-		if n := int64(binary.LittleEndian.Uint32(b[fx.last.Offset:])); fx.last.Offset+frameHeaderLen+n > end {
+		if n := int64(binary.LittleEndian.Uint32(b[fx.last.Offset:])); fx.last.Offset+FrameHeaderLen+n > end {
 			// The length grew past the end: a torn final record.
 			fx.checkRecovered(t, dir, end, fmt.Sprintf("byte %d flipped", pos))
 			continue
@@ -423,7 +424,7 @@ func TestLogDamageMidSegment(t *testing.T) {
 		bb := append([]byte(nil), b...)
 		switch victim {
 		case 101:
-			bb[locs[victim].Offset+frameHeaderLen+5] ^= 0x04
+			bb[locs[victim].Offset+FrameHeaderLen+5] ^= 0x04
 		case 0:
 			bb[locs[victim].Offset+1] ^= 0x01 // length +256: runs into the next frames
 		case 150:
@@ -451,7 +452,7 @@ func TestLogDamageMidSegment(t *testing.T) {
 		// The store's Scan (the projector's reader) reads past it too.
 		var seqs []uint64
 		f, _ := os.Open(p)
-		if _, err := scanSegment(f, Pos{Segment: 1}, 0, func(r Record, _ Locator) error {
+		if _, err := ScanSegment(f, Pos{Segment: 1}, 0, func(r Record, _ Locator) error {
 			seqs = append(seqs, r.Seq)
 			return nil
 		}); err != nil {
@@ -853,38 +854,15 @@ func FuzzSegmentReader(f *testing.F) {
 	})
 }
 
-// diskBaseline measures this machine's write+fsync throughput for chunks of
-// n bytes appended to one file: the ceiling an fsync-per-batch log can reach.
-func diskBaseline(b *testing.B, n int) float64 {
-	f, err := os.Create(filepath.Join(b.TempDir(), "baseline"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	p := bytes.Repeat([]byte{'x'}, n)
-	start := time.Now()
-	var written int64
-	for time.Since(start) < 500*time.Millisecond {
-		if _, err := f.Write(p); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-		written += int64(n)
-	}
-	return float64(written) / time.Since(start).Seconds() / 1e6
-}
-
 func BenchmarkLogAppend(b *testing.B) {
 	const batch = 1000
 	l := openTestLog(b, b.TempDir(), LogOptions{})
 	recs := logRecs(1, batch, 200)
 	var bytesPerBatch int
 	for i := range recs {
-		bytesPerBatch += len(recs[i].AppendBinary(nil)) + frameHeaderLen
+		bytesPerBatch += len(recs[i].AppendBinary(nil)) + FrameHeaderLen
 	}
-	base := diskBaseline(b, bytesPerBatch)
+	base := disk.Baseline(b, bytesPerBatch)
 	b.SetBytes(int64(bytesPerBatch))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -1,6 +1,7 @@
-package store
+package blobs
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Blobs is a content-addressed blob store: a blob's name is the CID of its
@@ -32,6 +35,39 @@ type Blobs interface {
 	// Walk calls fn for every blob, in no particular order, stopping at
 	// the first error fn returns (and returning it).
 	Walk(fn func(c cid.Cid, size int64) error) error
+}
+
+// Store is what the store facade needs of a blob store: the
+// content-addressed operations, the holds and sweeps of garbage
+// collection, and what verify and metrics read. FSBlobs is the local one
+// (loose files and packs under a directory); an object-store one (issue
+// 20) implements it over a Backend.
+type Store interface {
+	Blobs
+	// PutFile stores the file at src by moving it into place (a built
+	// video); created is false when the blob was already stored.
+	PutFile(src string) (c cid.Cid, created bool, err error)
+	// Hold brackets storing blobs and then referencing them: a sweep
+	// beginning meanwhile waits for its release (see gc.go).
+	Hold() (release func())
+	// BeginSweep starts a sweep (see gc.go).
+	BeginSweep() Sweeper
+	// PackDamage lists the damaged regions of packs and the blobs found
+	// corrupt in them, by CID.
+	PackDamage() (regions []PackDamage, corrupt map[string]PackDamage)
+	// StoredBytes is the space the blobs take.
+	StoredBytes() (int64, error)
+	// Close releases what the store holds open.
+	Close() error
+}
+
+// Sweeper is one sweep of garbage collection: Collect removes what is
+// stored, not live and not touched since BeginSweep; End lets the next
+// sweep begin.
+type Sweeper interface {
+	Collect(live func(cid.Cid) bool, progress func(done, total int)) (CollectReport, error)
+	Touched(c cid.Cid) bool
+	End()
 }
 
 // BlobReader reads one blob.
@@ -60,6 +96,7 @@ type BlobReader interface {
 // one process at a time.
 type FSBlobs struct {
 	dir string
+	raw Local // the loose blobs, by key "<shard>/<cid>"
 
 	mu      sync.Mutex
 	flights map[string]*flight // blobs being written or deleted, by CID string
@@ -80,7 +117,7 @@ type FSBlobs struct {
 	readOnly bool
 }
 
-var _ Blobs = (*FSBlobs)(nil)
+var _ Store = (*FSBlobs)(nil)
 
 // flight is one goroutine's claim on a CID while it writes or deletes it;
 // others wanting the same CID wait for done and then look again, so a Put
@@ -90,7 +127,7 @@ type flight struct{ done chan struct{} }
 // blobWorkers bounds the goroutines of one PutMany (writes and fsyncs).
 const blobWorkers = 16
 
-const tmpPrefix = ".tmp-"
+const tmpPrefix = layout.TempPrefix
 
 // OpenFSBlobs opens (creating if needed) a blob directory. It removes
 // temporary files a crash left behind and fsyncs every shard directory, so
@@ -98,14 +135,19 @@ const tmpPrefix = ".tmp-"
 // before this process reports it as present.
 func OpenFSBlobs(dir string) (*FSBlobs, error) { return openFSBlobs(dir, false) }
 
+// OpenFSBlobsReadOnly opens a blob directory without creating, removing,
+// fsyncing or preallocating anything, for a reader beside a process that
+// may be writing.
+func OpenFSBlobsReadOnly(dir string) (*FSBlobs, error) { return openFSBlobs(dir, true) }
+
 // openFSBlobs opens a blob directory; readOnly opens it without creating,
 // removing, fsyncing or preallocating anything, for a reader beside a
 // process that may be writing.
 func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
-	b := &FSBlobs{dir: dir, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
+	b := &FSBlobs{dir: dir, raw: Local{Dir: dir}, flights: map[string]*flight{}, gen: newHoldGen(), sweepSem: make(chan struct{}, 1), readOnly: readOnly}
 	if readOnly {
 		var err error
-		if b.packs, err = openPacksReadOnly(filepath.Join(dir, "packs")); err != nil {
+		if b.packs, err = openPacksReadOnly(layout.BlobTree{Dir: dir}.Packs()); err != nil {
 			return nil, err
 		}
 		return b, nil
@@ -124,7 +166,7 @@ func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
 		}
 	}
 	err = parallel(len(shards), blobWorkers, func(i int) error {
-		sd := filepath.Join(dir, shards[i])
+		sd := layout.BlobTree{Dir: dir}.Shard(shards[i])
 		f, err := os.Open(sd)
 		if err != nil {
 			return err
@@ -155,10 +197,10 @@ func openFSBlobs(dir string, readOnly bool) (*FSBlobs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: blobs: open %s: %w", dir, err)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := layout.SyncDir(dir); err != nil {
 		return nil, err
 	}
-	if b.packs, err = openPacks(filepath.Join(dir, "packs"), 0); err != nil {
+	if b.packs, err = openPacks(layout.BlobTree{Dir: dir}.Packs(), 0); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -191,7 +233,10 @@ func isShardName(s string) bool {
 func isBase32(c byte) bool { return c >= 'a' && c <= 'z' || c >= '2' && c <= '7' }
 
 // shardOf is the shard of a canonical CID string: next-to-last/2.
-func shardOf(s string) string { return s[len(s)-3 : len(s)-1] }
+func shardOf(s string) string { return layout.ShardOf(s) }
+
+// tree names the blob directory's paths.
+func (b *FSBlobs) tree() layout.BlobTree { return layout.BlobTree{Dir: b.dir} }
 
 // name checks that c is a CID this store could have made and returns its
 // string, shard and path. Only such CIDs reach the filesystem: their
@@ -205,7 +250,7 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 	}
 	key = c.String()
 	shard = shardOf(key)
-	return key, shard, filepath.Join(b.dir, shard, key), nil
+	return key, shard, b.tree().Loose(key), nil
 }
 
 // Put stores data and returns its CID. It returns once the blob is durable;
@@ -215,7 +260,7 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 		return cid.Undef, false, ErrReadOnly
 	}
 	d := sha256.Sum256(data)
-	c := cidOfDigest(d[:])
+	c := FromDigest(d[:])
 	// Touch d for a sweep in progress before looking for it (gc.go).
 	defer b.enter([][32]byte{d})()
 	if _, packed := b.packs.has(d); packed {
@@ -240,7 +285,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	ds := make([][32]byte, len(datas))
 	if err := parallel(len(datas), blobWorkers, func(i int) error {
 		ds[i] = sha256.Sum256(datas[i])
-		cids[i] = cidOfDigest(ds[i][:])
+		cids[i] = FromDigest(ds[i][:])
 		return nil
 	}); err != nil {
 		return nil, err
@@ -248,7 +293,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	// Touch every digest for a sweep in progress before looking for any
 	// of them (gc.go).
 	defer b.enter(ds)()
-	// Blobs up to packMaxBlob go to a pack with one write and one fsync;
+	// Blobs up to PackMaxBlob go to a pack with one write and one fsync;
 	// larger ones are stored loose.
 	var packD [][32]byte
 	var packData [][]byte
@@ -259,7 +304,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 			continue
 		}
 		seen[c] = struct{}{}
-		if len(datas[i]) <= packMaxBlob {
+		if len(datas[i]) <= PackMaxBlob {
 			packD, packData = append(packD, ds[i]), append(packData, datas[i])
 		} else {
 			loose = append(loose, pending{c: c, data: datas[i]})
@@ -309,7 +354,7 @@ func (b *FSBlobs) PutFile(src string) (cid.Cid, bool, error) {
 	}
 	var d [32]byte
 	copy(d[:], h.Sum(nil))
-	c := cidOfDigest(d[:])
+	c := FromDigest(d[:])
 	defer b.enter([][32]byte{d})()
 	if _, packed := b.packs.has(d); packed {
 		return c, false, nil
@@ -412,11 +457,11 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		if dirty[j] {
 			if sh := shardOf(batch[i].c.String()); !seen[sh] {
 				seen[sh] = true
-				dirs = append(dirs, filepath.Join(b.dir, sh))
+				dirs = append(dirs, b.tree().Shard(sh))
 			}
 		}
 	}
-	if serr := parallel(len(dirs), blobWorkers, func(i int) error { return SyncDir(dirs[i]) }); err == nil {
+	if serr := parallel(len(dirs), blobWorkers, func(i int) error { return layout.SyncDir(dirs[i]) }); err == nil {
 		err = serr
 	}
 	if err != nil {
@@ -483,13 +528,13 @@ func (b *FSBlobs) ensureShard(shard string) error {
 	if _, ok := b.shards.Load(shard); ok {
 		return nil
 	}
-	err := os.Mkdir(filepath.Join(b.dir, shard), 0o755)
+	err := os.Mkdir(b.tree().Shard(shard), 0o755)
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	// Whether we made it or found it (made by a crashed process, maybe
 	// not yet durable), fsync the parent once.
-	if err := SyncDir(b.dir); err != nil {
+	if err := layout.SyncDir(b.dir); err != nil {
 		return err
 	}
 	b.shards.Store(shard, struct{}{})
@@ -508,7 +553,7 @@ func (f *fileBlob) Size() int64 { return f.size }
 func (b *FSBlobs) Open(c cid.Cid) (BlobReader, error) { return b.open(c, false) }
 
 func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
-	key, _, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return nil, err
 	}
@@ -531,8 +576,8 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 			return r, nil
 		}
 	}
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	r, err := b.raw.Get(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.open(c, true)
 		}
@@ -541,13 +586,11 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: blob %s: %w", key, err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("store: blob %s: %w", key, err)
-	}
-	return &fileBlob{File: f, size: fi.Size()}, nil
+	return r, nil
 }
+
+// looseKey is the backend key of the loose blob whose CID string is key.
+func looseKey(key string) string { return shardOf(key) + "/" + key }
 
 // ErrBlobCorrupt is returned for a packed blob whose bytes do not match its
 // CID: it is never served.
@@ -579,7 +622,7 @@ func (b *FSBlobs) reloadOnMiss(retried bool) bool {
 func (b *FSBlobs) Stat(c cid.Cid) (int64, error) { return b.stat(c, false) }
 
 func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
-	key, _, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return 0, err
 	}
@@ -588,8 +631,8 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 			return loc.n, nil
 		}
 	}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	size, err := b.raw.Stat(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.stat(c, true)
 		}
@@ -598,7 +641,7 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: blob %s: %w", key, err)
 	}
-	return fi.Size(), nil
+	return size, nil
 }
 
 // Delete removes blob c durably. A Put of the same bytes running at the
@@ -608,7 +651,7 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	if b.readOnly {
 		return ErrReadOnly
 	}
-	key, shard, path, err := b.name(c)
+	key, _, _, err := b.name(c)
 	if err != nil {
 		return err
 	}
@@ -621,14 +664,14 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 		}
 	}
 	defer b.claim(key)()
-	err = os.Remove(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	err = b.raw.Delete(context.Background(), looseKey(key))
+	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("store: delete blob %s: %w", key, err)
 	}
-	return SyncDir(filepath.Join(b.dir, shard))
+	return nil
 }
 
 // claim waits until no other goroutine has key in flight, claims it, and
@@ -661,7 +704,7 @@ var ErrPacked = errors.New("blob is packed; it is removed by repacking")
 // ones shard by shard. Files that
 // are not blobs (temporaries, stray names, misplaced CIDs) are skipped.
 func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
-	if err := b.packs.each(func(d [32]byte, n int64) error { return fn(cidOfDigest(d[:]), n) }); err != nil {
+	if err := b.packs.each(func(d [32]byte, n int64) error { return fn(FromDigest(d[:]), n) }); err != nil {
 		return err
 	}
 	ents, err := os.ReadDir(b.dir)
@@ -672,7 +715,7 @@ func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
 		if !e.IsDir() || !isShardName(e.Name()) {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(b.dir, e.Name()))
+		files, err := os.ReadDir(b.tree().Shard(e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package store
+package log
 
 import (
 	"bufio"
@@ -12,8 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // A log is one recording's append-only sequence of records, kept in a
@@ -31,9 +32,11 @@ import (
 // A Locator names a frame: segment ordinal (1-based), offset of the frame's
 // first byte in that segment, and frame length (8 + n).
 const (
-	segMagic       = "FRLOG\x00\x01\n"
-	segHeaderLen   = int64(len(segMagic))
-	frameHeaderLen = 8
+	segMagic = "FRLOG\x00\x01\n"
+	// SegmentHeaderLen is the size of a segment's magic header.
+	SegmentHeaderLen = int64(len(segMagic))
+	// FrameHeaderLen is the size of a frame's header (length, CRC).
+	FrameHeaderLen = 8
 
 	// MaxRecordBytes bounds one record's payload, so a corrupt length can
 	// never make a reader allocate more than this.
@@ -133,7 +136,7 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("store: open log: %w", err)
 		}
-		if err := SyncDir(filepath.Dir(dir)); err != nil {
+		if err := layout.SyncDir(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
@@ -165,8 +168,8 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		// segment's torn tail damage); a segment whose header is not
 		// whole goes entirely.
 		l.cut = w.size - w.end
-		if w.end >= segHeaderLen {
-			if err := truncateSync(l.SegmentPath(n), w.end); err != nil {
+		if w.end >= SegmentHeaderLen {
+			if err := layout.TruncateSync(l.SegmentPath(n), w.end); err != nil {
 				return nil, fmt.Errorf("store: log %s: cut torn tail: %w", dir, err)
 			}
 			continue
@@ -174,7 +177,7 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 		if err := os.Remove(l.SegmentPath(n)); err != nil {
 			return nil, fmt.Errorf("store: log %s: remove torn segment: %w", dir, err)
 		}
-		if err := SyncDir(dir); err != nil {
+		if err := layout.SyncDir(dir); err != nil {
 			return nil, err
 		}
 		segs, sizes = segs[:i], sizes[:i]
@@ -193,21 +196,6 @@ func OpenLog(dir string, opt LogOptions) (*Log, error) {
 	return l, nil
 }
 
-func truncateSync(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	err = f.Truncate(size)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // listSegments returns the ordinals of dir's segments, checking that they
 // are 1…n without gaps. Other files are ignored.
 func listSegments(dir string) ([]int, error) {
@@ -220,7 +208,7 @@ func listSegments(dir string) ([]int, error) {
 	}
 	var ns []int
 	for _, e := range ents {
-		if n, ok := segmentOrdinal(e.Name()); ok && e.Type().IsRegular() {
+		if n, ok := layout.SegmentOrdinal(e.Name()); ok && e.Type().IsRegular() {
 			ns = append(ns, n)
 		}
 	}
@@ -233,23 +221,9 @@ func listSegments(dir string) ([]int, error) {
 	return ns, nil
 }
 
-// segmentOrdinal parses "NNNNNNNN.seg".
-func segmentOrdinal(name string) (int, bool) {
-	if len(name) != 12 || name[8:] != ".seg" {
-		return 0, false
-	}
-	for i := 0; i < 8; i++ {
-		if name[i] < '0' || name[i] > '9' {
-			return 0, false
-		}
-	}
-	n, _ := strconv.Atoi(name[:8])
-	return n, n > 0
-}
-
 // SegmentPath is the file of segment n (1-based).
 func (l *Log) SegmentPath(n int) string {
-	return filepath.Join(l.dir, fmt.Sprintf("%08d.seg", n))
+	return layout.SegmentIn(l.dir, n)
 }
 
 // Dir is the log's directory.
@@ -340,15 +314,15 @@ func (l *Log) Append(recs []Record) ([]Locator, error) {
 		start := len(buf)
 		buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0)
 		buf = recs[i].AppendBinary(buf)
-		n := len(buf) - start - frameHeaderLen
+		n := len(buf) - start - FrameHeaderLen
 		if n > MaxRecordBytes {
 			return nil, fmt.Errorf("store: log %s: seq %d: %d bytes: %w", l.dir, recs[i].Seq, n, ErrRecordTooLarge)
 		}
 		binary.LittleEndian.PutUint32(buf[start:], uint32(n))
-		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(buf[start+frameHeaderLen:], castagnoli))
+		binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(buf[start+FrameHeaderLen:], castagnoli))
 		fl := int64(len(buf) - start)
-		if seg == 0 || size > segHeaderLen && size+fl > l.opt.SegmentBytes {
-			seg, size = seg+1, segHeaderLen
+		if seg == 0 || size > SegmentHeaderLen && size+fl > l.opt.SegmentBytes {
+			seg, size = seg+1, SegmentHeaderLen
 			parts = append(parts, logPart{seg: seg, off: size, from: start, fresh: true})
 		} else if len(parts) == 0 {
 			parts = append(parts, logPart{seg: seg, off: size, from: start})
@@ -385,7 +359,7 @@ func (l *Log) write(buf []byte, parts []logPart) error {
 			if l.seg > 0 {
 				l.prevBytes += l.segSize
 			}
-			l.f, l.seg, l.segSize = f, p.seg, segHeaderLen
+			l.f, l.seg, l.segSize = f, p.seg, SegmentHeaderLen
 		}
 		if _, err := l.f.WriteAt(buf[p.from:p.to], p.off); err != nil {
 			return l.rollback(orig, created, err, false)
@@ -423,7 +397,7 @@ func (l *Log) createSegment(n int) (segFile, error) {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = SyncDir(l.dir)
+		err = layout.SyncDir(l.dir)
 	}
 	if err != nil {
 		f.Close()
@@ -446,7 +420,7 @@ func (l *Log) rollback(orig logState, created []segFile, cause error, fsyncFaile
 			broken = true
 		}
 	}
-	if len(created) > 0 && SyncDir(l.dir) != nil {
+	if len(created) > 0 && layout.SyncDir(l.dir) != nil {
 		broken = true
 	}
 	if orig.f != nil {
@@ -467,7 +441,7 @@ func (l *Log) rollback(orig logState, created []segFile, cause error, fsyncFaile
 // ReadRecordAt reads the one frame at loc (loc.Segment is not looked at:
 // r is that segment), checks its length and checksum and decodes it.
 func ReadRecordAt(r io.ReaderAt, loc Locator) (Record, error) {
-	if loc.Offset < segHeaderLen || loc.Length <= frameHeaderLen || loc.Length > frameHeaderLen+MaxRecordBytes {
+	if loc.Offset < SegmentHeaderLen || loc.Length <= FrameHeaderLen || loc.Length > FrameHeaderLen+MaxRecordBytes {
 		return Record{}, fmt.Errorf("store: %w: invalid locator %d+%d", ErrCorrupt, loc.Offset, loc.Length)
 	}
 	buf := make([]byte, loc.Length)
@@ -478,10 +452,10 @@ func ReadRecordAt(r io.ReaderAt, loc Locator) (Record, error) {
 		}
 		return Record{}, fmt.Errorf("store: read record at %d+%d: %w", loc.Offset, loc.Length, err)
 	}
-	if got := binary.LittleEndian.Uint32(buf); int64(got) != int64(loc.Length-frameHeaderLen) {
-		return Record{}, fmt.Errorf("store: %w: frame at %d has length %d, locator says %d", ErrCorrupt, loc.Offset, got, loc.Length-frameHeaderLen)
+	if got := binary.LittleEndian.Uint32(buf); int64(got) != int64(loc.Length-FrameHeaderLen) {
+		return Record{}, fmt.Errorf("store: %w: frame at %d has length %d, locator says %d", ErrCorrupt, loc.Offset, got, loc.Length-FrameHeaderLen)
 	}
-	payload := buf[frameHeaderLen:]
+	payload := buf[FrameHeaderLen:]
 	if crc32.Checksum(payload, castagnoli) != binary.LittleEndian.Uint32(buf[4:]) {
 		return Record{}, fmt.Errorf("store: %w: checksum mismatch in frame at %d", ErrCorrupt, loc.Offset)
 	}
@@ -498,7 +472,7 @@ type SegmentReader struct {
 	off     int64 // end of the last good frame (or of the header)
 	started bool  // header read
 	err     error // sticky
-	hdr     [frameHeaderLen]byte
+	hdr     [FrameHeaderLen]byte
 	buf     []byte
 }
 
@@ -514,10 +488,10 @@ func NewSegmentReaderAt(r io.ReaderAt, off int64) (*SegmentReader, error) {
 	if off == 0 {
 		return NewSegmentReader(io.NewSectionReader(r, 0, math.MaxInt64)), nil
 	}
-	if off < segHeaderLen {
+	if off < SegmentHeaderLen {
 		return nil, fmt.Errorf("store: segment offset %d is inside the header", off)
 	}
-	var h [segHeaderLen]byte
+	var h [SegmentHeaderLen]byte
 	if n, err := r.ReadAt(h[:], 0); n < len(h) {
 		if err == nil || err == io.EOF {
 			return nil, fmt.Errorf("%w: segment header is %d bytes", ErrTornTail, n)
@@ -563,7 +537,7 @@ func isShort(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEO
 
 func (s *SegmentReader) next() (Record, Locator, error) {
 	if !s.started {
-		var h [segHeaderLen]byte
+		var h [SegmentHeaderLen]byte
 		if _, err := io.ReadFull(s.r, h[:]); err != nil {
 			if isShort(err) {
 				return Record{}, Locator{}, s.torn("truncated segment header")
@@ -573,7 +547,7 @@ func (s *SegmentReader) next() (Record, Locator, error) {
 		if string(h[:]) != segMagic {
 			return Record{}, Locator{}, ErrNotSegment
 		}
-		s.started, s.off = true, segHeaderLen
+		s.started, s.off = true, SegmentHeaderLen
 	}
 	if _, err := io.ReadFull(s.r, s.hdr[:]); err != nil {
 		switch err {
@@ -589,7 +563,7 @@ func (s *SegmentReader) next() (Record, Locator, error) {
 		return Record{}, Locator{}, s.torn("impossible frame length")
 	}
 	var err error
-	s.buf, err = readN(s.r, s.buf, int(n))
+	s.buf, err = ReadN(s.r, s.buf, int(n))
 	if err != nil {
 		if isShort(err) {
 			return Record{}, Locator{}, s.torn("truncated frame")
@@ -606,14 +580,14 @@ func (s *SegmentReader) next() (Record, Locator, error) {
 	if err != nil {
 		return Record{}, Locator{}, fmt.Errorf("store: frame at offset %d: %w", s.off, err)
 	}
-	loc := Locator{Offset: s.off, Length: frameHeaderLen + int(n)}
+	loc := Locator{Offset: s.off, Length: FrameHeaderLen + int(n)}
 	s.off += int64(loc.Length)
 	return rec, loc, nil
 }
 
-// readN reads exactly n bytes into buf (reused), growing it only as data
+// ReadN reads exactly n bytes into buf (reused), growing it only as data
 // arrives, so a corrupt length over a short input allocates little.
-func readN(r io.Reader, buf []byte, n int) ([]byte, error) {
+func ReadN(r io.Reader, buf []byte, n int) ([]byte, error) {
 	if cap(buf) >= n || n <= 1<<20 {
 		if cap(buf) < n {
 			buf = make([]byte, n)

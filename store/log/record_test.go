@@ -1,4 +1,4 @@
-package store
+package log
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // fullRecord has every field set, with unicode and extreme numbers.
 func fullRecord() Record {
 	return Record{
 		Seq: math.MaxUint64, TS: math.MinInt64, Step: math.MaxInt, Kind: event.KindHAR,
-		CID: SumString([]byte("body")), BlobSize: math.MaxInt64,
+		CID: blobs.SumString([]byte("body")), BlobSize: math.MaxInt64,
 		Summary: event.Summary{
 			URL: "https://ünïcode.example/päth?q=✓", Method: "POST", Status: -1,
 			Level: "error", Text: "日本語 テキスト 🚀\x00nul", Action: "click",
@@ -37,7 +38,7 @@ func redactedRecord() Record {
 // videoRecords carry further blobs (a video chunk's GOPs): version 3,
 // with redactions and without.
 func videoRecords() []Record {
-	gops := []BlobRef{{CID: SumString([]byte("gop 1")), Size: 81920}, {CID: SumString([]byte("gop 2")), Size: 0}}
+	gops := []BlobRef{{CID: blobs.SumString([]byte("gop 1")), Size: 81920}, {CID: blobs.SumString([]byte("gop 2")), Size: 0}}
 	masked := redactedRecord()
 	masked.Kind, masked.Blobs = event.KindVideo, gops
 	return []Record{
@@ -52,7 +53,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		{}, // every field zero, Data empty
 		{Seq: 1, TS: 1764483600000000000, Step: 0, Kind: event.KindMeta, Data: json.RawMessage(`{}`)},
 		{Seq: 2, TS: -5, Step: -3, Kind: "a-kind-from-the-future", Summary: event.Summary{Status: 599}},
-		{Seq: 3, Kind: event.KindFrame, CID: SumString([]byte("jpeg")), BlobSize: 51200, Data: json.RawMessage(`{"image_cid":"x"}`)},
+		{Seq: 3, Kind: event.KindFrame, CID: blobs.SumString([]byte("jpeg")), BlobSize: 51200, Data: json.RawMessage(`{"image_cid":"x"}`)},
 		redactedRecord(),
 	}
 	recs = append(recs, videoRecords()...)

@@ -3,7 +3,7 @@
 // interface that store/sqlite and store/clickhouse implement.
 //
 // It knows nothing of HTTP.
-package store
+package blobs
 
 import (
 	"crypto/sha256"
@@ -21,10 +21,11 @@ var ErrBadCID = errors.New("not a flightrec CID (want CIDv1, raw codec, sha2-256
 // Sum returns the CID of data: CIDv1, raw codec, sha2-256.
 func Sum(data []byte) cid.Cid {
 	d := sha256.Sum256(data)
-	return cidOfDigest(d[:])
+	return FromDigest(d[:])
 }
 
-func cidOfDigest(d []byte) cid.Cid {
+// FromDigest is the CID of a sha2-256 digest (32 bytes).
+func FromDigest(d []byte) cid.Cid {
 	mh, err := multihash.Encode(d, multihash.SHA2_256)
 	if err != nil {
 		panic(err) // a 32-byte sha2-256 digest always encodes

@@ -1,9 +1,8 @@
-package store
+package bundle
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -11,15 +10,15 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
-	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"sort"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // A bundle is one file holding a finished recording: its manifest and
@@ -58,28 +57,20 @@ const (
 	// MaxBundleSection bounds one section (CID and data): a longer one is
 	// refused before anything is read or allocated.
 	MaxBundleSection = 1 << 30
-	// maxBundleProblems stops a verification that found this many.
-	maxBundleProblems = 100
-	// cidLen is the length of a binary flightrec CID.
-	cidLen = 36
+	// MaxProblems stops a verification that found this many.
+	MaxProblems = 100
+	// CIDLen is the length of a binary flightrec CID.
+	CIDLen = 36
 )
 
 // cidPrefix starts every binary flightrec CID: version 1, raw codec,
 // sha2-256, 32 bytes.
 var cidPrefix = [4]byte{0x01, 0x55, 0x12, 0x20}
 
-var (
-	// ErrOpen is returned (wrapped) for a recording that is still open
-	// where a finished one is needed (WriteBundle, ManifestBytes,
-	// ImportBundle over an open recording of the same id).
-	ErrOpen = errors.New("recording is still open")
-	// ErrBadBundle is returned (wrapped) by ImportBundle for a bundle that
-	// fails verification; nothing was installed.
-	ErrBadBundle = errors.New("bundle failed verification")
-	// ErrConflict is returned (wrapped) by ImportBundle when the data
-	// directory holds a recording of the same id under another root.
-	ErrConflict = errors.New("recording exists with another root")
-)
+// ErrBadBundle is returned (wrapped) for a bundle that fails
+// verification (ReadBundleManifest, and the store's ImportBundle, which
+// then installs nothing).
+var ErrBadBundle = errors.New("bundle failed verification")
 
 // BundleReport is what VerifyBundle read and found.
 type BundleReport struct {
@@ -99,118 +90,12 @@ type BundleReport struct {
 // OK reports whether nothing was found wrong.
 func (r *BundleReport) OK() bool { return len(r.Problems) == 0 }
 
-// ManifestBytes returns a finished recording's manifest exactly as stored
-// (the bytes its root CID names, re-hashed), parsed, and its root. A
-// missing recording is ErrNotFound, an open one ErrOpen.
-func (s *Store) ManifestBytes(id string) (raw []byte, m *Manifest, root string, err error) {
-	root, err = s.Root(id)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	if root == "" {
-		if _, err := s.Meta(id); err != nil {
-			return nil, nil, "", err
-		}
-		return nil, nil, "", fmt.Errorf("recording %s: %w", id, ErrOpen)
-	}
-	c, err := ParseCID(root)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("store: ROOT of %s: %w", id, err)
-	}
-	f, err := s.Blobs.Open(c)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	defer f.Close()
-	if f.Size() > MaxBundleSection-cidLen {
-		return nil, nil, "", fmt.Errorf("store: manifest %s is %d bytes, over the bundle section limit", root, f.Size())
-	}
-	raw, err = readN(f, nil, int(f.Size()))
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("store: manifest %s: %w", root, err)
-	}
-	if Sum(raw) != c {
-		return nil, nil, "", fmt.Errorf("store: manifest %s: bytes do not match the CID (run flightrec verify)", root)
-	}
-	m = new(Manifest)
-	if err := json.Unmarshal(raw, m); err != nil {
-		return nil, nil, "", fmt.Errorf("store: manifest %s: %w", root, err)
-	}
-	return raw, m, root, nil
-}
-
-// bundleHeader is the CARv1 header of a bundle whose root is c (see the
+// Header is the CARv1 header of a bundle whose root is c (see the
 // format above).
-func bundleHeader(c cid.Cid) []byte {
-	b := []byte{0xa2, 0x65, 'r', 'o', 'o', 't', 's', 0x81, 0xd8, 0x2a, 0x58, 1 + cidLen, 0x00}
+func Header(c cid.Cid) []byte {
+	b := []byte{0xa2, 0x65, 'r', 'o', 'o', 't', 's', 0x81, 0xd8, 0x2a, 0x58, 1 + CIDLen, 0x00}
 	b = append(b, c.Bytes()...)
 	return append(b, 0x67, 'v', 'e', 'r', 's', 'i', 'o', 'n', 0x01)
-}
-
-// WriteBundle writes finished recording id as a bundle to w and returns its
-// root. It streams: the manifest is held in memory, every other blob is
-// copied from the blob store, re-hashed on the way (a blob the store holds
-// damaged fails the export rather than shipping). An open recording is an
-// error wrapping ErrOpen, a missing one ErrNotFound. On error, w holds a
-// partial bundle the caller discards.
-func (s *Store) WriteBundle(w io.Writer, id string) (root string, err error) {
-	raw, m, root, err := s.ManifestBytes(id)
-	if err != nil {
-		return "", err
-	}
-	rc, _ := ParseCID(root)
-	bw := bufio.NewWriterSize(w, 256<<10)
-	hdr := bundleHeader(rc)
-	bw.Write(binary.AppendUvarint(nil, uint64(len(hdr))))
-	bw.Write(hdr)
-	bw.Write(binary.AppendUvarint(nil, uint64(cidLen+len(raw))))
-	bw.Write(rc.Bytes())
-	bw.Write(raw)
-	written := map[string]bool{root: true}
-	h := sha256.New()
-	put := func(cs string) error {
-		if written[cs] {
-			return nil
-		}
-		written[cs] = true
-		c, err := ParseCID(cs)
-		if err != nil {
-			return fmt.Errorf("store: manifest %s lists %q: %w", root, cs, err)
-		}
-		f, err := s.Blobs.Open(c)
-		if err != nil {
-			return fmt.Errorf("store: bundle of %s: %w", id, err)
-		}
-		defer f.Close()
-		n := f.Size()
-		if n > MaxBundleSection-cidLen {
-			return fmt.Errorf("store: blob %s is %d bytes, over the bundle section limit", cs, n)
-		}
-		bw.Write(binary.AppendUvarint(nil, uint64(cidLen+n)))
-		bw.Write(c.Bytes())
-		h.Reset()
-		if _, err := io.CopyN(io.MultiWriter(bw, h), f, n); err != nil {
-			return fmt.Errorf("store: bundle of %s: blob %s: %w", id, cs, err)
-		}
-		if d, _ := Digest(c); !bytes.Equal(h.Sum(nil), d) {
-			return fmt.Errorf("store: bundle of %s: blob %s does not match its CID (run flightrec verify)", id, cs)
-		}
-		return nil
-	}
-	for _, seg := range m.Segments {
-		if err := put(seg.CID); err != nil {
-			return "", err
-		}
-	}
-	for _, b := range m.Blobs {
-		if err := put(b); err != nil {
-			return "", err
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return "", fmt.Errorf("store: bundle of %s: %w", id, err)
-	}
-	return root, nil
 }
 
 // VerifyBundle reads a bundle from r, streaming (it holds the manifest and
@@ -284,16 +169,31 @@ type segCheck struct {
 	conflict []string         // CIDs whose records disagree on the size
 }
 
-// importSink receives verified blocks while ImportBundle reads.
-type importSink struct {
-	manifest func(m *Manifest, root string) error // after the root section checked
-	block    func(c cid.Cid, segment bool, data []byte) error
+// Sink receives verified blocks while Import reads.
+type Sink struct {
+	// Manifest is called once the root section is checked; an error
+	// stops the import.
+	Manifest func(m *Manifest, root string) error
+	// Block is called with each section once its hash is checked.
+	Block func(c cid.Cid, segment bool, data []byte) error
+}
+
+// Import reads a bundle from r, verifying it as VerifyBundle does and
+// handing sink each block once its hash is checked. It returns the report,
+// and the manifest (parsed and raw) for a bundle whose report is OK. The
+// error is for a failure to read r or one sink returned.
+func Import(r io.Reader, sink *Sink) (rep *BundleReport, m *Manifest, raw []byte, err error) {
+	v := newBundleScan(r, sink)
+	if err := v.run(); err != nil {
+		return v.rep, nil, nil, err
+	}
+	return v.rep, v.man, v.manRaw, nil
 }
 
 type bundleScan struct {
 	r            *countingReader
 	rep          *BundleReport
-	sink         *importSink // nil: verify only, streaming
+	sink         *Sink // nil: verify only, streaming
 	manifestOnly bool
 	stopped      bool
 
@@ -315,7 +215,7 @@ type bundleScan struct {
 	buf []byte // section data (import), reused
 }
 
-func newBundleScan(r io.Reader, sink *importSink) *bundleScan {
+func newBundleScan(r io.Reader, sink *Sink) *bundleScan {
 	return &bundleScan{
 		r:    &countingReader{r: bufio.NewReaderSize(r, 64<<10)},
 		rep:  &BundleReport{Problems: []Problem{}},
@@ -330,9 +230,9 @@ func (v *bundleScan) problem(c, format string, args ...any) {
 	if v.stopped {
 		return
 	}
-	if len(v.rep.Problems) >= maxBundleProblems-1 {
+	if len(v.rep.Problems) >= MaxProblems-1 {
 		v.rep.Problems = append(v.rep.Problems, Problem{Recording: v.rep.Recording,
-			What: fmt.Sprintf("stopped after %d problems", maxBundleProblems-1)})
+			What: fmt.Sprintf("stopped after %d problems", MaxProblems-1)})
 		v.stopped = true
 		return
 	}
@@ -540,11 +440,11 @@ func parseBundleHeader(b []byte) (cid.Cid, error) {
 		return cid.Undef, fmt.Errorf("%d roots, want exactly one", len(roots))
 	}
 	rb := roots[0]
-	if len(rb) != cidLen || [4]byte(rb[:4]) != cidPrefix {
+	if len(rb) != CIDLen || [4]byte(rb[:4]) != cidPrefix {
 		return cid.Undef, errors.New("the root is not a CIDv1 raw sha2-256")
 	}
-	c := cidOfDigest(rb[4:])
-	if !bytes.Equal(bundleHeader(c), b) {
+	c := blobs.FromDigest(rb[4:])
+	if !bytes.Equal(Header(c), b) {
 		return cid.Undef, errors.New("not in canonical DAG-CBOR form")
 	}
 	return c, nil
@@ -630,7 +530,7 @@ func (d *cborDec) take(n uint64) []byte {
 func (v *bundleScan) section(at, n int64) error {
 	first := v.rep.Blocks == 0
 	v.rep.Blocks++
-	if n < cidLen {
+	if n < CIDLen {
 		if first {
 			v.fatal("", "the first section (offset %d) is %d bytes, too short for a CID", at, n)
 			return nil
@@ -638,7 +538,7 @@ func (v *bundleScan) section(at, n int64) error {
 		v.problem("", "section at offset %d is %d bytes, too short for a flightrec CID", at, n)
 		return v.skip(at, n)
 	}
-	var cb [cidLen]byte
+	var cb [CIDLen]byte
 	if _, err := io.ReadFull(v.r, cb[:]); err != nil {
 		if isShortRead(err) {
 			v.fatal("", "truncated: the bundle ends inside the CID of the section at offset %d", at)
@@ -652,11 +552,11 @@ func (v *bundleScan) section(at, n int64) error {
 			return nil
 		}
 		v.problem("", "section at offset %d: its CID is not a CIDv1 raw sha2-256", at)
-		return v.skip(at, n-cidLen)
+		return v.skip(at, n-CIDLen)
 	}
-	c := cidOfDigest(cb[4:])
+	c := blobs.FromDigest(cb[4:])
 	cs := c.String()
-	size := n - cidLen
+	size := n - CIDLen
 	if first {
 		return v.rootSection(at, c, size)
 	}
@@ -696,7 +596,7 @@ func (v *bundleScan) skip(at, n int64) error {
 // readData reads a section's data into v.buf (growing it as data arrives).
 func (v *bundleScan) readData(at, n int64) ([]byte, bool, error) {
 	var err error
-	v.buf, err = readN(v.r, v.buf[:0], int(n))
+	v.buf, err = log.ReadN(v.r, v.buf[:0], int(n))
 	if err != nil {
 		if isShortRead(err) {
 			v.fatal("", "truncated: the bundle ends inside the section at offset %d", at)
@@ -712,7 +612,7 @@ func (v *bundleScan) readData(at, n int64) ([]byte, bool, error) {
 }
 
 func (v *bundleScan) matches(c cid.Cid, sum []byte) bool {
-	d, _ := Digest(c)
+	d, _ := blobs.Digest(c)
 	return bytes.Equal(d, sum)
 }
 
@@ -741,7 +641,7 @@ func (v *bundleScan) rootSection(at int64, c cid.Cid, size int64) error {
 		return nil
 	}
 	if v.sink != nil {
-		return v.sink.manifest(v.man, v.rep.Root)
+		return v.sink.Manifest(v.man, v.rep.Root)
 	}
 	return nil
 }
@@ -755,7 +655,7 @@ func (v *bundleScan) checkManifest() bool {
 		v.fatal(v.rep.Root, "manifest version %d, want 1", m.Version)
 		return false
 	}
-	if !ValidRecordingID(m.Recording.ID) {
+	if !layout.ValidRecordingID(m.Recording.ID) {
 		v.fatal(v.rep.Root, "the manifest's recording id is not a flightrec id")
 		return false
 	}
@@ -775,7 +675,7 @@ func (v *bundleScan) checkManifest() bool {
 	var events int64
 	var prev uint64
 	for i, seg := range m.Segments {
-		if _, err := ParseCID(seg.CID); err != nil {
+		if _, err := blobs.ParseCID(seg.CID); err != nil {
 			v.fatal(v.rep.Root, "manifest: segment %d: not a flightrec CID", i+1)
 			return false
 		}
@@ -791,10 +691,10 @@ func (v *bundleScan) checkManifest() bool {
 			bad("segment %d: seqs %d..%d cannot hold %d records", i+1, seg.FirstSeq, seg.LastSeq, seg.Records)
 		case i > 0 && seg.FirstSeq <= prev:
 			bad("segment %d starts at seq %d, not after %d", i+1, seg.FirstSeq, prev)
-		case !seqsFollow(m.Gaps, prev, seg.FirstSeq):
+		case !SeqsFollow(m.Gaps, prev, seg.FirstSeq):
 			bad("segment %d starts at seq %d after %d, and no declared gap covers the seqs between", i+1, seg.FirstSeq, prev)
 		}
-		if seg.Bytes < segHeaderLen {
+		if seg.Bytes < log.SegmentHeaderLen {
 			bad("segment %d: %d bytes", i+1, seg.Bytes)
 		}
 		prev = seg.LastSeq
@@ -807,7 +707,7 @@ func (v *bundleScan) checkManifest() bool {
 		bad("last seq %d, its last segment ends at %d", m.LastSeq, prev)
 	}
 	for i, b := range m.Blobs {
-		if _, err := ParseCID(b); err != nil {
+		if _, err := blobs.ParseCID(b); err != nil {
 			v.fatal(v.rep.Root, "manifest: blob %d: not a flightrec CID", i+1)
 			return false
 		}
@@ -892,7 +792,7 @@ func (v *bundleScan) segment(at int64, c cid.Cid, role *blockRole, size int64) e
 		v.sizeClash[b] = true
 	}
 	if v.sink != nil && v.rep.OK() {
-		return v.sink.block(c, true, data)
+		return v.sink.Block(c, true, data)
 	}
 	return nil
 }
@@ -912,7 +812,7 @@ func (v *bundleScan) readChecked(at int64, c cid.Cid, size int64) (data []byte, 
 func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 	ref := v.man.Segments[ord-1]
 	chk := segCheck{steps: map[int]struct{}{}, counts: map[event.Kind]int64{}, claims: map[string]int64{}}
-	sr := NewSegmentReader(r)
+	sr := log.NewSegmentReader(r)
 	var last uint64
 	for {
 		rec, _, err := sr.Next()
@@ -923,7 +823,7 @@ func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d: %v", ord, err))
 			return chk
 		}
-		if len(chk.problems) >= maxBundleProblems {
+		if len(chk.problems) >= MaxProblems {
 			return chk
 		}
 		switch {
@@ -931,7 +831,7 @@ func (v *bundleScan) decodeSegment(r io.Reader, ord int) segCheck {
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d starts at seq %d, the manifest says %d", ord, rec.Seq, ref.FirstSeq))
 		case chk.records > 0 && rec.Seq <= last:
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d: seq %d after %d", ord, rec.Seq, last))
-		case chk.records > 0 && !seqsFollow(v.man.Gaps, last, rec.Seq):
+		case chk.records > 0 && !SeqsFollow(v.man.Gaps, last, rec.Seq):
 			chk.problems = append(chk.problems, fmt.Sprintf("segment %d: seq %d after %d, and no declared gap covers the seqs between", ord, rec.Seq, last))
 		}
 		chk.records++
@@ -982,7 +882,7 @@ func (v *bundleScan) blob(at int64, c cid.Cid, role *blockRole, size int64) erro
 	}
 	role.hashed = true
 	if v.sink != nil && v.rep.OK() {
-		return v.sink.block(c, false, data)
+		return v.sink.Block(c, false, data)
 	}
 	return nil
 }
@@ -1043,169 +943,63 @@ func (v *bundleScan) finish() {
 	}
 }
 
-// ImportBundle reads a bundle from r and installs its recording in s: it
-// verifies as it reads (as VerifyBundle does), stores each block with
-// s.Blobs only once its hash is checked (segments loose, like Seal; blobs
-// in batches, packed like an ingest batch's), and once the whole bundle has
-// verified writes the recording's directory — meta.json (the manifest's
-// recording) and ROOT — in a staging directory that it renames into place,
-// so the recording appears whole or not at all. It holds s.Blobs.Hold()
-// throughout, so a sweep beginning meanwhile cannot collect the blobs
-// before ROOT references them.
-//
-// A recording of the same id and root already there is success (nothing
-// changes; the blobs are stored again if missing). The same id with
-// another root is ErrConflict, an open one ErrOpen. A bundle that fails
-// verification is ErrBadBundle and installs nothing: blobs it stored
-// before the failure are referenced by nothing, and the next sweep
-// collects them. The caller indexes the recording (IndexRecording).
-func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
-	if err := s.writable(); err != nil {
-		return "", "", err
-	}
-	defer s.Blobs.Hold()()
-	const batchBytes, batchCount = 8 << 20, 256
-	var (
-		batch     [][]byte
-		batchSize int
-	)
-	flush := func() error {
-		if len(batch) == 0 {
+// Write writes the bundle of finished recording id to w: its manifest raw
+// (parsed as m) under root, then every segment and blob m lists, each
+// once, read with open and re-hashed on the way (a blob held damaged fails
+// the export rather than shipping). It streams: only the manifest is held
+// in memory. On error, w holds a partial bundle the caller discards.
+func Write(w io.Writer, id, root string, raw []byte, m *Manifest, open func(cid.Cid) (blobs.BlobReader, error)) error {
+	rc, _ := blobs.ParseCID(root)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	hdr := Header(rc)
+	bw.Write(binary.AppendUvarint(nil, uint64(len(hdr))))
+	bw.Write(hdr)
+	bw.Write(binary.AppendUvarint(nil, uint64(CIDLen+len(raw))))
+	bw.Write(rc.Bytes())
+	bw.Write(raw)
+	written := map[string]bool{root: true}
+	h := sha256.New()
+	put := func(cs string) error {
+		if written[cs] {
 			return nil
 		}
-		_, err := s.Blobs.PutMany(batch)
-		batch, batchSize = nil, 0
-		return err
-	}
-	sink := &importSink{
-		manifest: func(m *Manifest, root string) error {
-			return s.importable(m.Recording.ID, root)
-		},
-		block: func(c cid.Cid, segment bool, data []byte) error {
-			if segment || len(data) > packMaxBlob {
-				_, _, err := s.Blobs.Put(data)
-				return err
-			}
-			batch = append(batch, bytes.Clone(data))
-			batchSize += len(data)
-			if batchSize >= batchBytes || len(batch) >= batchCount {
-				return flush()
-			}
-			return nil
-		},
-	}
-	v := newBundleScan(r, sink)
-	if err := v.run(); err != nil {
-		return "", "", err
-	}
-	if !v.rep.OK() {
-		p := v.rep.Problems[0]
-		what := p.What
-		if p.CID != "" {
-			what = p.CID + ": " + what
-		}
-		if n := len(v.rep.Problems) - 1; n > 0 {
-			what += fmt.Sprintf(" (and %d more problems)", n)
-		}
-		return v.rep.Recording, v.rep.Root, fmt.Errorf("%w: %s", ErrBadBundle, what)
-	}
-	if err := flush(); err != nil {
-		return "", "", err
-	}
-	id, root = v.man.Recording.ID, v.rep.Root
-	if err := s.install(v.man.Recording, root, v.manRaw); err != nil {
-		return id, root, err
-	}
-	return id, root, nil
-}
-
-// importable checks that recording id can take root: absent, or there
-// with that root.
-func (s *Store) importable(id, root string) error {
-	have, err := s.Root(id)
-	if err != nil {
-		return err
-	}
-	switch {
-	case have == root:
-		return nil
-	case have != "":
-		return fmt.Errorf("store: import %s: %w (%s, the bundle's is %s)", id, ErrConflict, have, root)
-	}
-	if _, err := os.Stat(s.metaPath(id)); err == nil {
-		return fmt.Errorf("store: import %s: a recording of that id exists: %w", id, ErrOpen)
-	}
-	return nil
-}
-
-// install stores the manifest blob and makes recording meta.ID finished
-// under root: meta.json and ROOT are written in a staging directory
-// recordings/.removing-import-<id>-*, which is renamed to the recording's
-// directory (a crash before the rename leaves a directory OpenStore
-// removes, see remove.go).
-func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err error) {
-	id := meta.ID
-	if err := s.importable(id, root); err != nil {
-		return err
-	}
-	if have, _ := s.Root(id); have == root {
-		_, _, err := s.Blobs.Put(manifest)
-		return err
-	}
-	parent := filepath.Join(s.dir, "recordings")
-	stage, err := os.MkdirTemp(parent, removingPrefix+"import-"+id+"-")
-	if err != nil {
-		return fmt.Errorf("store: import %s: %w", id, err)
-	}
-	defer func() {
+		written[cs] = true
+		c, err := blobs.ParseCID(cs)
 		if err != nil {
-			os.RemoveAll(stage)
+			return fmt.Errorf("store: manifest %s lists %q: %w", root, cs, err)
 		}
-	}()
-	if err := os.Chmod(stage, 0o755); err != nil {
-		return fmt.Errorf("store: import %s: %w", id, err)
-	}
-	mb, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	if err := WriteFileAtomic(filepath.Join(stage, "meta.json"), mb, 0o644); err != nil {
-		return err
-	}
-	if err := WriteFileAtomic(filepath.Join(stage, "ROOT"), []byte(root+"\n"), 0o644); err != nil {
-		return err
-	}
-	if _, _, err := s.Blobs.Put(manifest); err != nil {
-		return err
-	}
-	if err := os.Rename(stage, s.recDir(id)); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			// Someone installed or created it meanwhile.
-			if err := s.importable(id, root); err != nil {
-				return err
-			}
-			if have, _ := s.Root(id); have == root {
-				os.RemoveAll(stage)
-				return nil
-			}
+		f, err := open(c)
+		if err != nil {
+			return fmt.Errorf("store: bundle of %s: %w", id, err)
 		}
-		return fmt.Errorf("store: import %s: %w", id, err)
+		defer f.Close()
+		n := f.Size()
+		if n > MaxBundleSection-CIDLen {
+			return fmt.Errorf("store: blob %s is %d bytes, over the bundle section limit", cs, n)
+		}
+		bw.Write(binary.AppendUvarint(nil, uint64(CIDLen+n)))
+		bw.Write(c.Bytes())
+		h.Reset()
+		if _, err := io.CopyN(io.MultiWriter(bw, h), f, n); err != nil {
+			return fmt.Errorf("store: bundle of %s: blob %s: %w", id, cs, err)
+		}
+		if d, _ := blobs.Digest(c); !bytes.Equal(h.Sum(nil), d) {
+			return fmt.Errorf("store: bundle of %s: blob %s does not match its CID (run flightrec verify)", id, cs)
+		}
+		return nil
 	}
-	return SyncDir(parent)
-}
-
-// IndexRecording projects one recording into idx, as Reindex does for
-// every recording: its row, then its events from the index's cursor on.
-func (s *Store) IndexRecording(ctx context.Context, idx Index, id string) error {
-	row, last, err := s.RowOf(id)
-	if err != nil {
-		return fmt.Errorf("index %s: %w", id, err)
+	for _, seg := range m.Segments {
+		if err := put(seg.CID); err != nil {
+			return err
+		}
 	}
-	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
-	p.Put(row)
-	p.Notify(id, last)
-	if err := p.Flush(ctx); err != nil {
-		return fmt.Errorf("index %s: %w", id, err)
+	for _, b := range m.Blobs {
+		if err := put(b); err != nil {
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("store: bundle of %s: %w", id, err)
 	}
 	return nil
 }

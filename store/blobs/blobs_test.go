@@ -1,8 +1,7 @@
-package store
+package blobs
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -18,6 +17,9 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/internal/bench/disk"
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
 )
 
 func openTestBlobs(t testing.TB) (*FSBlobs, string) {
@@ -30,14 +32,7 @@ func openTestBlobs(t testing.TB) (*FSBlobs, string) {
 	return b, dir
 }
 
-func randBytes(t testing.TB, n int) []byte {
-	t.Helper()
-	p := make([]byte, n)
-	if _, err := rand.Read(p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func randBytes(t testing.TB, n int) []byte { t.Helper(); return blobstest.Rand(t, n) }
 
 // blobFiles lists every file under dir (relative paths).
 func blobFiles(t testing.TB, dir string) []string {
@@ -62,19 +57,7 @@ func blobFiles(t testing.TB, dir string) []string {
 
 func readBlob(t testing.TB, b Blobs, c cid.Cid) []byte {
 	t.Helper()
-	r, err := b.Open(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	p, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Size() != int64(len(p)) {
-		t.Fatalf("Size %d, read %d bytes", r.Size(), len(p))
-	}
-	return p
+	return blobstest.Read(t, b.Open, c)
 }
 
 func TestBlobsPutOpen(t *testing.T) {
@@ -415,34 +398,6 @@ func TestBlobsMissingAndForeignCIDs(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "meta.json")
-	for _, s := range []string{"first", "second, longer"} {
-		if err := WriteFileAtomic(p, []byte(s), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || string(got) != s {
-			t.Fatalf("read %q %v, want %q", got, err, s)
-		}
-	}
-	fi, _ := os.Stat(p)
-	if fi.Mode().Perm() != 0o640 {
-		t.Fatalf("mode %v", fi.Mode())
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Fatalf("temporaries left behind: %v", ents)
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "no-such-dir", "x"), nil, 0o644); err == nil {
-		t.Fatal("write into a missing directory succeeded")
-	}
-	if err := SyncDir(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("SyncDir of a missing directory succeeded")
-	}
-}
-
 func BenchmarkPutMany(b *testing.B) {
 	const n, size = 20, 50 << 10
 	bl, _ := openTestBlobs(b)
@@ -450,7 +405,7 @@ func BenchmarkPutMany(b *testing.B) {
 	for i := range datas {
 		datas[i] = randBytes(b, size)
 	}
-	base := diskBaseline(b, n*size)
+	base := disk.Baseline(b, n*size)
 	b.SetBytes(n * size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -468,14 +423,7 @@ func BenchmarkPutMany(b *testing.B) {
 	b.ReportMetric(float64(b.N*n*size)/secs/1e6/base, "x_disk_fsync_baseline")
 }
 
-func walkCount(t *testing.T, b *FSBlobs) int {
-	t.Helper()
-	n := 0
-	if err := b.Walk(func(cid.Cid, int64) error { n++; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func walkCount(t testing.TB, b *FSBlobs) int { t.Helper(); return blobstest.Count(t, b.Walk) }
 
 // packBytes is the total size of the pack files.
 func packBytes(t *testing.T, dir string) int64 {
