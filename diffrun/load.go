@@ -206,7 +206,7 @@ func (l *loader) event(row *store.EventRow) error {
 		req := Request{Method: h.Request.Method, URL: h.Request.URL, Template: Template(h.Request.URL),
 			Status: h.Response.Status, Failed: h.Response.Error, Type: h.ResourceType}
 		if req.Status >= 400 {
-			req.ErrorCode = bodyErrorCode(h.Response.Content.MimeType, h.Response.Content.Text, h.Response.Content.Encoding)
+			req.ErrorCode = BodyErrorCode(h.Response.Content.MimeType, h.Response.Content.Text, h.Response.Content.Encoding)
 		}
 		a.requests = append(a.requests, req)
 		if strings.EqualFold(req.Type, "document") && req.Status >= 200 && req.Status < 300 {
@@ -237,9 +237,9 @@ func (l *loader) event(row *store.EventRow) error {
 	return nil
 }
 
-// bodyErrorCode reads the error code of a JSON error body: {"error":"X"},
+// BodyErrorCode reads the error code of a JSON error body: {"error":"X"},
 // {"error":{"code":"X"}} or {"code":"X"}.
-func bodyErrorCode(mime, text, encoding string) string {
+func BodyErrorCode(mime, text, encoding string) string {
 	if text == "" || len(text) > 64<<10 {
 		return ""
 	}

@@ -49,6 +49,9 @@ type Service struct {
 	// frame count, its encoding time and the bytes held while it is built
 	// all grow with it), and a clip of steps asked for instead.
 	MaxVideoDuration time.Duration
+	// PublicURL is the base of the absolute links an evidence card
+	// carries; empty, the scheme and host each request came to.
+	PublicURL string
 }
 
 // DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
@@ -87,6 +90,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/search", s.handleSearch)
 	r.Get("/v1/recordings/{id}/bundle", s.handleBundle)
 	r.Get("/v1/recordings/{id}/attestation", s.handleAttestation)
+	r.Get("/v1/recordings/{id}/evidence", s.handleEvidenceCard)
 	r.Get("/v1/attestation/key", s.handleAttestationKey)
 	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)

@@ -31,6 +31,7 @@ route_scopes := {
 	"GET /v1/recordings/{id}/rrweb": "read",
 	"GET /v1/recordings/{id}/bundle": "read",
 	"GET /v1/recordings/{id}/attestation": "read",
+	"GET /v1/recordings/{id}/evidence": "read",
 	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
 	"GET /v1/recordings/{id}/video.webm": "read",
 	"GET /v1/recordings/{id}/at": "read",
