@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/playback/card"
 	"github.com/flightrec/flightrec/store"
@@ -96,7 +95,7 @@ func (s *Service) EvidenceCard(ctx context.Context, id, base string) (wire.Evide
 			meta.AttestationSHA256 = hex.EncodeToString(sum[:])
 		}
 	}
-	b := card.New(meta, diffrun.BodyErrorCode)
+	b := card.New(meta)
 	for _, n := range notes {
 		b.Note(n)
 	}

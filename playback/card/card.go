@@ -58,14 +58,10 @@ type Builder struct {
 	others []wire.CardConsole // the rest, first MaxCardConsole
 	shot   string             // the failure screenshot's CID
 	frame  string             // the step's last frame's CID
-	code   ErrorCode
 }
 
-// New starts the card of a recording. code reads a failed response's
-// error code from its body (diffrun.BodyErrorCode, the one failure
-// signatures use; passed in so that card imports nothing of the server);
-// nil leaves codes out.
-func New(m Meta, code ErrorCode) *Builder {
+// New starts the card of a recording.
+func New(m Meta) *Builder {
 	c := wire.EvidenceCard{
 		Recording: m.ID, Project: clip(m.Project, capName), Flow: clip(m.Flow, capName),
 		Executor: clip(m.Executor, capName), State: m.State, Verdict: m.Verdict,
@@ -96,7 +92,7 @@ func New(m Meta, code ErrorCode) *Builder {
 	if m.Root != "" {
 		c.Verify.Commands = verifyCommands(base, m.ID, m.AttestationSHA256 != "")
 	}
-	return &Builder{c: c, code: code}
+	return &Builder{c: c}
 }
 
 // verifyCommands fetch a finished recording's bundle (and its attestation
@@ -196,7 +192,7 @@ func (b *Builder) Add(e event.Envelope) {
 		if len(b.c.FailedRequests) < wire.MaxCardRequests {
 			b.c.FailedRequests = append(b.c.FailedRequests, wire.CardRequest{Seq: e.Seq, Method: clip(h.Request.Method, capName),
 				URL: clip(h.Request.URL, capURL), Status: st,
-				Code: clip(b.bodyErrorCode(h.Response.Content), capName)})
+				Code: clip(h.Response.Content.ErrorCode(), capName)})
 		}
 	case event.KindScreenshot:
 		var s event.Screenshot
@@ -209,16 +205,6 @@ func (b *Builder) Add(e event.Envelope) {
 			b.frame = f.ImageCID
 		}
 	}
-}
-
-// ErrorCode reads a failed response's error code from its body.
-type ErrorCode func(mime, text, encoding string) string
-
-func (b *Builder) bodyErrorCode(c event.HARContent) string {
-	if b.code == nil {
-		return ""
-	}
-	return b.code(c.MimeType, c.Text, c.Encoding)
 }
 
 func errorLevel(l string) bool { return l == "error" || l == "exception" || l == "assert" }

@@ -25,14 +25,6 @@ func failedHAR(seq uint64, url string, status int, body string) event.Envelope {
 		Response: event.HARResponse{Status: status, Content: event.HARContent{MimeType: "application/json", Text: body}}})
 }
 
-// codeOf stands in for diffrun.BodyErrorCode: card takes the reader as a
-// parameter, so the test gives it one that is plainly right.
-func codeOf(_, text, _ string) string {
-	var b struct{ Error struct{ Code string } }
-	_ = json.Unmarshal([]byte(text), &b)
-	return b.Error.Code
-}
-
 // TestCardBoundedWhateverTheRecording: every member of the recording as
 // large as it can be (a 5 MB console line, 10,000 failed requests, long
 // names, versions and messages, a 1 MB base) still gives Markdown under the
@@ -45,7 +37,7 @@ func TestCardBoundedWhateverTheRecording(t *testing.T) {
 	}
 	for _, base := range []string{"https://flightrec.example", "http://" + strings.Repeat("h", 1<<20)} {
 		b := card.New(card.Meta{ID: "rec_x", Project: huge, Flow: huge, Executor: huge, State: "finished", Verdict: "fail",
-			Signature: huge, Versions: versions, Base: base, Root: "bafkreiroot", AttestationSHA256: strings.Repeat("a", 64)}, codeOf)
+			Signature: huge, Versions: versions, Base: base, Root: "bafkreiroot", AttestationSHA256: strings.Repeat("a", 64)})
 		var gs []wire.CardGroup
 		for i := range 50 {
 			gs = append(gs, wire.CardGroup{ID: fmt.Sprint("grp_", i), Summary: huge, Purpose: huge, Reproduced: 1, Of: 2})
@@ -111,7 +103,7 @@ func TestCardBoundedWhateverTheRecording(t *testing.T) {
 func TestCardTextStaysText(t *testing.T) {
 	evil := "a | b ``` `x` <img src=x onerror=alert(1)> @octocat [click](https://evil.example)\n### heading\n</details>"
 	b := card.New(card.Meta{ID: "rec_x", Project: evil, Flow: "f", State: "finished", Verdict: "fail", Signature: evil,
-		Base: "https://flightrec.example", Root: "bafkreiroot"}, codeOf)
+		Base: "https://flightrec.example", Root: "bafkreiroot"})
 	b.Add(env(1, event.KindConsole, event.Console{Level: "error", Text: evil + "\n```\n" + evil}))
 	b.Add(failedHAR(2, "https://shop.example/api/x?q="+evil, 500, `{"error":{"code":"`+strings.ReplaceAll(evil, `"`, "")+`"}}`))
 	b.Failing(3, event.Receipt{Action: event.Action{Verb: "click", Target: &event.Target{Role: "button", Name: evil}},
