@@ -430,7 +430,7 @@ func (t *tools) compare(ctx context.Context, _ *sdk.CallToolRequest, in CompareI
 		oneLine(fmt.Sprintf("b: %s flow %s verdict %s, %d steps, signature %q", d.B.ID, d.B.Flow, d.B.Verdict, d.B.Steps, d.B.Signature), capLine),
 	}
 	if fd := d.FirstDivergence; fd != nil {
-		blocks = append(blocks, oneLine(fmt.Sprintf("first divergence: step %d of a, step %d of b (%s): %s", fd.StepA, fd.StepB, fd.Channel, fd.Explanation), capText))
+		blocks = append(blocks, oneLine(fmt.Sprintf("first divergence (%s, step %d of a, step %d of b): %s", fd.Channel, fd.StepA, fd.StepB, fd.Explanation), capText))
 	} else {
 		blocks = append(blocks, "no material divergence: the runs did the same")
 	}
