@@ -163,7 +163,7 @@ func Flood(consoleBytes, failedRequests int) []event.Envelope {
 			"request": map[string]any{"method": "POST", "url": fmt.Sprintf("https://app.example/api/flood/%d", i), "httpVersion": "HTTP/1.1",
 				"cookies": []any{}, "headers": []any{}, "queryString": []any{}, "headersSize": -1, "bodySize": 0},
 			"response": map[string]any{"status": 500, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": []any{}, "headers": []any{},
-				"content": map[string]any{"size": 27, "mimeType": "application/json", "text": `{"error":{"code":"FLOOD"}}`},
+				"content":     map[string]any{"size": 27, "mimeType": "application/json", "text": `{"error":{"code":"FLOOD"}}`},
 				"redirectURL": "", "headersSize": -1, "bodySize": 27}})
 	}
 	add(1, event.KindReceipt, map[string]any{"step": 1, "action": map[string]any{"verb": "click",
