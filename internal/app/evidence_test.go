@@ -178,9 +178,8 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 			t.Error("the Markdown lacks the mapped frame or the verify command")
 		}
 		// No secret typed into the shop reached the card.
-		secrets := []string{demoapp.Card, strings.ReplaceAll(demoapp.Card, " ", ""), demoapp.Password}
 		c2 := testenv.Corpus{"card markdown": md.body, "card json": js.body}
-		if hits := c2.Hits(secrets, []string{"card number", "card number (digits)", "password"}); len(hits) > 0 {
+		if hits := c2.Hits(demoSecrets()); len(hits) > 0 {
 			t.Errorf("secrets in the card: %s", strings.Join(hits, "; "))
 		}
 	})
@@ -248,7 +247,41 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 			t.Errorf("%d pages at 2 KiB: want several holding the step's requests and snapshots", pages)
 		}
 		checkBoundaries(t, all.String())
+		replies := testenv.Corpus{"get_step": []byte(step), "get_page_text": []byte(pageText), "paged get_step": []byte(all.String())}
+		if hits := replies.Hits(demoSecrets()); len(hits) > 0 {
+			t.Errorf("secrets in MCP replies: %s", strings.Join(hits, "; "))
+		}
 	})
+
+	// Last, since once a token exists every request needs one: the MCP
+	// server sees what its token sees.
+	t.Run("mcp with a token", func(t *testing.T) {
+		ctx := context.Background()
+		other, _, err := srv.App.Tokens.Create("other", []string{"read"}, 0, "mcp test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _, err := srv.App.Tokens.Create("*", []string{"read"}, 0, "mcp test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := mcpSessionAs(t, ctx, base, 0, "").raw(mcp.ToolEvidence, map[string]any{"recording": fail.ID}); !res.IsError || !strings.Contains(textOf(res), "UNAUTHENTICATED") {
+			t.Errorf("no token: %q, want UNAUTHENTICATED", textOf(res))
+		}
+		o := mcpSessionAs(t, ctx, base, 0, other)
+		if res := o.raw(mcp.ToolStep, map[string]any{"recording": fail.ID, "step": pay}); !res.IsError || !strings.Contains(textOf(res), "RECORDING_NOT_FOUND") {
+			t.Errorf("another project's token: %q, want RECORDING_NOT_FOUND", textOf(res))
+		}
+		expectText(t, o.text(mcp.ToolSearch, map[string]any{"verdict": "fail"}), "0 recordings")
+		expectText(t, mcpSessionAs(t, ctx, base, 0, all).text(mcp.ToolEvidence, map[string]any{"recording": fail.ID}), "APP_ERROR")
+	})
+}
+
+// demoSecrets are what the demo flows type that must never be served:
+// the card number (as typed and as digits) and the password, with labels.
+func demoSecrets() ([]string, []string) {
+	return []string{demoapp.Card, strings.ReplaceAll(demoapp.Card, " ", ""), demoapp.Password},
+		[]string{"card number", "card number (digits)", "password"}
 }
 
 // findRow is the first table row whose first cell is first.
@@ -273,7 +306,13 @@ type mcpClient struct {
 
 func mcpSession(t *testing.T, ctx context.Context, base string, maxReply int) *mcpClient {
 	t.Helper()
-	srv, err := mcp.NewServer(mcp.Config{Server: base, MaxReplyBytes: maxReply, Version: "test"})
+	return mcpSessionAs(t, ctx, base, maxReply, "")
+}
+
+// mcpSessionAs is mcpSession reading with token.
+func mcpSessionAs(t *testing.T, ctx context.Context, base string, maxReply int, token string) *mcpClient {
+	t.Helper()
+	srv, err := mcp.NewServer(mcp.Config{Server: base, Token: token, MaxReplyBytes: maxReply, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
