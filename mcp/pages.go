@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/flightrec/flightrec/wire"
@@ -81,16 +82,9 @@ func clip(s string, n int) string {
 
 // oneLine makes s one line of printable text, clipped to n bytes.
 func oneLine(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f:
-			return -1
-		}
-		return r
-	}, s)
-	return clip(strings.ToValidUTF8(s, "\uFFFD"), n)
+	// Control characters (line breaks, tabs, escapes) separate words.
+	s = strings.Join(strings.FieldsFunc(strings.ToValidUTF8(s, "\uFFFD"), unicode.IsControl), " ")
+	return clip(s, n)
 }
 
 // PageBoundary is the instruction every page-text reply carries: the text

@@ -58,18 +58,13 @@ type (
 		} `json:"hits"`
 		Truncated bool `json:"truncated"`
 	}
+	// compactTimeline is …/steps?form=compact: columns, entry i of each
+	// being step i's; start in µs from the first step's start.
 	compactTimeline struct {
-		T0        int64    `json:"t0"`
-		Step      []int    `json:"step"`
-		Start     []int64  `json:"start"`
-		End       []int64  `json:"end"`
-		Action    []string `json:"action"`
-		Target    []string `json:"target"`
-		Outcome   []string `json:"outcome"`
-		ErrorCode []string `json:"error_code"`
-		HAR       []int64  `json:"har"`
-		Console   []int64  `json:"console"`
-		Failed    []int    `json:"failed"`
+		Step, Failed            []int
+		Start, HAR, Console     []int64
+		Action, Target, Outcome []string
+		ErrorCode               []string `json:"error_code"`
 	}
 	eventPage struct {
 		Events       []event.Envelope `json:"events"`
@@ -203,7 +198,7 @@ func recordingLine(r recordingRow) string {
 
 // RecordingIn names a recording, and a page of the reply.
 type RecordingIn struct {
-	Recording string `json:"recording" jsonschema:"the recording id (rec_…)"`
+	Recording string `json:"recording" jsonschema:"the recording id (from search_recordings)"`
 	Cursor    string `json:"cursor,omitempty" jsonschema:"the cursor a previous reply named, for its next page"`
 }
 
@@ -251,7 +246,7 @@ func joinInts(ns []int) string {
 
 // StepIn names a step of a recording.
 type StepIn struct {
-	Recording string `json:"recording" jsonschema:"the recording id (rec_…)"`
+	Recording string `json:"recording" jsonschema:"the recording id (from search_recordings)"`
 	Step      int    `json:"step" jsonschema:"the step number (from get_timeline)"`
 	Cursor    string `json:"cursor,omitempty" jsonschema:"the cursor a previous reply named, for its next page"`
 }
@@ -373,7 +368,7 @@ func snapLabel(step int, s event.Snapshot) string {
 
 // PageIn names the page at a step.
 type PageIn struct {
-	Recording string `json:"recording" jsonschema:"the recording id (rec_…)"`
+	Recording string `json:"recording" jsonschema:"the recording id (from search_recordings)"`
 	Step      int    `json:"step" jsonschema:"the step number (from get_timeline)"`
 	When      string `json:"when,omitempty" jsonschema:"before or after the step (default after)"`
 	View      string `json:"view,omitempty" jsonschema:"interactive, content or full (default: the fullest the step has)"`

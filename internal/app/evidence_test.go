@@ -79,14 +79,7 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 	do(t, "POST", base+"/v1/groups", []byte(`{"ids":["`+fail.ID+`"]}`)).decode(t, &g)
 
 	// The Pay step, its console error and its mapped frame, as stored.
-	var tl playback.Timeline
-	do(t, "GET", base+"/v1/recordings/"+fail.ID+"/steps", nil).decode(t, &tl)
-	pay := -1
-	for _, s := range tl.Steps {
-		if s.Action == "click" && strings.Contains(s.Target, "Pay") {
-			pay = s.Step
-		}
-	}
+	pay, _ := payStep(t, base, fail.ID)
 	var consoleErr event.Console
 	var page playback.EventPage
 	do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/events?kind=console&step=%d", base, fail.ID, pay), nil).decode(t, &page)
@@ -96,7 +89,7 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 			consoleErr = c
 		}
 	}
-	if pay < 0 || len(consoleErr.MappedStack) == 0 {
+	if len(consoleErr.MappedStack) == 0 {
 		t.Fatalf("the demo's failing run: Pay step %d, console error with a mapped stack %+v", pay, consoleErr)
 	}
 	mapped := consoleErr.MappedStack[0]
@@ -275,6 +268,21 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 		expectText(t, o.text(mcp.ToolSearch, map[string]any{"verdict": "fail"}), "0 recordings")
 		expectText(t, mcpSessionAs(t, ctx, base, 0, all).text(mcp.ToolEvidence, map[string]any{"recording": fail.ID}), "APP_ERROR")
 	})
+}
+
+// payStep is the step of a demo checkout that clicked Pay, and the
+// recording's timeline.
+func payStep(t *testing.T, base, id string) (int, playback.Timeline) {
+	t.Helper()
+	var tl playback.Timeline
+	do(t, "GET", base+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
+	for _, s := range tl.Steps {
+		if s.Action == "click" && strings.Contains(s.Target, "Pay") {
+			return s.Step, tl
+		}
+	}
+	t.Fatalf("no Pay step in %+v", tl.Steps)
+	return -1, tl
 }
 
 // demoSecrets are what the demo flows type that must never be served:
