@@ -147,9 +147,9 @@ type harEntry struct {
 		URL    string `json:"url"`
 	} `json:"request"`
 	Response struct {
-		Status  int `json:"status"`
+		Status  int              `json:"status"`
 		Content event.HARContent `json:"content"`
-		Error string `json:"_error"`
+		Error   string           `json:"_error"`
 	} `json:"response"`
 	ResourceType string `json:"_resourceType"`
 }
