@@ -55,7 +55,7 @@ func Routes(r chi.Router, t *Tokens) {
 			return
 		}
 		if err != nil {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin", "%v", err))
+			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin, share", "%v", err))
 			return
 		}
 		g.Hash = ""

@@ -42,6 +42,23 @@ func (s *Service) handleEvidenceCard(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(card.Markdown(c)))
 }
 
+// handleEvidenceShare answers POST /v1/recordings/{id}/evidence
+// ({"share": "7d"}, scope share): a card whose links are share links, made
+// by a POST since a GET must not create shares. Share links are not built
+// yet, so after the recording is found it answers 501 with what works now.
+func (s *Service) handleEvidenceShare(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.recording(r.Context(), chi.URLParam(r, "id")); err != nil {
+		if e := wire.From(err); e.Code == "RECORDING_NOT_FOUND" {
+			err = wire.RecordingNotFound(false) // a POST's, as the access guard answers it
+		}
+		s.fail(w, err)
+		return
+	}
+	s.fail(w, wire.New(http.StatusNotImplemented, "NOT_IMPLEMENTED",
+		"GET …/evidence?format=markdown gives the card with links for readers holding a read token",
+		"evidence cards with share links are not built yet"))
+}
+
 // linkBase is the base URL of a card's links: PublicURL when set, else the
 // scheme and host the request came to.
 func (s *Service) linkBase(r *http.Request) string {

@@ -91,6 +91,7 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings/{id}/bundle", s.handleBundle)
 	r.Get("/v1/recordings/{id}/attestation", s.handleAttestation)
 	r.Get("/v1/recordings/{id}/evidence", s.handleEvidenceCard)
+	r.Post("/v1/recordings/{id}/evidence", s.handleEvidenceShare)
 	r.Get("/v1/attestation/key", s.handleAttestationKey)
 	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.Get("/v1/blobs/{cid}", s.handleBlob)
