@@ -144,7 +144,8 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 		for _, h := range doc.Headings {
 			wantHead[h] = true
 		}
-		for _, h := range []string{fmt.Sprintf("Failing step %d: click button \"Pay\"", pay), "Failed requests (1)"} {
+		for _, h := range []string{"❌ flightrec evidence: default / checkout-with-gift-card-fails — fail",
+			fmt.Sprintf("Failing step %d: click button \"Pay\"", pay), "Failed requests (1)"} {
 			if !wantHead[h] {
 				t.Errorf("no heading %q in %q", h, doc.Headings)
 			}
