@@ -20,6 +20,16 @@ import (
 	"github.com/flightrec/flightrec/wire"
 )
 
+// Projects tells which project a recording or a group belongs to.
+type Projects interface {
+	// RecordingProject returns a recording's project (ok false when there
+	// is no such recording).
+	RecordingProject(ctx context.Context, id string) (project string, ok bool)
+	// GroupProject returns a group's project (ok false when there is no
+	// such group).
+	GroupProject(id string) (project string, ok bool)
+}
+
 // Guard decides every request to a protected route: it resolves the
 // bearer token, finds the project the request is about, and asks the
 // access policy. Decisions are cached per grant, route and project for
@@ -27,13 +37,10 @@ import (
 type Guard struct {
 	Tokens *Tokens
 	Policy *policy.Engine
-	// ProjectOf returns a recording's project (ok false when there is no
-	// such recording). The guard remembers answers: a project never
+	// Projects tells the project of a recording or a group a request is
+	// about. The guard remembers recordings' answers: a project never
 	// changes.
-	ProjectOf func(ctx context.Context, id string) (project string, ok bool)
-	// GroupProject returns a group's project (ok false when there is no
-	// such group); nil knows no groups.
-	GroupProject func(id string) (project string, ok bool)
+	Projects Projects
 	// Router finds a request's route pattern and parameters.
 	Router *chi.Mux
 	// Anonymous allows requests without a token while no grant exists
@@ -44,6 +51,9 @@ type Guard struct {
 	// CacheFor is how long a decision is reused (default 5s).
 	CacheFor time.Duration
 	Log      *slog.Logger
+	// Edge answers refusals (and counts and logs them as every error
+	// reply is).
+	Edge *httpx.Edge
 	// Denied counts refusals by reason; nil counts nothing.
 	Denied *prometheus.CounterVec
 
@@ -87,7 +97,7 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
 		if err != nil {
-			httpx.WriteError(w, err)
+			gd.Edge.Fail(w, r, err, "route", route)
 			return
 		}
 		// A request about several recordings (a diff) needs the route on
@@ -96,8 +106,8 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 			d, err := gd.decide(r.Context(), grant, r.Method, route, project)
 			if err != nil {
 				gd.log().Error("access policy failed; request refused", "route", route, "err", err)
-				httpx.WriteError(w, wire.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
-					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
+				gd.Edge.Fail(w, r, wire.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
+					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"), "route", route)
 				return
 			}
 			if !d.Allow {
@@ -159,10 +169,7 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 		}
 		return projects, true, nil
 	case route == "/v1/groups/{id}":
-		p := ""
-		if gd.GroupProject != nil {
-			p, _ = gd.GroupProject(rctx.URLParam("id"))
-		}
+		p, _ := gd.Projects.GroupProject(rctx.URLParam("id"))
 		return []string{p}, true, nil
 	case route == "/v1/groups" && r.Method == http.MethodPost:
 		// Making a group needs the route on every member's project.
@@ -191,7 +198,7 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 	return []string{""}, false, nil
 }
 
-// recordingProject asks ProjectOf once per recording.
+// recordingProject asks Projects once per recording.
 func (gd *Guard) recordingProject(ctx context.Context, id string) (string, bool) {
 	gd.mu.Lock()
 	p, ok := gd.projects[id]
@@ -199,7 +206,7 @@ func (gd *Guard) recordingProject(ctx context.Context, id string) (string, bool)
 	if ok {
 		return p, true
 	}
-	p, ok = gd.ProjectOf(ctx, id)
+	p, ok = gd.Projects.RecordingProject(ctx, id)
 	if !ok {
 		return "", false
 	}
@@ -304,7 +311,7 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 	}
 	gd.count(d.Reason)
 	gd.log().Info("request denied", "method", r.Method, "route", route, "token_id", g.ID, "reason", d.Reason, "status", e.Status)
-	httpx.WriteError(w, e)
+	gd.Edge.Fail(w, r, e, "route", route)
 }
 
 // deny answers a request without a valid token: 401 with the envelope and
@@ -317,8 +324,8 @@ func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err 
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	httpx.WriteError(w, wire.New(http.StatusUnauthorized, "UNAUTHENTICATED",
-		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()))
+	gd.Edge.Fail(w, r, wire.New(http.StatusUnauthorized, "UNAUTHENTICATED",
+		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()), "route", route)
 }
 
 func (gd *Guard) count(reason string) {

@@ -2,22 +2,25 @@ package ingest
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are ingest's Prometheus instruments.
+// Metrics are ingest's Prometheus instruments (error replies are counted
+// by the edge, internal/httpx).
 type Metrics struct {
 	Events    prometheus.Counter
 	Bytes     prometheus.Counter
 	Batches   prometheus.Counter
 	Dups      prometheus.Counter
 	AckLat    prometheus.Histogram
-	Errors    *prometheus.CounterVec
 	OpenRecs  prometheus.GaugeFunc
 	IndexLag  prometheus.GaugeFunc
-	IndexErrs prometheus.Counter
+	IndexErrs prometheus.CounterFunc
 	// Redactions counts erased or masked values by rule.
 	Redactions *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
+// newMetrics registers ingest's instruments on reg; open, lag and
+// indexErrs read the open recordings, the index's lag and its failed
+// writes.
+func newMetrics(reg prometheus.Registerer, open, lag, indexErrs func() float64) *Metrics {
 	m := &Metrics{
 		Events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flightrec_ingest_events_total", Help: "Events stored (duplicates not counted)."}),
@@ -30,17 +33,15 @@ func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
 		AckLat: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "flightrec_ingest_ack_seconds", Help: "Time from receiving an append to acknowledging it durable.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flightrec_errors_total", Help: "Error replies by code."}, []string{"code"}),
 		OpenRecs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flightrec_open_recordings", Help: "Recordings open for appends."}, open),
 		IndexLag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flightrec_index_lag_events", Help: "Acknowledged events not yet in the index."}, lag),
-		IndexErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}),
+		IndexErrs: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}, indexErrs),
 	}
 	m.Redactions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flightrec_redactions_total", Help: "Values erased or masked by redaction, by rule."}, []string{"rule"})
-	reg.MustRegister(m.Redactions, m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.Errors, m.OpenRecs, m.IndexLag, m.IndexErrs)
+	reg.MustRegister(m.Redactions, m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.OpenRecs, m.IndexLag, m.IndexErrs)
 	return m
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback/card"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
@@ -25,16 +26,16 @@ import (
 func (s *Service) handleEvidenceCard(w http.ResponseWriter, r *http.Request) {
 	format := r.URL.Query().Get("format")
 	if err := enumParam("format", format, []string{"markdown", "json"}); err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	c, err := s.EvidenceCard(r.Context(), chi.URLParam(r, "id"), s.linkBase(r))
+	c, err := s.evidenceCard(r.Context(), recordingOf(r), s.linkBase(r))
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	if format == "json" {
-		writeJSON(w, c)
+		httpx.JSON(w, http.StatusOK, c)
 		return
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
@@ -51,10 +52,10 @@ func (s *Service) handleEvidenceShare(w http.ResponseWriter, r *http.Request) {
 		if e := wire.From(err); e.Code == "RECORDING_NOT_FOUND" {
 			err = wire.RecordingNotFound(false) // a POST's, as the access guard answers it
 		}
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	s.fail(w, wire.New(http.StatusNotImplemented, "NOT_IMPLEMENTED",
+	s.edge.Fail(w, r, wire.New(http.StatusNotImplemented, "NOT_IMPLEMENTED",
 		"GET …/evidence?format=markdown gives the card with links for readers holding a read token",
 		"evidence cards with share links are not built yet"))
 }
@@ -62,8 +63,8 @@ func (s *Service) handleEvidenceShare(w http.ResponseWriter, r *http.Request) {
 // linkBase is the base URL of a card's links: PublicURL when set, else the
 // scheme and host the request came to.
 func (s *Service) linkBase(r *http.Request) string {
-	if s.PublicURL != "" {
-		return s.PublicURL
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
 	}
 	scheme := "http"
 	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
@@ -83,6 +84,10 @@ func (s *Service) EvidenceCard(ctx context.Context, id, base string) (wire.Evide
 	if err != nil {
 		return wire.EvidenceCard{}, err
 	}
+	return s.evidenceCard(ctx, row, base)
+}
+
+func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base string) (wire.EvidenceCard, error) {
 	steps, err := s.idx.Timeline(ctx, row.ID)
 	if err != nil {
 		return wire.EvidenceCard{}, indexError(err)
@@ -97,10 +102,10 @@ func (s *Service) EvidenceCard(ctx context.Context, id, base string) (wire.Evide
 	switch {
 	case row.State != store.StateFinished:
 		notes = append(notes, "the recording is still open: it has no root to verify yet")
-	case s.Signer == nil:
+	case s.signer == nil:
 		notes = append(notes, "no attestation: this server has no signing key (flightrec export attestation makes one)")
 	default:
-		env, err := Attest(ctx, s.st, s.idx, s.Signer, row.ID)
+		env, err := Attest(ctx, s.st, s.idx, s.signer, row.ID)
 		switch {
 		case errors.Is(err, ErrIndexBehind):
 			notes = append(notes, "no attestation yet: the index is catching up with the recording; ask again in a moment")

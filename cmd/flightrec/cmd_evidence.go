@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/card"
 	"github.com/flightrec/flightrec/store"
@@ -20,11 +21,11 @@ import (
 // changes no byte, and a signature is the server's to make).
 func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("evidence", "evidence REC [--format markdown|json] [--server URL | --data DIR [--base URL]]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a read token)")
+	server := serverFlag(fs, serverByDefault, "server URL (FLIGHTREC_TOKEN: a read token)")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	format := fs.String("format", "markdown", "markdown (for an issue or pull request comment) or json")
-	base := fs.String("base", "http://127.0.0.1:8480", "with --data: the server URL the card's links point to")
+	base := fs.String("base", defaultServer, "with --data: the server URL the card's links point to")
 	id, code := parseOne(fs, args)
 	if code >= 0 {
 		return code
@@ -71,7 +72,8 @@ func evidenceFromStore(ctx context.Context, sc app.StoreConfig, id, base string,
 			"the index cannot be read: %v", err)
 	}
 	defer idx.Close()
-	svc := playback.New(st, idx, newLogger(errOut, "warn"))
+	log := newLogger(errOut, "warn")
+	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
 	defer svc.Close()
 	c, err := svc.EvidenceCard(ctx, id, base)
 	var we *wire.Error

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/wire"
@@ -32,7 +32,7 @@ func TestEvidenceCommand(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	sendAll(t, srv.Base, id, lines, 100)
-	if _, err := ingest.NewClient(srv.Base).Finish(context.Background(), id, "fail"); err != nil {
+	if _, err := client.New(srv.Base).Finish(context.Background(), id, "fail"); err != nil {
 		t.Fatal(err)
 	}
 	waitIndexed(t, srv.Base, id)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,8 +16,9 @@ import (
 // stored. Stdout is the protocol's, so everything else goes to errOut.
 func runMCP(ctx context.Context, args []string, _, errOut io.Writer) int {
 	fs := newFlags("mcp", "mcp [--server URL] [--max-reply-bytes N]   (stdio; FLIGHTREC_TOKEN: a read token)", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "the flightrec server to read (env FLIGHTREC_SERVER)")
-	maxReply := fs.Int("max-reply-bytes", mcp.DefaultMaxReplyBytes, "the most bytes one tool reply holds; longer ones are paged with a cursor")
+	server := serverFlag(fs, serverByDefault, "the flightrec server to read (FLIGHTREC_TOKEN: a read token)")
+	var maxReply int
+	envFlag(fs, &maxReply, "max-reply-bytes", mcp.DefaultMaxReplyBytes, "the most bytes one tool reply holds; longer ones are paged with a cursor")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -26,7 +26,7 @@ func runMCP(ctx context.Context, args []string, _, errOut io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	srv, err := mcp.NewServer(mcp.Config{Server: *server, Token: os.Getenv("FLIGHTREC_TOKEN"), MaxReplyBytes: *maxReply})
+	srv, err := mcp.NewServer(mcp.Config{Server: *server, Token: serverToken(), MaxReplyBytes: maxReply})
 	if err != nil {
 		printErr(errOut, false, wire.New(0, "USAGE", "give --server URL and a --max-reply-bytes of at least 2048", "%v", err))
 		return exitUsage
