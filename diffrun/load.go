@@ -2,7 +2,6 @@ package diffrun
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,13 +147,9 @@ type harEntry struct {
 		URL    string `json:"url"`
 	} `json:"request"`
 	Response struct {
-		Status  int `json:"status"`
-		Content struct {
-			MimeType string `json:"mimeType"`
-			Text     string `json:"text"`
-			Encoding string `json:"encoding"`
-		} `json:"content"`
-		Error string `json:"_error"`
+		Status  int              `json:"status"`
+		Content event.HARContent `json:"content"`
+		Error   string           `json:"_error"`
 	} `json:"response"`
 	ResourceType string `json:"_resourceType"`
 }
@@ -206,7 +201,7 @@ func (l *loader) event(row *store.EventRow) error {
 		req := Request{Method: h.Request.Method, URL: h.Request.URL, Template: Template(h.Request.URL),
 			Status: h.Response.Status, Failed: h.Response.Error, Type: h.ResourceType}
 		if req.Status >= 400 {
-			req.ErrorCode = bodyErrorCode(h.Response.Content.MimeType, h.Response.Content.Text, h.Response.Content.Encoding)
+			req.ErrorCode = h.Response.Content.ErrorCode()
 		}
 		a.requests = append(a.requests, req)
 		if strings.EqualFold(req.Type, "document") && req.Status >= 200 && req.Status < 300 {
@@ -235,54 +230,6 @@ func (l *loader) event(row *store.EventRow) error {
 		a.checks = append(a.checks, Check{Type: c.Type, Target: c.Target, Passed: c.Passed})
 	}
 	return nil
-}
-
-// bodyErrorCode reads the error code of a JSON error body: {"error":"X"},
-// {"error":{"code":"X"}} or {"code":"X"}.
-func bodyErrorCode(mime, text, encoding string) string {
-	if text == "" || len(text) > 64<<10 {
-		return ""
-	}
-	if encoding == "base64" {
-		b, err := base64.StdEncoding.DecodeString(text)
-		if err != nil {
-			return ""
-		}
-		text = string(b)
-	}
-	text = strings.TrimSpace(text)
-	if !strings.HasPrefix(text, "{") && !strings.Contains(mime, "json") {
-		return ""
-	}
-	var body struct {
-		Error json.RawMessage `json:"error"`
-		Code  json.RawMessage `json:"code"`
-	}
-	if json.Unmarshal([]byte(text), &body) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(body.Error, &s) == nil && s != "" {
-		return clipCode(s)
-	}
-	var obj struct {
-		Code string `json:"code"`
-	}
-	if json.Unmarshal(body.Error, &obj) == nil && obj.Code != "" {
-		return clipCode(obj.Code)
-	}
-	if json.Unmarshal(body.Code, &s) == nil && s != "" {
-		return clipCode(s)
-	}
-	return ""
-}
-
-func clipCode(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 120 {
-		s = s[:120]
-	}
-	return s
 }
 
 // build turns the gathered events into steps, following the page's URL

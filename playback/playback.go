@@ -68,6 +68,9 @@ type Config struct {
 	// FFmpeg is the ffmpeg binary that encodes frames' video, a path or a
 	// name looked up on $PATH; "" is "ffmpeg".
 	FFmpeg string
+	// PublicURL is the base of the absolute links an evidence card
+	// carries; empty, the scheme and host each request came to.
+	PublicURL string
 }
 
 // DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
@@ -111,6 +114,10 @@ func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/search", s.handleSearch)
 	rec.With(s.finished).Get("/v1/recordings/{id}/bundle", s.handleBundle)
 	rec.With(s.finished).Get("/v1/recordings/{id}/attestation", s.handleAttestation)
+	rec.Get("/v1/recordings/{id}/evidence", s.handleEvidenceCard)
+	// Not withRecording: a POST's unknown recording is the write's 404,
+	// as the access guard answers it.
+	r.Post("/v1/recordings/{id}/evidence", s.handleEvidenceShare)
 	r.Get("/v1/attestation/key", s.handleAttestationKey)
 	r.With(s.withCID, s.withRecording).Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
 	r.With(s.withCID).Get("/v1/blobs/{cid}", s.handleBlob)

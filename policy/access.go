@@ -13,10 +13,13 @@ const (
 	ScopeRead   = "read"
 	ScopePin    = "pin"
 	ScopeAdmin  = "admin"
+	// ScopeShare makes share links and cards that carry them (issue 23;
+	// POST …/evidence answers 501 until share links are built).
+	ScopeShare = "share"
 )
 
 // Scopes lists every scope.
-var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin}
+var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin, ScopeShare}
 
 // AllProjects is a token's project when it reaches every project.
 const AllProjects = "*"

@@ -52,6 +52,8 @@ var commands = []command{
 	{"clickhouse", "print the ClickHouse index schema (ddl), for one server or a cluster", runClickHouse},
 	{"policy", "run the redaction policy's Rego tests, or print the plan it makes", runPolicy},
 	{"rerun", "record a recording (as its flow) or a flow N times with the clock, randomness or network pinned; group the runs: reproduced k of n, not_reproduced or flaky", runRerun},
+	{"evidence", "print a recording's evidence card (Markdown for an issue or pull request, or JSON): failing step, console, failed requests, links, how to verify", runEvidence},
+	{"mcp", "serve a flightrec server's recordings to an agent over the Model Context Protocol (stdio; FLIGHTREC_TOKEN)", runMCP},
 	{"diff", "align two recordings step by step and name the first divergence, or --group: reproduced k of n", runDiff},
 	{"retention", "sweep expired recordings and unreferenced blobs now (--dry-run [--now T]: what would go)", runRetention},
 	{"audit", "verify the hash-chained audit log; print a recording's redaction report", runAudit},

@@ -44,6 +44,8 @@ var routeScope = map[string]string{
 	"GET /v1/recordings/{id}/rrweb":         "read",
 	"GET /v1/recordings/{id}/bundle":        "read",
 	"GET /v1/recordings/{id}/attestation":   "read",
+	"GET /v1/recordings/{id}/evidence":      "read",
+	"POST /v1/recordings/{id}/evidence":     "share",
 	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
 	"GET /v1/recordings/{id}/video.webm":    "read",
 	"GET /v1/recordings/{id}/at":            "read",
@@ -304,6 +306,11 @@ func (f *fixture) requests(method, route string) []cell {
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/bundle" }, nil)
 	case "GET /v1/recordings/{id}/attestation":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/attestation" }, nil)
+	case "GET /v1/recordings/{id}/evidence":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/evidence?format=json" }, nil)
+	case "POST /v1/recordings/{id}/evidence":
+		// Not built yet: the handler answers 501 after the guard.
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/evidence" }, []byte(`{"share":"7d"}`))
 	case "GET /v1/recordings/{id}/steps/{n}/dom":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/steps/1/dom?at=after" }, nil)
 	case "GET /v1/recordings/{id}/video.webm":

@@ -251,7 +251,9 @@ func TestEndToEnd(t *testing.T) {
 
 func waitIndexed(t *testing.T, base, id string, n uint64) store.RecordingRow {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// A guard against a projector that never catches up, not a speed
+	// check: 10,000 events under -race on a shared machine take a minute.
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var rec store.RecordingRow
 		do(t, "GET", base+"/v1/recordings/"+id, nil).decode(t, &rec)

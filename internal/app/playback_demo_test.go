@@ -42,17 +42,7 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 	shop, _ := testenv.Shop(t, demoapp.Options{GiftCardBug: true})
 	res := testenv.Record(t, base, shop, testenv.DemoFlow(t, "checkout-with-gift-card-fails"))
 	row := waitIndexed(t, base, res.ID, res.Total)
-	var tl playback.Timeline
-	do(t, "GET", base+"/v1/recordings/"+res.ID+"/steps", nil).decode(t, &tl)
-	pay := -1
-	for _, s := range tl.Steps {
-		if s.Action == "click" && strings.Contains(s.Target, "Pay") {
-			pay = s.Step
-		}
-	}
-	if pay < 0 {
-		t.Fatalf("no Pay step in %+v", tl.Steps)
-	}
+	pay, tl := payStep(t, base, res.ID)
 	rec := base + "/v1/recordings/" + res.ID
 
 	t.Run("dom", func(t *testing.T) {

@@ -138,3 +138,36 @@ func FrameJPEG(r *rand.Rand, n int) []byte {
 	}
 	return append(out, tinyJPEG[2:]...)
 }
+
+// Flood returns a finished-looking recording whose step 1 fails with
+// APP_ERROR, logging one console error of consoleBytes and making
+// failedRequests requests answered 500 {"error":{"code":"FLOOD"}}: the
+// worst a size-bounded view (an evidence card) must stay bounded against.
+func Flood(consoleBytes, failedRequests int) []event.Envelope {
+	ts := int64(1764483600000000000)
+	var out []event.Envelope
+	add := func(step int, kind event.Kind, data any) {
+		b, err := json.Marshal(data)
+		if err != nil {
+			panic(err)
+		}
+		ts += 1_000_000
+		out = append(out, event.Envelope{Seq: uint64(len(out) + 1), TS: ts, Step: step, Kind: kind, Data: b})
+	}
+	add(0, event.KindMeta, map[string]any{"versions": map[string]string{"engine": "chromium 156"}})
+	text := bytes.Repeat([]byte("flood of console text "), consoleBytes/22+1)[:consoleBytes]
+	add(1, event.KindConsole, map[string]any{"level": "error", "text": string(text), "url": "https://app.example/app.js", "line": 1, "column": 1})
+	for i := range failedRequests {
+		add(1, event.KindHAR, map[string]any{
+			"startedDateTime": "2026-11-30T06:00:00.000Z", "time": 1.5,
+			"request": map[string]any{"method": "POST", "url": fmt.Sprintf("https://app.example/api/flood/%d", i), "httpVersion": "HTTP/1.1",
+				"cookies": []any{}, "headers": []any{}, "queryString": []any{}, "headersSize": -1, "bodySize": 0},
+			"response": map[string]any{"status": 500, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": []any{}, "headers": []any{},
+				"content":     map[string]any{"size": 27, "mimeType": "application/json", "text": `{"error":{"code":"FLOOD"}}`},
+				"redirectURL": "", "headersSize": -1, "bodySize": 27}})
+	}
+	add(1, event.KindReceipt, map[string]any{"step": 1, "action": map[string]any{"verb": "click",
+		"target": map[string]string{"role": "button", "name": "Flood"}}, "outcome": "failed",
+		"error": map[string]string{"code": "APP_ERROR", "message": "the app answered 500", "next": "read the console"}})
+	return out
+}

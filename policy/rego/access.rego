@@ -5,7 +5,7 @@
 #   route       the route pattern, e.g. "/v1/recordings/{id}/steps"
 #   project     the project of the recording the request is about ("" when
 #               it names none: a list without ?project=, an admin route)
-#   token       {id, project ("*" for every project), scopes: [ingest, read, pin, admin]}
+#   token       {id, project ("*" for every project), scopes: [ingest, read, pin, admin, share]}
 #
 # and gets {allow, need, reason}: need is the scope the route needs, so a
 # refusal can name it. A policy directory may replace this package (every
@@ -31,6 +31,8 @@ route_scopes := {
 	"GET /v1/recordings/{id}/rrweb": "read",
 	"GET /v1/recordings/{id}/bundle": "read",
 	"GET /v1/recordings/{id}/attestation": "read",
+	"GET /v1/recordings/{id}/evidence": "read",
+	"POST /v1/recordings/{id}/evidence": "share",
 	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
 	"GET /v1/recordings/{id}/video.webm": "read",
 	"GET /v1/recordings/{id}/at": "read",

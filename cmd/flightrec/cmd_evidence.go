@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/playback/card"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// runEvidence prints a recording's evidence card (GitHub-flavoured
+// Markdown, or --format json) from a server's GET …/evidence, or built
+// from --data DIR opened read-only (no lock, no attestation: reading
+// changes no byte, and a signature is the server's to make).
+func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int {
+	fs := newFlags("evidence", "evidence REC [--format markdown|json] [--server URL | --data DIR [--base URL]]", errOut)
+	server := serverFlag(fs, serverByDefault, "server URL (FLIGHTREC_TOKEN: a read token)")
+	var sc app.StoreConfig
+	storeFlags(fs, &sc)
+	format := fs.String("format", "markdown", "markdown (for an issue or pull request comment) or json")
+	base := fs.String("base", defaultServer, "with --data: the server URL the card's links point to")
+	id, code := parseOne(fs, args)
+	if code >= 0 {
+		return code
+	}
+	asJSON := *format == "json"
+	if *format != "markdown" && !asJSON {
+		printErr(errOut, false, wire.New(0, "USAGE", "give --format markdown or --format json", "unknown format %q", *format))
+		return exitUsage
+	}
+	local, ok := oneTarget(fs, errOut, asJSON, "read")
+	if !ok {
+		return exitUsage
+	}
+	if !store.ValidRecordingID(id) {
+		printErr(errOut, asJSON, wire.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
+		return exitFailure
+	}
+	var body []byte
+	var err error
+	if local {
+		body, err = evidenceFromStore(ctx, sc, id, *base, asJSON, errOut)
+	} else {
+		body, err = getAPI(ctx, strings.TrimRight(*server, "/")+"/v1/recordings/"+url.PathEscape(id)+"/evidence?format="+*format)
+	}
+	if err != nil {
+		printErr(errOut, asJSON, err)
+		return exitFailure
+	}
+	_, _ = out.Write(body)
+	return exitOK
+}
+
+// evidenceFromStore builds the card from a data directory's store and
+// index, both opened read-only.
+func evidenceFromStore(ctx context.Context, sc app.StoreConfig, id, base string, asJSON bool, errOut io.Writer) ([]byte, error) {
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
+	if err != nil {
+		return nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or ask a server: --server URL",
+			"the index cannot be read: %v", err)
+	}
+	defer idx.Close()
+	log := newLogger(errOut, "warn")
+	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
+	defer svc.Close()
+	c, err := svc.EvidenceCard(ctx, id, base)
+	var we *wire.Error
+	if errors.As(err, &we) && we.Code == "RECORDING_NOT_FOUND" {
+		return nil, wire.New(0, "NOT_FOUND", "check the recording id and --data DIR", "no recording %s", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if asJSON {
+		var b strings.Builder
+		printJSON(&b, c)
+		return []byte(b.String()), nil
+	}
+	return []byte(card.Markdown(c)), nil
+}
