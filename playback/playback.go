@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/ipfs/go-cid"
 
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback/attest"
@@ -47,6 +49,9 @@ type Service struct {
 	// frame count, its encoding time and the bytes held while it is built
 	// all grow with it), and a clip of steps asked for instead.
 	MaxVideoDuration time.Duration
+	// Audit records comments' changes; nil records nothing.
+	Audit *audit.Log
+	cmu   sync.Mutex // serializes read-modify-write of comments.json
 }
 
 // DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
@@ -84,6 +89,7 @@ func (s *Service) Routes(r chi.Router) {
 	rec.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
 	rec.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
 	rec.Get("/v1/recordings/{id}/at", s.handleAt)
+	s.commentRoutes(rec)
 	r.Get("/v1/search", s.handleSearch)
 	rec.With(s.finished).Get("/v1/recordings/{id}/bundle", s.handleBundle)
 	rec.With(s.finished).Get("/v1/recordings/{id}/attestation", s.handleAttestation)

@@ -13,10 +13,14 @@ const (
 	ScopeRead   = "read"
 	ScopePin    = "pin"
 	ScopeAdmin  = "admin"
+	// ScopeShare makes and revokes a recording's share links.
+	ScopeShare = "share"
+	// ScopeComment comments on a recording's steps.
+	ScopeComment = "comment"
 )
 
 // Scopes lists every scope.
-var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin}
+var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin, ScopeShare, ScopeComment}
 
 // AllProjects is a token's project when it reaches every project.
 const AllProjects = "*"

@@ -96,6 +96,9 @@ type Config struct {
 	// MaxVideoDuration bounds a video's span (playback.Service); 0 is
 	// playback's default.
 	MaxVideoDuration time.Duration
+	// PublicURL is the base of absolute links the server hands out (share
+	// links); "" takes the request's own host.
+	PublicURL string
 }
 
 // HTTPLimits bound how long a client may take to send a request, so a
@@ -138,6 +141,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.MaxVideoDuration = playback.DefaultMaxVideoDuration
 	fs.DurationVar(&c.MaxVideoDuration, "max-video-duration", c.MaxVideoDuration,
 		"longest video.webm served; a longer recording's video is asked for as clips of steps")
+	c.PublicURL = envOr("FLIGHTREC_PUBLIC_URL", "")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL,
+		"base URL of the links the server hands out, e.g. https://flightrec.example.com (env FLIGHTREC_PUBLIC_URL; default: the request's host)")
 }
 
 func envOr(name, def string) string {
@@ -189,6 +195,7 @@ type App struct {
 	Policy   *policy.Engine
 	Tokens   *access.Tokens
 	Guard    *access.Guard
+	Shares   *access.Shares
 	Audit    *audit.Log
 	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
@@ -288,6 +295,10 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	if err == nil {
 		auditLog, err = audit.Open(st.Dir())
 	}
+	var shareKey []byte
+	if err == nil {
+		shareKey, err = st.Key(access.ShareKeyName)
+	}
 	if err != nil {
 		cancel()
 		ing.Close()
@@ -307,7 +318,8 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
-	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
+	pb.Audit = auditLog
+	a := &App{Shares: access.NewShares(st, shareKey, auditLog), Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
 		Audit: auditLog, Registry: reg, log: log, edge: edge, cfg: cfg, cancel: cancel}
 	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
 	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
@@ -316,7 +328,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	if cfg.RetentionInterval > 0 {
 		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied,
+	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied, Shares: a.Shares,
 		Public: publicRoutes(),
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
@@ -332,7 +344,9 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 // attestation key, and the player's pages (they carry no data; the API
 // calls they make are guarded).
 func publicRoutes() map[string]bool {
-	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true}
+	// A share link (/s/…) is checked by its own handler and again by the
+	// guard on the route it opens.
+	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true, "/s/{secret}": true}
 	for _, r := range ui.Public {
 		m[r] = true
 	}
@@ -366,6 +380,7 @@ func (a *App) routes() *chi.Mux {
 	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
 	access.Routes(r, a.Tokens, a.edge)
+	access.ShareRoutes(r, a.Shares, a.edge, a.cfg.PublicURL, r)
 	a.Sweeper.Routes(r, a.edge)
 	r.Post("/v1/index/rebuild", a.handleRebuild)
 	audit.Routes(r, a.Audit, a.edge)
