@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -112,7 +113,13 @@ func jpegOf(t *testing.T, c color.RGBA) []byte {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	a, base := server(t, ingest.DefaultLimits)
+	return newFixtureLog(t, slog.New(slog.DiscardHandler))
+}
+
+// newFixtureLog is newFixture with its server logging to log.
+func newFixtureLog(t *testing.T, log *slog.Logger) *fixture {
+	t.Helper()
+	a, base := serverLog(t, ingest.DefaultLimits, log)
 	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now()),
 		group: map[string]string{}}
 	shared := jpegOf(t, color.RGBA{200, 30, 30, 255})
