@@ -151,7 +151,7 @@ func (s *Shares) Create(id, project, what string, d time.Duration, by string) (S
 	if err := s.save(id, append(list, sh)); err != nil {
 		return Share{}, "", err
 	}
-	s.record(audit.Entry{Kind: "share", Recording: id, Project: project, Why: "share link made",
+	s.record(audit.Entry{Kind: audit.KindShare, Recording: id, Project: project, Why: "share link made",
 		Details: map[string]any{"share": sh.ID, "what": what, "expires_at": sh.ExpiresAt, "by": by}})
 	return sh, sharePrefix + id + "." + sh.ID + "." + s.sign(id, sh), nil
 }
@@ -187,7 +187,7 @@ func (s *Shares) Revoke(id, project, sid, by string) (Share, error) {
 		if err := s.save(id, list); err != nil {
 			return Share{}, err
 		}
-		s.record(audit.Entry{Kind: "unshare", Recording: id, Project: project, Why: "share link revoked",
+		s.record(audit.Entry{Kind: audit.KindUnshare, Recording: id, Project: project, Why: "share link revoked",
 			Details: map[string]any{"share": sid, "by": by}})
 	}
 	return list[i], nil

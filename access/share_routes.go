@@ -67,7 +67,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 			return
 		}
 		w.Header().Set("Referrer-Policy", "no-referrer")
-		httpx.JSON(w, http.StatusCreated, map[string]any{"share": sh, "url": shareURL(publicURL, r, id, sh.What, secret)},
+		httpx.JSON(w, http.StatusCreated, map[string]any{"share": sh, "url": ShareURL(publicURL, r, id, sh.What, secret)},
 			httpx.NoStore)
 	})
 	r.Get("/v1/recordings/{id}/shares", func(w http.ResponseWriter, r *http.Request) {
@@ -134,10 +134,10 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 	})
 }
 
-// shareURL is a link's address: the player's page with the secret in the
+// ShareURL is a link's address: the player's page with the secret in the
 // fragment, or /s/SECRET for a video or a card (fetched by plain GETs, an
 // issue's image or a video element).
-func shareURL(base string, r *http.Request, id, what, secret string) string {
+func ShareURL(base string, r *http.Request, id, what, secret string) string {
 	if base == "" {
 		scheme := "http"
 		if r.TLS != nil {

@@ -209,7 +209,7 @@ func (s *Service) handleAddComment(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	s.auditComment("comment", row, c, r)
+	s.auditComment(audit.KindComment, row, c, r)
 	httpx.JSON(w, http.StatusCreated, c)
 }
 
@@ -243,48 +243,53 @@ func (s *Service) handleEditComment(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	s.cmu.Lock()
-	list, err := s.loadComments(row.ID)
-	var c Comment
-	if err == nil {
-		var i int
-		if i, err = s.editable(r, list); err == nil {
-			list[i].Text, list[i].EditedAt = text, time.Now().UnixNano()
-			if req.T != nil {
-				list[i].T = *req.T
-			}
-			c = list[i]
-			err = s.saveComments(row.ID, list)
+	c, err := s.changeComment(r, row.ID, func(list []Comment, i int) []Comment {
+		list[i].Text, list[i].EditedAt = text, time.Now().UnixNano()
+		if req.T != nil {
+			list[i].T = *req.T
 		}
-	}
-	s.cmu.Unlock()
+		return list
+	})
 	if err != nil {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	s.auditComment("comment_edit", row, c, r)
+	s.auditComment(audit.KindCommentEdit, row, c, r)
 	httpx.JSON(w, http.StatusOK, c)
 }
 
 func (s *Service) handleDeleteComment(w http.ResponseWriter, r *http.Request) {
 	row := recordingOf(r)
-	s.cmu.Lock()
-	list, err := s.loadComments(row.ID)
-	var c Comment
-	if err == nil {
-		var i int
-		if i, err = s.editable(r, list); err == nil {
-			c = list[i]
-			err = s.saveComments(row.ID, slices.Delete(list, i, i+1))
-		}
-	}
-	s.cmu.Unlock()
+	c, err := s.changeComment(r, row.ID, func(list []Comment, i int) []Comment { return slices.Delete(list, i, i+1) })
 	if err != nil {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	s.auditComment("comment_delete", row, c, r)
+	s.auditComment(audit.KindCommentDelete, row, c, r)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// changeComment applies change to the request's comment (by its author or
+// an admin, editable) in recording id's comments and saves them; it
+// returns the comment as changed (as it was, when deleted).
+func (s *Service) changeComment(r *http.Request, id string, change func(list []Comment, i int) []Comment) (Comment, error) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	list, err := s.loadComments(id)
+	if err != nil {
+		return Comment{}, err
+	}
+	i, err := s.editable(r, list)
+	if err != nil {
+		return Comment{}, err
+	}
+	before := list[i]
+	list = change(list, i)
+	after := before
+	if i < len(list) && list[i].ID == before.ID {
+		after = list[i]
+	}
+	return after, s.saveComments(id, list)
 }
 
 // auditComment records a comment's change: which comment, step and

@@ -49,31 +49,35 @@ func (s *Store) ReadBeside(id, name string) ([]byte, error) {
 // rename). A recording that does not exist is ErrNotFound: a recording
 // removed meanwhile does not come back as a directory of side files.
 func (s *Store) WriteBeside(id, name string, b []byte) error {
-	path, err := s.besidePath(id, name)
+	path, err := s.besideWritable(id, name)
 	if err != nil {
 		return err
 	}
+	return WriteFileAtomic(path, b, 0o600)
+}
+
+// besideWritable is the path of a file beside recording id that may be
+// written now: the store is writable and the recording exists.
+func (s *Store) besideWritable(id, name string) (string, error) {
+	path, err := s.besidePath(id, name)
+	if err != nil {
+		return "", err
+	}
 	if err := s.writable(); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := os.Stat(s.metaPath(id)); err != nil {
-		return fmt.Errorf("recording %s: %w", id, ErrNotFound)
+		return "", fmt.Errorf("recording %s: %w", id, ErrNotFound)
 	}
-	return WriteFileAtomic(path, b, 0o600)
+	return path, nil
 }
 
 // AppendBeside appends b to a file beside recording id and fsyncs it
 // (ErrNotFound when the recording does not exist).
 func (s *Store) AppendBeside(id, name string, b []byte) error {
-	path, err := s.besidePath(id, name)
+	path, err := s.besideWritable(id, name)
 	if err != nil {
 		return err
-	}
-	if err := s.writable(); err != nil {
-		return err
-	}
-	if _, err := os.Stat(s.metaPath(id)); err != nil {
-		return fmt.Errorf("recording %s: %w", id, ErrNotFound)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
