@@ -2,8 +2,11 @@ package app_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
+	"github.com/flightrec/flightrec/store"
 )
 
 // playerRoutes are the routes a player link opens (GET, its own
@@ -150,6 +154,28 @@ func TestShareLinks(t *testing.T) {
 		t.Fatalf("player link via /s/: %d %q", resp.StatusCode, loc)
 	}
 	hidden("a video link on the timeline", do(t, "GET", f.base+"/v1/recordings/"+alpha+"/steps", nil, as(f.videoLink)...), notFound)
+
+	// Widening a link by editing its record (kind, expiry) breaks its
+	// signature: the record is not trusted, the key is.
+	path := filepath.Join(f.app.Store.Dir(), "recordings", alpha, store.SharesFile)
+	rec, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []access.Share
+	if err := json.Unmarshal(rec, &recs); err != nil || len(recs) != 2 || recs[0].What != "video" {
+		t.Fatalf("shares.json %s: %v", rec, err)
+	}
+	recs[0].What, recs[0].ExpiresAt = "player", recs[0].ExpiresAt+int64(365*24*time.Hour)
+	widened, _ := json.Marshal(recs)
+	if err := os.WriteFile(path, widened, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hidden("a video link widened to the player", do(t, "GET", f.base+"/v1/recordings/"+alpha+"/steps", nil, as(f.videoLink)...), notFound)
+	hidden("a video link widened, on its video", do(t, "GET", f.base+"/s/"+f.videoLink, nil), notFound)
+	if err := os.WriteFile(path, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Views: the player's load (its timeline) once per 10 minutes per
 	// viewer, the video once; a token's export is a view too.
