@@ -5,11 +5,13 @@
 // network and console filters, "copy as cURL", comments on steps, and
 // share links. Like player.js it puts nothing recorded into the page as
 // HTML.
+//
+// It is loaded before player.js, which calls FRPlayerExtras with its
+// surface before it fetches anything: so the hooks are in place whatever
+// order the scripts' bytes arrive in.
 "use strict";
 
-(() => {
-  const P = window.FRPlayer;
-  if (!P) return;
+window.FRPlayerExtras = (P) => {
   const $ = (s) => document.querySelector(s);
   const video = P.video;
   const state = P.state;
@@ -119,24 +121,35 @@
     return thumbs.get(n);
   }
 
+  // SEGMENTS bounds the timeline's elements: a longer recording's steps
+  // share segments (a run of steps each), so 10,000 steps cost what 400 do.
+  const SEGMENTS = 400;
+
   function renderTimeline() {
     const box = $("#timeline");
     const t0 = firstTS();
-    const last = state.steps.length ? state.steps[state.steps.length - 1].end_ts : t0;
+    const steps = state.steps;
+    const last = steps.length ? steps[steps.length - 1].end_ts : t0;
     const span = Math.max(1, last - t0);
-    box.replaceChildren();
-    for (const s of state.steps) {
-      const seg = FR.el("button", { type: "button", class: "seg-step" + (s.outcome === "failed" ? " failed" : ""),
-        "data-step": s.step, "aria-label": "step " + s.step + (s.action ? " " + s.action : "") });
+    const per = Math.max(1, Math.ceil(steps.length / SEGMENTS));
+    const segs = [];
+    for (let i = 0; i < steps.length; i += per) {
+      const run = steps.slice(i, i + per);
+      const s = run[0];
+      const e = run[run.length - 1];
+      const seg = FR.el("button", { type: "button", class: "seg-step" + (run.some((x) => x.outcome === "failed") ? " failed" : ""),
+        "data-step": s.step, "data-last": e.step,
+        "aria-label": run.length > 1 ? "steps " + s.step + "–" + e.step : "step " + s.step + (s.action ? " " + s.action : "") });
       seg.style.left = ((s.start_ts - t0) / span * 100) + "%";
-      seg.style.width = Math.max(0.4, (s.end_ts - s.start_ts) / span * 100) + "%";
-      seg.addEventListener("click", () => P.select(s.step));
+      seg.style.width = Math.max(0.2, (e.end_ts - s.start_ts) / span * 100) + "%";
+      seg.addEventListener("click", () => P.select((run.find((x) => x.outcome === "failed") || s).step));
       seg.addEventListener("mouseenter", () => preview(seg, s));
       seg.addEventListener("focus", () => preview(seg, s));
       seg.addEventListener("mouseleave", () => { $("#timeline-tip").hidden = true; });
       seg.addEventListener("blur", () => { $("#timeline-tip").hidden = true; });
-      box.append(seg);
+      segs.push(seg);
     }
+    box.replaceChildren(...segs);
     markTimeline(state.cur);
   }
 
@@ -156,7 +169,7 @@
 
   function markTimeline(n) {
     for (const b of document.querySelectorAll("#timeline .seg-step")) {
-      b.classList.toggle("current", Number(b.dataset.step) === n);
+      b.classList.toggle("current", Number(b.dataset.step) <= n && n <= Number(b.dataset.last));
     }
   }
 
@@ -382,4 +395,4 @@
     renderFilmstrip(n, view);
     renderComments(n);
   });
-})();
+};

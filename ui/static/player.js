@@ -864,6 +864,7 @@
   // The player's surface for player-extras.js.
   window.FRPlayer = { id, state, hooks, select, loadStep, stepTimes, blobURL, video,
     rerender: () => { renderNetwork(state.allNet || []); renderConsole(state.allLogs || []); } };
+  if (window.FRPlayerExtras) window.FRPlayerExtras(window.FRPlayer);
 
   main().catch((e) => {
     FR.showError(errBox, e);
