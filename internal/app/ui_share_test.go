@@ -148,6 +148,7 @@ func TestUIPlayerShareAndFeatures(t *testing.T) {
 				t.Errorf("the cURL command holds a secret (%s): %s", secret, curl)
 			}
 		}
+		tab.screenshot("ui-player-features.png") // the 500 alone, its details, the hover preview
 		uiEval[bool](tab, `(() => { const s = document.querySelector('#network-filter select[name="method"]'); s.value = "GET";
 			s.dispatchEvent(new Event("change")); return true; })()`)
 		if n := uiEval[int](tab, `document.querySelectorAll("#network tr.net-row").length`); n != 0 {
@@ -176,7 +177,6 @@ func TestUIPlayerShareAndFeatures(t *testing.T) {
 			t.Errorf("console filtered to debug shows %q", rest)
 		}
 		only("error", "warn", "info", "log", "debug")
-		tab.screenshot("ui-player-features.png")
 		tab.noErrors("player features")
 	})
 

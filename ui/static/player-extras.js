@@ -160,7 +160,8 @@ window.FRPlayerExtras = (P) => {
     FR.put(tip, img, FR.el("div", { class: "small", text: "step " + s.step + " · " + (s.action || "setup") +
       (s.target ? " " + s.target : "") + (s.outcome ? " · " + s.outcome : "") }));
     tip.dataset.step = String(s.step);
-    tip.style.left = seg.offsetLeft + "px";
+    // Within the media column: a tip past its edge would be cut off.
+    tip.style.left = Math.max(0, Math.min(seg.offsetLeft, $(".media").clientWidth - 230)) + "px";
     tip.hidden = false;
     thumbOf(s.step).then((u) => {
       if (u && tip.dataset.step === String(s.step)) { img.src = u; img.hidden = false; }
