@@ -22,6 +22,16 @@ import (
 	"github.com/flightrec/flightrec/wire"
 )
 
+// Projects tells which project a recording or a group belongs to.
+type Projects interface {
+	// RecordingProject returns a recording's project (ok false when there
+	// is no such recording).
+	RecordingProject(ctx context.Context, id string) (project string, ok bool)
+	// GroupProject returns a group's project (ok false when there is no
+	// such group).
+	GroupProject(id string) (project string, ok bool)
+}
+
 // Guard decides every request to a protected route: it resolves the
 // bearer token, finds the project the request is about, and asks the
 // access policy. Decisions are cached per grant, route and project for
@@ -29,13 +39,10 @@ import (
 type Guard struct {
 	Tokens *Tokens
 	Policy *policy.Engine
-	// ProjectOf returns a recording's project (ok false when there is no
-	// such recording). The guard remembers answers: a project never
+	// Projects tells the project of a recording or a group a request is
+	// about. The guard remembers recordings' answers: a project never
 	// changes.
-	ProjectOf func(ctx context.Context, id string) (project string, ok bool)
-	// GroupProject returns a group's project (ok false when there is no
-	// such group); nil knows no groups.
-	GroupProject func(id string) (project string, ok bool)
+	Projects Projects
 	// Router finds a request's route pattern and parameters.
 	Router *chi.Mux
 	// Anonymous allows requests without a token while no grant exists
@@ -225,10 +232,7 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 		}
 		return projects, true, nil
 	case route == "/v1/groups/{id}":
-		p := ""
-		if gd.GroupProject != nil {
-			p, _ = gd.GroupProject(rctx.URLParam("id"))
-		}
+		p, _ := gd.Projects.GroupProject(rctx.URLParam("id"))
 		return []string{p}, true, nil
 	case route == "/v1/groups" && r.Method == http.MethodPost:
 		// Making a group needs the route on every member's project.
@@ -257,7 +261,7 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 	return []string{""}, false, nil
 }
 
-// recordingProject asks ProjectOf once per recording.
+// recordingProject asks Projects once per recording.
 func (gd *Guard) recordingProject(ctx context.Context, id string) (string, bool) {
 	gd.mu.Lock()
 	p, ok := gd.projects[id]
@@ -265,7 +269,7 @@ func (gd *Guard) recordingProject(ctx context.Context, id string) (string, bool)
 	if ok {
 		return p, true
 	}
-	p, ok = gd.ProjectOf(ctx, id)
+	p, ok = gd.Projects.RecordingProject(ctx, id)
 	if !ok {
 		return "", false
 	}

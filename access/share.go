@@ -19,6 +19,7 @@ import (
 
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Share links open one recording read-only without a token until they
@@ -38,7 +39,7 @@ import (
 const (
 	sharePrefix = "frs_"
 	// ShareKeyName is the share key's name under DATA/keys (store.Key).
-	ShareKeyName = "share-link.key"
+	ShareKeyName = layout.ShareKeyName
 	// DefaultShareFor is a link's life when the request names none;
 	// MaxShareFor bounds it.
 	DefaultShareFor = 7 * 24 * time.Hour

@@ -24,10 +24,11 @@ import (
 
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // TokensFile is the token file's name in the data directory.
-const TokensFile = "tokens.json"
+var TokensFile = filepath.Base(layout.Of("").Tokens())
 
 // MaxTokenLen bounds a presented token: a longer one is refused before it
 // is parsed or hashed.
@@ -100,7 +101,7 @@ type fileStamp struct {
 // OpenTokens opens the token file of data directory dir (it need not
 // exist yet).
 func OpenTokens(dir string) (*Tokens, error) {
-	t := &Tokens{path: filepath.Join(dir, TokensFile), now: time.Now, grants: map[string]*Grant{}}
+	t := &Tokens{path: layout.Of(dir).Tokens(), now: time.Now, grants: map[string]*Grant{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.reload(true); err != nil {

@@ -27,10 +27,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
-// FileName is the log's name in the data directory.
-const FileName = "audit.log"
+// FileName is the log's name in the data directory (store/layout names
+// its path).
+var FileName = filepath.Base(layout.Of("").AuditLog())
 
 // Entry kinds written today; others may be added (a kind is 1–32 of
 // a–z, 0–9 and _, starting with a letter).
@@ -187,7 +189,7 @@ func OpenWith(dir string, o Options) (*Log, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("audit: open: %w", err)
 	}
-	path := filepath.Join(dir, FileName)
+	path := layout.Of(dir).AuditLog()
 	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -2,12 +2,8 @@ package ingest
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/redact"
@@ -81,24 +77,4 @@ func badLine(line int, err error) *wire.Error {
 	return wire.New(http.StatusBadRequest, "MALFORMED_EVENT",
 		"fix that line and resend the batch; nothing of it was stored",
 		"line %d: %s", line, err).With("line", line)
-}
-
-// describe turns a JSON error into a message without values from the input.
-func describe(err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
-	case errors.As(err, &te):
-		return fmt.Errorf("field %q: expected %s, got JSON %s", event.FieldRoot(te.Field), te.Type, te.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errors.New("truncated JSON")
-	}
-	// encoding/json's unknown-field message quotes the name, and a name is
-	// input too: say only that there is one.
-	if strings.HasPrefix(err.Error(), "json: unknown field ") {
-		return errors.New("an unknown envelope field (want seq, ts, step, kind, data)")
-	}
-	return errors.New("invalid JSON")
 }

@@ -114,7 +114,7 @@ func (s *Service) decodeJSONBody(r *http.Request, max int64, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return wire.New(http.StatusBadRequest, "BAD_REQUEST", "send a JSON object as documented at /v1/openapi.json",
-			"invalid request body: %s", describe(err))
+			"invalid request body: %s", wire.DescribeJSON(err))
 	}
 	return nil
 }

@@ -12,12 +12,15 @@ type Metrics struct {
 	AckLat    prometheus.Histogram
 	OpenRecs  prometheus.GaugeFunc
 	IndexLag  prometheus.GaugeFunc
-	IndexErrs prometheus.Counter
+	IndexErrs prometheus.CounterFunc
 	// Redactions counts erased or masked values by rule.
 	Redactions *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
+// newMetrics registers ingest's instruments on reg; open, lag and
+// indexErrs read the open recordings, the index's lag and its failed
+// writes.
+func newMetrics(reg prometheus.Registerer, open, lag, indexErrs func() float64) *Metrics {
 	m := &Metrics{
 		Events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "flightrec_ingest_events_total", Help: "Events stored (duplicates not counted)."}),
@@ -34,8 +37,8 @@ func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
 			Name: "flightrec_open_recordings", Help: "Recordings open for appends."}, open),
 		IndexLag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flightrec_index_lag_events", Help: "Acknowledged events not yet in the index."}, lag),
-		IndexErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}),
+		IndexErrs: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "flightrec_index_errors_total", Help: "Failed index writes (retried)."}, indexErrs),
 	}
 	m.Redactions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flightrec_redactions_total", Help: "Values erased or masked by redaction, by rule."}, []string{"rule"})

@@ -29,10 +29,7 @@ import (
 // their size. Appends to one recording are serialized; different recordings
 // proceed in parallel.
 type Service struct {
-	// OnOpen, when set, hears each recording opened (after it is durable);
-	// the server writes its plan digest to the audit log.
-	OnOpen func(store.RecordingMeta)
-
+	onOpen func(store.RecordingMeta)
 	cfg    Config
 	st     *store.Store
 	proj   *store.Projector
@@ -88,23 +85,38 @@ type recording struct {
 	lastWrite atomic.Int64
 }
 
-// New returns a Service over st. It recovers every recording in st: open
-// logs are reopened (cutting torn tails) and the projector is told what to
-// index. reg receives ingest's metrics.
-func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine, reg prometheus.Registerer, log *slog.Logger, edge *httpx.Edge) (*Service, error) {
+// Deps are what a Service works with; the caller builds them.
+type Deps struct {
+	Store     *store.Store
+	Projector *store.Projector
+	Policy    *policy.Engine
+	// Registry receives ingest's metrics.
+	Registry prometheus.Registerer
+	Log      *slog.Logger
+	// Edge answers, counts and logs error replies.
+	Edge *httpx.Edge
+	// OnOpen, when set, hears each recording opened (after it is durable);
+	// the server writes its plan digest to the audit log.
+	OnOpen func(store.RecordingMeta)
+}
+
+// New returns a Service over d.Store. It recovers every recording there:
+// open logs are reopened (cutting torn tails) and the projector is told
+// what to index.
+func New(cfg Config, d Deps) (*Service, error) {
+	st, proj, reg := d.Store, d.Projector, d.Registry
 	key, err := st.Key("redact-pseudonym.key")
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, edge: edge, now: time.Now,
+	s := &Service{cfg: cfg, st: st, proj: proj, policy: d.Policy, key: key, log: d.Log, edge: d.Edge, now: time.Now, onOpen: d.OnOpen,
 		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),
 		open: map[string]*recording{}, sealed: map[string]sealedRec{}, stopIdle: make(chan struct{}), damaged: map[string]Damage{}}
 	s.m = newMetrics(reg, func() float64 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return float64(len(s.open))
-	}, func() float64 { return float64(proj.Lag()) })
-	proj.Errors = s.m.IndexErrs.Inc
+	}, func() float64 { return float64(proj.Lag()) }, func() float64 { return float64(proj.FailedWrites()) })
 	registerDamageMetric(reg, s)
 	if err := s.recover(); err != nil {
 		s.Close()
@@ -360,8 +372,8 @@ func (s *Service) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenRepl
 	s.open[meta.ID] = r
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateOpen})
-	if s.OnOpen != nil {
-		s.OnOpen(meta)
+	if s.onOpen != nil {
+		s.onOpen(meta)
 	}
 	mask := plan.MaskRules()
 	return wire.OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil

@@ -58,6 +58,7 @@ type videoOutcome struct {
 // configureVideo tells a recording's redactor how to run ffmpeg for the
 // GOPs it masks, and where to say that ffmpeg failed.
 func (s *Service) configureVideo(red *redact.Redactor, id string) {
+	red.Video.FFmpeg = s.cfg.FFmpeg
 	red.Video.Slots = s.maskSlots
 	red.Video.Logf = func(format string, args ...any) {
 		s.log.Warn("masking a video GOP failed; it is dropped", "recording", id, "detail", fmt.Sprintf(format, args...))

@@ -295,10 +295,10 @@ func (s *Service) changeComment(r *http.Request, id string, change func(list []C
 // auditComment records a comment's change: which comment, step and
 // author, and who changed it, never its text.
 func (s *Service) auditComment(kind string, row store.RecordingRow, c Comment, r *http.Request) {
-	if s.Audit == nil {
+	if s.audit == nil {
 		return
 	}
-	_, err := s.Audit.Append(audit.Entry{Kind: kind, Recording: row.ID, Project: row.Project,
+	_, err := s.audit.Append(audit.Entry{Kind: kind, Recording: row.ID, Project: row.Project,
 		Details: map[string]any{"comment": c.ID, "step": c.Step, "author": c.Author, "by": access.ViewerOf(r.Context()).Name()}})
 	if err != nil {
 		s.log.Error("writing the audit log failed", "kind", kind, "recording", row.ID, "err", err)

@@ -78,11 +78,11 @@ func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
 // same bytes.
 func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
 	row := recordingOf(r)
-	if s.Signer == nil {
+	if s.signer == nil {
 		s.edge.Fail(w, r, noSigner())
 		return
 	}
-	env, err := Attest(r.Context(), s.st, s.idx, s.Signer, row.ID)
+	env, err := Attest(r.Context(), s.st, s.idx, s.signer, row.ID)
 	if err != nil {
 		if errors.Is(err, ErrIndexBehind) {
 			e := wire.New(http.StatusServiceUnavailable, "INDEX_CATCHING_UP", "retry in a moment",
@@ -132,11 +132,11 @@ func Attest(ctx context.Context, st *store.Store, idx store.Index, signer *attes
 // public: a verifier needs it before it holds any token, and it proves
 // nothing without a signature.
 func (s *Service) handleAttestationKey(w http.ResponseWriter, r *http.Request) {
-	if s.Signer == nil {
+	if s.signer == nil {
 		s.edge.Fail(w, r, noSigner())
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")
-	w.Header().Set("X-Key-Id", s.Signer.KeyID())
-	_, _ = w.Write(s.Signer.PublicKeyPEM())
+	w.Header().Set("X-Key-Id", s.signer.KeyID())
+	_, _ = w.Write(s.signer.PublicKeyPEM())
 }

@@ -1,6 +1,7 @@
 package playback
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -122,4 +123,11 @@ func (s *Service) handleGroup(w http.ResponseWriter, r *http.Request) {
 func (s *Service) GroupProject(id string) (string, bool) {
 	g, err := s.st.Group(id)
 	return g.Project, err == nil
+}
+
+// RecordingProject is the project of recording id, for access control:
+// read from its meta.json, so a recording not yet indexed has one too.
+func (s *Service) RecordingProject(_ context.Context, id string) (string, bool) {
+	m, err := s.st.Meta(id)
+	return m.Project, err == nil
 }

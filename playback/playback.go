@@ -36,32 +36,57 @@ type Service struct {
 	dom    *dom.Cache // DOM checkpoint sets by recording
 	videos videoBuilds
 	// compact keeps compact timelines encoded (timelinecache.go).
-	compact compactCache
-	edge    *httpx.Edge // answers, counts and logs error replies
-	// Decorate, when set, adds a "retention" member to a recording's
-	// metadata (its class, expiry and pins: retention is not playback's).
-	Decorate func(ctx context.Context, row store.RecordingRow) any
+	compact   compactCache
+	edge      *httpx.Edge // answers, counts and logs error replies
+	retention func(ctx context.Context, row store.RecordingRow) wire.Retention
+	signer    *attest.Signer
+	cfg       Config
+	audit     *audit.Log
+	cmu       sync.Mutex // serializes read-modify-write of comments.json
+}
+
+// Deps are what a Service reads from; the caller builds them.
+type Deps struct {
+	Store *store.Store
+	Index store.Index
+	Log   *slog.Logger
+	// Edge answers, counts and logs error replies.
+	Edge *httpx.Edge
 	// Signer signs attestations (the server's key, kept in the data
 	// directory); without one the attestation routes answer 501.
 	Signer *attest.Signer
+	// Retention, when set, tells a recording's retention (its class,
+	// expiry and pins: retention is not playback's), which its metadata
+	// carries as "retention".
+	Retention func(ctx context.Context, row store.RecordingRow) wire.Retention
+	// Audit records comments' changes; nil records nothing.
+	Audit *audit.Log
+}
+
+// Config tunes a Service. The zero value is the default.
+type Config struct {
 	// MaxVideoDuration bounds a video's span (frames' video and the
 	// executor's): a longer one is refused before any work (a video's
 	// frame count, its encoding time and the bytes held while it is built
-	// all grow with it), and a clip of steps asked for instead.
+	// all grow with it), and a clip of steps asked for instead. 0 is
+	// DefaultMaxVideoDuration.
 	MaxVideoDuration time.Duration
-	// Audit records comments' changes; nil records nothing.
-	Audit *audit.Log
-	cmu   sync.Mutex // serializes read-modify-write of comments.json
+	// FFmpeg is the ffmpeg binary that encodes frames' video, a path or a
+	// name looked up on $PATH; "" is "ffmpeg".
+	FFmpeg string
 }
 
 // DefaultMaxVideoDuration is MaxVideoDuration unless configured: at the
 // encoder's 2 Mbit/s cap, a video at most 900 MB.
 const DefaultMaxVideoDuration = time.Hour
 
-// New returns a playback service.
-func New(st *store.Store, idx store.Index, log *slog.Logger, edge *httpx.Edge) *Service {
-	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, edge: edge,
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), MaxVideoDuration: DefaultMaxVideoDuration}
+// New returns a playback service over d's store and index.
+func New(cfg Config, d Deps) *Service {
+	if cfg.MaxVideoDuration == 0 {
+		cfg.MaxVideoDuration = DefaultMaxVideoDuration
+	}
+	return &Service{st: d.Store, idx: d.Index, rd: d.Store.NewReader(), log: d.Log, edge: d.Edge,
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention, audit: d.Audit}
 }
 
 // Close releases cached segment handles.
@@ -292,14 +317,15 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 	if groups == nil {
 		groups = []string{}
 	}
-	var retention any
-	if s.Decorate != nil {
-		retention = s.Decorate(r.Context(), row)
+	var retention *wire.Retention
+	if s.retention != nil {
+		ret := s.retention(r.Context(), row)
+		retention = &ret
 	}
 	httpx.JSON(w, http.StatusOK, struct {
 		store.RecordingRow
-		Retention any      `json:"retention,omitempty"`
-		Groups    []string `json:"groups"`
+		Retention *wire.Retention `json:"retention,omitempty"`
+		Groups    []string        `json:"groups"`
 	}{row, retention, groups})
 }
 

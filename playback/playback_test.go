@@ -53,7 +53,7 @@ func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 		idx = wrap(db)
 	}
 	log := slog.New(slog.DiscardHandler)
-	svc := playback.New(st, idx, log, httpx.NewEdge(nil, log))
+	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
 	r := chi.NewRouter()
 	svc.Routes(r)
 	srv := httptest.NewServer(r)
@@ -63,7 +63,7 @@ func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 		db.Close()
 		st.Close()
 	})
-	return &env{st: st, idx: idx, proj: store.NewProjector(st, idx, log), base: srv.URL}
+	return &env{st: st, idx: idx, proj: store.NewProjector(st, idx, log, nil), base: srv.URL}
 }
 
 // recording is what record made.

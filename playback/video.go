@@ -104,7 +104,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 	}
 	// A video already built is served without ffmpeg; only encoding
 	// frames needs it.
-	if _, err := webm.FFmpegPath(); err != nil && len(gops) == 0 {
+	if _, err := webm.FFmpegPath(s.cfg.FFmpeg); err != nil && len(gops) == 0 {
 		s.edge.Fail(w, r, wire.New(http.StatusNotImplemented, "FFMPEG_MISSING",
 			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
 			"this server cannot encode video: ffmpeg is not installed"))
@@ -240,7 +240,7 @@ func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, c
 	if err := s.checkVideoSpan(opt.Start, opt.End); err != nil {
 		return err
 	}
-	opt.MaxDuration = s.MaxVideoDuration
+	opt.MaxDuration, opt.FFmpeg = s.cfg.MaxVideoDuration, s.cfg.FFmpeg
 	chapters := make([]webm.Chapter, len(chosen))
 	for i, st := range chosen {
 		chapters[i] = webm.Chapter{Step: st.Step, Title: chapterTitle(st), Start: st.StartTS, End: st.EndTS}
@@ -269,7 +269,7 @@ func (s *Service) buildVideo(ctx context.Context, row store.RecordingRow, all, c
 // span centuries (one event at ts 2^63−1): its video would be billions of
 // frames.
 func (s *Service) checkVideoSpan(start, end int64) error {
-	max := s.MaxVideoDuration
+	max := s.cfg.MaxVideoDuration
 	// Timestamps are > 0, so end-start cannot overflow once end >= start.
 	if max <= 0 || (end >= start && end-start <= int64(max)) {
 		return nil

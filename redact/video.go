@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"image"
 	"math"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -62,7 +61,7 @@ const ffmpegStderrMax = 2048
 // VideoConfig says how RedactGOP runs ffmpeg. The zero value is the default.
 type VideoConfig struct {
 	// FFmpeg is the ffmpeg binary, a path or a name looked up on $PATH;
-	// "" means $FFMPEG, or "ffmpeg" when that is unset.
+	// "" is "ffmpeg".
 	FFmpeg string
 	// Threads is ffmpeg's decoding, filtering and encoding threads; 0 means 1.
 	Threads int
@@ -257,9 +256,6 @@ func (r *Redactor) RedactGOP(ctx context.Context, g VideoGOP) (VideoResult, erro
 		return dropGOP("video:unmaskable"), nil
 	}
 	bin := r.Video.FFmpeg
-	if bin == "" {
-		bin = os.Getenv("FFMPEG")
-	}
 	if bin == "" {
 		bin = "ffmpeg"
 	}

@@ -313,10 +313,10 @@ func TestRedactGOPDropsUnmaskedWhileMaskedFieldShows(t *testing.T) {
 }
 
 func TestRedactGOPUnmaskableWithoutFFmpeg(t *testing.T) {
-	t.Setenv("FFMPEG", filepath.Join(t.TempDir(), "no-ffmpeg-here"))
 	times, end := gopTimes(5)
 	g := VideoGOP{Codec: "V_VP8", Width: 320, Height: 200, WebM: []byte("\x1a\x45\xdf\xa3"), Times: times, End: end}
 	r := newVideoRedactor(t)
+	r.Video.FFmpeg = filepath.Join(t.TempDir(), "no-ffmpeg-here")
 	if _, err := r.Redact(videoEvent(t, 1, []event.TimedRect{{Rect: testMask, FromTS: times[2], ToTS: times[2]}})); err != nil {
 		t.Fatal(err)
 	}
@@ -325,15 +325,16 @@ func TestRedactGOPUnmaskableWithoutFFmpeg(t *testing.T) {
 	if err != nil || !res.Drop || res.Frames != nil || !slices.Equal(res.Findings, want) {
 		t.Errorf("no ffmpeg: %+v, %v; want dropped as unmaskable", res, err)
 	}
-	// The configured binary wins over $FFMPEG.
-	r.Video.FFmpeg = filepath.Join(t.TempDir(), "nor-here")
-	if res, err := r.RedactGOP(context.Background(), g); err != nil || !res.Drop || !slices.Equal(res.Findings, want) {
-		t.Errorf("configured ffmpeg missing: %+v, %v", res, err)
-	}
+	// Without a configured binary, "ffmpeg" on $PATH: none there either.
+	r.Video.FFmpeg = ""
+	t.Run("none on PATH", func(t *testing.T) {
+		t.Setenv("PATH", t.TempDir())
+		if res, err := r.RedactGOP(context.Background(), g); err != nil || !res.Drop || !slices.Equal(res.Findings, want) {
+			t.Errorf("no ffmpeg on $PATH: %+v, %v", res, err)
+		}
+	})
 	// A codec ffmpeg is not asked to encode.
 	g.Codec = "V_AV1"
-	r.Video.FFmpeg = ""
-	t.Setenv("FFMPEG", "")
 	if res, err := r.RedactGOP(context.Background(), g); err != nil || !res.Drop || !slices.Equal(res.Findings, want) {
 		t.Errorf("AV1: %+v, %v", res, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/wire"
@@ -29,7 +29,7 @@ func BenchmarkSweep(b *testing.B) {
 	ctx := context.Background()
 	evs := testgen.Recording(testgen.Options{Steps: 1, EventsPerStep: 1, Seed: 7})
 	lines := testgen.NDJSON(evs)
-	c := ingest.NewClient(h.base)
+	c := client.New(h.base)
 	for i := 0; i < n; i++ {
 		verdict := "fail"
 		if i%10 == 0 {

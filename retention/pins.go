@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Pin reasons.
@@ -21,28 +21,15 @@ const (
 	ReasonLegalHold = "legal_hold" // kept until the hold is lifted
 )
 
-// Pin keeps a recording beyond its class: until Until (unix ns), or, when
-// Until is 0, until it is removed.
-type Pin struct {
-	ID        string `json:"id"`
-	Reason    string `json:"reason"`
-	Ref       string `json:"ref,omitempty"` // e.g. acme/storefront#4711
-	Until     int64  `json:"until,omitempty"`
-	CreatedAt int64  `json:"created_at"`
-}
-
-// Active says whether the pin holds at now.
-func (p Pin) Active(now time.Time) bool { return p.Until == 0 || now.UnixNano() < p.Until }
+// Pin keeps a recording beyond its class (its shape is the read API's,
+// in wire).
+type Pin = wire.Pin
 
 // Errors of pin requests.
 var (
 	ErrBadPin    = errors.New("retention: bad pin")
 	ErrNoSuchPin = errors.New("retention: no such pin")
 )
-
-// pinsFile is a recording's pins, beside its metadata: removing the
-// recording removes them.
-const pinsFile = "pins.json"
 
 // Pins keeps the pins of a data directory's recordings.
 type Pins struct {
@@ -59,7 +46,9 @@ func NewPins(st *store.Store, now func() time.Time) *Pins {
 	return &Pins{st: st, now: now}
 }
 
-func (p *Pins) path(id string) string { return filepath.Join(p.st.Dir(), "recordings", id, pinsFile) }
+// path is a recording's pins, beside its metadata: removing the recording
+// removes them.
+func (p *Pins) path(id string) string { return p.st.Layout().Pins(id) }
 
 // List returns a recording's pins, oldest first (ended ones included).
 func (p *Pins) List(id string) ([]Pin, error) {

@@ -5,28 +5,27 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
-// PolicyDigestFile, in the data directory, holds the digest of the policy
-// serve last ran with (policy.Engine.Digest). A sweep from the command
-// line compares its own policy with it: a cron job that forgot --policy
-// would otherwise delete what the server's policy keeps.
-const PolicyDigestFile = "policy.digest"
+// DATA/policy.digest holds the digest of the policy serve last ran with
+// (policy.Engine.Digest). A sweep from the command line compares its own
+// policy with it: a cron job that forgot --policy would otherwise delete
+// what the server's policy keeps.
 
 // RecordPolicy writes digest to DATA/policy.digest (atomically).
 func RecordPolicy(dataDir, digest string) error {
-	return store.WriteFileAtomic(filepath.Join(dataDir, PolicyDigestFile), []byte(digest+"\n"), 0o644)
+	return store.WriteFileAtomic(layout.Of(dataDir).PolicyDigest(), []byte(digest+"\n"), 0o644)
 }
 
 // RecordedPolicy is the digest serve last recorded, "" when no serve has
 // (a store only ever written by commands).
 func RecordedPolicy(dataDir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dataDir, PolicyDigestFile))
+	b, err := os.ReadFile(layout.Of(dataDir).PolicyDigest())
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

@@ -20,25 +20,15 @@ import (
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Day is a retention day.
 const Day = 24 * time.Hour
 
-// Status is a recording's retention as of a moment.
-type Status struct {
-	ID          string `json:"id"`
-	Project     string `json:"project"`
-	Class       string `json:"class"`
-	Days        int    `json:"days"`
-	ExpiresAt   int64  `json:"expires_at"`             // unix ns: finish (or creation) plus the class's days
-	HeldUntil   int64  `json:"held_until,omitempty"`   // unix ns an active pin keeps it; -1 without end
-	Pins        []Pin  `json:"pins,omitempty"`         // every pin, ended ones included
-	Expired     bool   `json:"expired"`                // the class's time is up and no pin holds it
-	Why         string `json:"why,omitempty"`          // why it goes: "class expiry" or "pin ended"
-	Open        bool   `json:"open,omitempty"`         // still being recorded: never swept
-	PolicyError string `json:"policy_error,omitempty"` // the policy failed: kept
-}
+// Status is a recording's retention as of a moment (its shape is the
+// read API's, in wire).
+type Status = wire.Retention
 
 // Sweeper decides and carries out retention.
 type Sweeper struct {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
@@ -89,7 +90,7 @@ func jpegOf(c color.RGBA) []byte {
 // and returns its id and the CIDs of its frames.
 func (h *harness) record(verdict string, frames ...[]byte) (string, []string) {
 	h.t.Helper()
-	c := ingest.NewClient(h.base)
+	c := client.New(h.base)
 	ctx := context.Background()
 	rep, err := c.Open(ctx, wire.OpenRequest{Project: "shop", Flow: "checkout"})
 	if err != nil {

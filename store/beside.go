@@ -5,27 +5,33 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // Files beside a recording: state about a recording that is not part of
 // what was recorded (share links, comments, the viewer audit). They live
 // in the recording's directory, outside its sealed log and manifest, so
 // they change without touching the root, and RemoveRecording deletes them
-// with the recording.
+// with the recording. Each is named by its layout method.
 const (
-	SharesFile   = "shares.json"
-	CommentsFile = "comments.json"
-	ViewsFile    = "views.jsonl"
+	SharesFile   = "shares"
+	CommentsFile = "comments"
+	ViewsFile    = "views"
 )
 
-var besideFiles = map[string]bool{SharesFile: true, CommentsFile: true, ViewsFile: true}
+var besideFiles = map[string]func(layout.Layout, string) string{
+	SharesFile:   layout.Layout.Shares,
+	CommentsFile: layout.Layout.Comments,
+	ViewsFile:    layout.Layout.Views,
+}
 
 func (s *Store) besidePath(id, name string) (string, error) {
-	if !ValidRecordingID(id) || !besideFiles[name] {
+	path, ok := besideFiles[name]
+	if !layout.ValidRecordingID(id) || !ok {
 		return "", fmt.Errorf("store: no file %q beside recording %q", name, id)
 	}
-	return filepath.Join(s.recDir(id), name), nil
+	return path(s.Layout(), id), nil
 }
 
 // ReadBeside reads a file beside recording id (nil when there is none).

@@ -14,9 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
+	"github.com/flightrec/flightrec/store/bundle"
 )
 
 // testBlobs returns n deterministic blobs of 1 to max bytes; the last one
@@ -96,7 +100,7 @@ func sectionOf(c cid.Cid, data []byte) []byte {
 // sections are the blocks, in order.
 func carOf(man []byte, blocks ...[]byte) []byte {
 	root := Sum(man)
-	hdr := bundleHeader(root)
+	hdr := bundle.Header(root)
 	out := binary.AppendUvarint(nil, uint64(len(hdr)))
 	out = append(out, hdr...)
 	out = append(out, sectionOf(root, man)...)
@@ -114,7 +118,7 @@ func bundleBlocks(t testing.TB, b []byte) (*Manifest, []byte, [][]byte) {
 	var datas [][]byte
 	for _, s := range secs {
 		_, k := binary.Uvarint(s)
-		datas = append(datas, s[k+cidLen:])
+		datas = append(datas, s[k+bundle.CIDLen:])
 	}
 	var m Manifest
 	if err := json.Unmarshal(datas[0], &m); err != nil {
@@ -135,15 +139,7 @@ func hasProblem(rep *BundleReport, what string) bool {
 // recordingDirs lists DIR/recordings, whatever is in it.
 func recordingDirs(t testing.TB, s *Store) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.Dir(), "recordings"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
+	return blobstest.Names(t, s.Layout().Recordings())
 }
 
 // TestBundleRoundTrip: export, verify, import into a fresh store: the same
@@ -152,15 +148,15 @@ func recordingDirs(t testing.TB, s *Store) []string {
 func TestBundleRoundTrip(t *testing.T) {
 	src := openTestStore(t, t.TempDir())
 	defer src.Close()
-	blobs := testBlobs(1, 40, 300)
-	blobs = append(blobs, bytes.Repeat([]byte{7}, packMaxBlob+1)) // stored loose
-	id := record(t, src, blobs, true)
+	datas := testBlobs(1, 40, 300)
+	datas = append(datas, bytes.Repeat([]byte{7}, blobs.PackMaxBlob+1)) // stored loose
+	id := record(t, src, datas, true)
 	b := exportBundle(t, src, id)
 
 	n, k := binary.Uvarint(b)
 	root, _ := src.Root(id)
 	rc, _ := ParseCID(root)
-	if n != 58 || !bytes.Equal(b[k:k+58], bundleHeader(rc)) {
+	if n != 58 || !bytes.Equal(b[k:k+58], bundle.Header(rc)) {
 		t.Fatalf("header: %d bytes, % x", n, b[:min(len(b), 64)])
 	}
 	m, raw, blocks := bundleBlocks(t, b)
@@ -319,7 +315,7 @@ func TestBundleEveryByteFlipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw.End()
-	if n := walkCount(t, dst.Blobs); n != 0 {
+	if n := blobstest.Count(t, dst.Blobs.Walk); n != 0 {
 		t.Fatalf("%d blobs left after the sweep", n)
 	}
 	// The sound bundle still imports into that store.
@@ -418,37 +414,6 @@ func mustMH(b []byte) multihash.Multihash {
 		panic(err)
 	}
 	return mh
-}
-
-// TestBundleHeader: the header decoder names what is wrong.
-func TestBundleHeader(t *testing.T) {
-	c := Sum([]byte("x"))
-	good := bundleHeader(c)
-	if got, err := parseBundleHeader(good); err != nil || got != c {
-		t.Fatalf("%v %v", got, err)
-	}
-	ver2 := bytes.Clone(good)
-	ver2[len(ver2)-1] = 2
-	twoRoots := append([]byte{0xa2, 0x65, 'r', 'o', 'o', 't', 's', 0x82}, good[8:8+2+2+37]...)
-	twoRoots = append(twoRoots, good[8:8+2+2+37]...)
-	twoRoots = append(twoRoots, good[len(good)-9:]...)
-	swapped := append([]byte{0xa2, 0x67, 'v', 'e', 'r', 's', 'i', 'o', 'n', 0x01}, good[1:len(good)-9]...)
-	for _, tc := range []struct {
-		name, want string
-		b          []byte
-	}{
-		{"version 2", "version 2", ver2},
-		{"two roots", "2 roots", twoRoots},
-		{"keys swapped", "canonical", swapped},
-		{"trailing", "after the CBOR map", append(bytes.Clone(good), 0)},
-		{"array", "not a CBOR map", []byte{0x80}},
-		{"indefinite", "unsupported", []byte{0xbf}},
-		{"other key", "unexpected field", []byte{0xa1, 0x61, 'x', 0x01}},
-	} {
-		if _, err := parseBundleHeader(tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v", tc.name, err)
-		}
-	}
 }
 
 // TestBundleManifestChecks: a bundle whose blocks all hash right but whose
@@ -613,7 +578,7 @@ func FuzzVerifyBundle(f *testing.F) {
 		if rep.Bytes > int64(len(data)) {
 			t.Fatalf("read %d of %d bytes", rep.Bytes, len(data))
 		}
-		if len(rep.Problems) > maxBundleProblems {
+		if len(rep.Problems) > bundle.MaxProblems {
 			t.Fatalf("%d problems", len(rep.Problems))
 		}
 		_, _, ierr := dst.ImportBundle(bytes.NewReader(data))

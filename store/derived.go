@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/ipfs/go-cid"
@@ -21,7 +20,7 @@ import (
 // They are caches: losing derived.json loses nothing that cannot be built
 // again from the recording.
 
-func (s *Store) derivedPath(id string) string { return filepath.Join(s.recDir(id), "derived.json") }
+func (s *Store) derivedPath(id string) string { return s.Layout().Derived(id) }
 
 // validDerivedName keeps names to a small alphabet: they are JSON keys and
 // appear in logs.

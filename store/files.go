@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // SavePlan writes a recording's redaction plan (JSON) durably. A recording
@@ -17,12 +16,12 @@ func (s *Store) SavePlan(id string, plan json.RawMessage) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(s.recDir(id), "plan.json"), plan, 0o644)
+	return WriteFileAtomic(s.Layout().Plan(id), plan, 0o644)
 }
 
 // Plan reads a recording's redaction plan.
 func (s *Store) Plan(id string) (json.RawMessage, error) {
-	b, err := os.ReadFile(filepath.Join(s.recDir(id), "plan.json"))
+	b, err := os.ReadFile(s.Layout().Plan(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("plan of %s: %w", id, ErrNotFound)
 	}
@@ -32,8 +31,7 @@ func (s *Store) Plan(id string) (json.RawMessage, error) {
 // Key returns the server's secret key called name (32 random bytes made on
 // first use, kept under DIR/keys with mode 0600).
 func (s *Store) Key(name string) ([]byte, error) {
-	dir := filepath.Join(s.dir, "keys")
-	path := filepath.Join(dir, name)
+	dir, path := s.Layout().Keys(), s.Layout().Key(name)
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if len(b) != 32 {
@@ -72,7 +70,7 @@ func (s *Store) AppendKnownHashes(id string, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	path := filepath.Join(s.recDir(id), knownHashesFile)
+	path := s.Layout().KnownHashes(id)
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
@@ -96,7 +94,7 @@ func (s *Store) AppendKnownHashes(id string, b []byte) error {
 
 // KnownHashes reads a recording's known-value hashes (nil when none).
 func (s *Store) KnownHashes(id string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.recDir(id), knownHashesFile))
+	b, err := os.ReadFile(s.Layout().KnownHashes(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -16,8 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/event"
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 func openTestStore(t testing.TB, dir string) *Store {
@@ -257,36 +261,27 @@ func mark(t testing.TB, s *Store) liveSet {
 	return live
 }
 
-// where says where each blob is: "loose", "pack N" or "active".
-func where(t testing.TB, b *FSBlobs, c cid.Cid) []string {
+// where says where each blob is: "loose", "packed" or "active".
+func where(t testing.TB, b *blobs.FSBlobs, c cid.Cid) []string {
 	t.Helper()
 	var out []string
-	d, _ := digestOf(c)
-	if loc, ok := b.packs.has(d); ok {
-		if cur, _ := b.packs.current(); cur == loc.pack {
+	if n, ok := b.PackOf(c); ok {
+		if n == b.CurrentPack() {
 			out = append(out, "active")
 		} else {
 			out = append(out, "packed")
 		}
 	}
-	_, _, path, _ := b.name(c)
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Stat(layout.BlobTree{Dir: b.Dir()}.Loose(c.String())); err == nil {
 		out = append(out, "loose")
 	}
 	return out
 }
 
+// packFiles lists the pack directory of the blob directory dir.
 func packFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dir, "packs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
+	return blobstest.Names(t, layout.BlobTree{Dir: dir}.Packs())
 }
 
 func mustVerify(t testing.TB, s *Store) {
@@ -306,7 +301,7 @@ func mustVerify(t testing.TB, s *Store) {
 func TestCollect(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	s.Blobs.packs.maxBytes = 16 << 10 // roll every few batches
+	fsBlobs(t, s).SetPackBytes(16 << 10) // roll every few batches
 	keep1 := record(t, s, blobsOf(t, 30, 1500), true)
 	gone1 := record(t, s, blobsOf(t, 30, 1500), true)
 	keep2 := record(t, s, blobsOf(t, 12, 1500), false)
@@ -337,8 +332,8 @@ func TestCollect(t *testing.T) {
 	for _, o := range orphans {
 		goneRefs[SumString(o)] = true
 	}
-	activeN, _ := s.Blobs.packs.current()
-	activeBefore, err := os.ReadFile(s.Blobs.packs.path(activeN))
+	activeN := fsBlobs(t, s).CurrentPack()
+	activeBefore, err := os.ReadFile(layout.Of(dir).Blobs().Pack(activeN))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,13 +353,13 @@ func TestCollect(t *testing.T) {
 	for cs, n := range all {
 		c, _ := ParseCID(cs)
 		if live[cs] {
-			wantKept += len(where(t, s.Blobs, c))
+			wantKept += len(where(t, fsBlobs(t, s), c))
 			continue
 		}
 		if !goneRefs[cs] {
 			t.Fatalf("blob %s is neither live nor of a removed recording", cs)
 		}
-		for _, w := range where(t, s.Blobs, c) {
+		for _, w := range where(t, fsBlobs(t, s), c) {
 			if w == "active" {
 				inActive = append(inActive, c)
 			}
@@ -422,7 +417,7 @@ func TestCollect(t *testing.T) {
 	}
 	check(s, false)
 	// The active pack was finished and rewritten without its dead blobs.
-	if _, err := os.Stat(s.Blobs.packs.path(activeN)); !errors.Is(err, fs.ErrNotExist) || len(activeBefore) == 0 {
+	if _, err := os.Stat(layout.Of(dir).Blobs().Pack(activeN)); !errors.Is(err, fs.ErrNotExist) || len(activeBefore) == 0 {
 		t.Fatalf("the active pack with dead blobs is still there: %v", err)
 	}
 	s.Close()
@@ -442,130 +437,6 @@ func TestCollect(t *testing.T) {
 	}
 }
 
-// TestCollectKeepsTouched: a blob Put again (a dedup) after BeginSweep is
-// kept though the mark set does not have it — loose, packed, and by Put
-// or PutMany — and a blob Put anew during the sweep is kept too.
-func TestCollectKeepsTouched(t *testing.T) {
-	b, _ := openTestBlobs(t)
-	defer b.Close()
-	b.packs.maxBytes = 8 << 10
-	packed := blobsOf(t, 12, 1000)
-	putAll(t, b, packed)
-	putAll(t, b, blobsOf(t, 12, 1000)) // roll: packed ones are in full packs
-	loose := blobsOf(t, 3, 1000)
-	for _, l := range loose {
-		if _, _, err := b.Put(l); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sw := b.BeginSweep()
-	defer sw.End()
-	if _, created, err := b.Put(packed[0]); err != nil || created {
-		t.Fatalf("dedup put: %v %v", created, err)
-	}
-	putAll(t, b, [][]byte{packed[1]})
-	if _, _, err := b.Put(loose[0]); err != nil {
-		t.Fatal(err)
-	}
-	putAll(t, b, [][]byte{loose[1]}) // packs it too
-	fresh := randBytes(t, 900)
-	putAll(t, b, [][]byte{fresh})
-	rep, err := sw.Collect(func(cid.Cid) bool { return false }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range [][]byte{packed[0], packed[1], loose[0], loose[1], fresh} {
-		if got := readBlob(t, b, Sum(d)); !bytes.Equal(got, d) {
-			t.Fatal("a touched blob differs")
-		}
-		if !sw.Touched(Sum(d)) {
-			t.Fatal("not recorded as touched")
-		}
-	}
-	for _, d := range append(packed[2:], loose[2]) {
-		if _, err := b.Stat(Sum(d)); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("an untouched dead blob survived: %v", err)
-		}
-	}
-	if rep.Removed == 0 {
-		t.Fatal("nothing removed")
-	}
-}
-
-// TestBeginSweepWaitsForHolds: a sweep does not begin while a
-// put-then-reference sequence that started before it is running.
-func TestBeginSweepWaitsForHolds(t *testing.T) {
-	b, _ := openTestBlobs(t)
-	defer b.Close()
-	release := b.Hold()
-	x := randBytes(t, 100)
-	putAll(t, b, [][]byte{x}) // before the sweep: not touched
-	began := make(chan *Sweep)
-	go func() { began <- b.BeginSweep() }()
-	select {
-	case <-began:
-		t.Fatal("BeginSweep returned while a hold taken before it was held")
-	default:
-	}
-	// Puts do not wait for a sweep that is beginning.
-	later := b.Hold()
-	putAll(t, b, [][]byte{randBytes(t, 10)})
-	release()
-	release() // idempotent
-	later()
-	sw := <-began
-	if sw.Touched(Sum(x)) {
-		t.Fatal("a put before the sweep counts as touched")
-	}
-	sw.End()
-	sw.End()
-	// The next sweep can begin.
-	b.BeginSweep().End()
-}
-
-// TestCollectActivePack: the pack being filled is left alone while all
-// its blobs stay; once one of them is dead it is finished and collected
-// like a full pack, and the next put starts a new one.
-func TestCollectActivePack(t *testing.T) {
-	b, dir := openTestBlobs(t)
-	defer b.Close()
-	datas := blobsOf(t, 6, 1000)
-	putAll(t, b, datas)
-	before := packFiles(t, dir)
-	sw := b.BeginSweep()
-	rep, err := sw.Collect(func(cid.Cid) bool { return true }, nil)
-	sw.End()
-	if err != nil || rep.Removed != 0 {
-		t.Fatalf("%+v %v", rep, err)
-	}
-	if after := packFiles(t, dir); !slices.Equal(before, after) {
-		t.Fatalf("a sweep with nothing dead changed the packs %v to %v", before, after)
-	}
-	// Half of them dead: the pack is finished and rewritten.
-	keep := map[string]bool{}
-	for _, d := range datas[:3] {
-		keep[Sum(d).String()] = true
-	}
-	sw = b.BeginSweep()
-	rep, err = sw.Collect(func(c cid.Cid) bool { return keep[c.String()] }, nil)
-	sw.End()
-	if err != nil || rep.Removed != 3 {
-		t.Fatalf("%+v %v", rep, err)
-	}
-	for _, d := range datas[:3] {
-		readBlob(t, b, Sum(d))
-	}
-	for _, d := range datas[3:] {
-		if _, err := b.Stat(Sum(d)); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("a dead blob of the active pack survived: %v", err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "packs", "00000001.pack")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the finished pack was not rewritten: %v", err)
-	}
-	putAll(t, b, [][]byte{randBytes(t, 10)}) // a new pack
-}
-
 // TestCollectCrash stops a collection at each step of a repack (as a
 // crash would) and reopens: every live blob is readable, verify passes,
 // and a new sweep finishes the job.
@@ -578,7 +449,7 @@ func TestCollectCrash(t *testing.T) {
 			t.Run(fmt.Sprintf("%s#%d", step, nth), func(t *testing.T) {
 				dir := t.TempDir()
 				s := openTestStore(t, dir)
-				s.Blobs.packs.maxBytes = 8 << 10
+				fsBlobs(t, s).SetPackBytes(8 << 10)
 				// Pack 1 holds blobs of both; pack 2 only gone's;
 				// the active pack keep's last ones.
 				keep := blobsOf(t, 6, 1500)
@@ -588,7 +459,7 @@ func TestCollectCrash(t *testing.T) {
 				putAll(t, s.Blobs, gone[3:])
 				putAll(t, s.Blobs, keep[3:])
 				ids := []string{record(t, s, keep, true), record(t, s, gone, true)}
-				if fp, _ := s.Blobs.packs.fullPacks(); len(fp) < 2 {
+				if fp, _ := fsBlobs(t, s).FullPacks(); len(fp) < 2 {
 					t.Fatalf("fixture: full packs %v", fp)
 				}
 				if _, err := s.RemoveRecording(ids[1]); err != nil {
@@ -597,17 +468,17 @@ func TestCollectCrash(t *testing.T) {
 				sw := s.Blobs.BeginSweep()
 				live := mark(t, s)
 				seen := 0
-				s.Blobs.packs.gcHook = func(at string) error {
+				fsBlobs(t, s).SetGCHook(func(at string) error {
 					if at == step {
 						if seen++; seen == nth {
 							return errors.New("crash")
 						}
 					}
 					return nil
-				}
+				})
 				_, err := sw.Collect(live.has, nil)
 				sw.End()
-				if !errors.Is(err, errGCHook) {
+				if !errors.Is(err, blobs.ErrGCHook) {
 					t.Fatalf("collect did not stop at %s: %v", step, err)
 				}
 				s.Close()
@@ -648,59 +519,6 @@ func TestCollectCrash(t *testing.T) {
 	}
 }
 
-// TestPackDuplicatesAtOpen: the same blob in two packs (a crash between
-// a repack's new pack and the old one's removal) loads once.
-func TestPackDuplicatesAtOpen(t *testing.T) {
-	b, dir := openTestBlobs(t)
-	b.packs.maxBytes = 1
-	datas := blobsOf(t, 3, 500)
-	putAll(t, b, datas)
-	small := randBytes(t, 10)
-	putAll(t, b, [][]byte{small}) // roll: pack 1 is full
-	b.Close()
-	pd := filepath.Join(dir, "packs")
-	for _, ext := range []string{"pack", "idx"} {
-		p, _ := os.ReadFile(filepath.Join(pd, "00000001."+ext))
-		os.WriteFile(filepath.Join(pd, "00000007."+ext), p, 0o444)
-	}
-	// An orphan index and a half-written pack go at open.
-	os.WriteFile(filepath.Join(pd, "00000009.idx"), []byte("x"), 0o444)
-	os.WriteFile(filepath.Join(pd, ".tmp-123"), []byte("x"), 0o444)
-	b2, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b2.Close()
-	if n := walkCount(t, b2); n != 4 {
-		t.Fatalf("walk: %d blobs, want 4", n)
-	}
-	for _, f := range []string{"00000009.idx", ".tmp-123"} {
-		if _, err := os.Stat(filepath.Join(pd, f)); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("%s not removed at open", f)
-		}
-	}
-	for _, d := range datas {
-		readBlob(t, b2, Sum(d))
-	}
-	// A sweep drops the copies the index does not use.
-	sw := b2.BeginSweep()
-	live := liveSet{SumString(small): true}
-	for _, d := range datas {
-		live[SumString(d)] = true
-	}
-	rep, err := sw.Collect(live.has, nil)
-	sw.End()
-	if err != nil || rep.Removed != 0 || rep.Kept != 3 { // pack 2 is still being filled
-		t.Fatalf("%+v %v", rep, err)
-	}
-	if _, err := os.Stat(filepath.Join(pd, "00000001.pack")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the duplicate pack was kept: %v", err)
-	}
-	for _, d := range datas {
-		readBlob(t, b2, Sum(d))
-	}
-}
-
 // TestCollectConcurrentIngest runs a collection while 8 writers put fresh
 // batches, dedup'd blobs that are dead (resurrecting them) and live ones,
 // and readers read live blobs: nothing put during the sweep and nothing
@@ -708,7 +526,7 @@ func TestPackDuplicatesAtOpen(t *testing.T) {
 func TestCollectConcurrentIngest(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	s.Blobs.packs.maxBytes = 24 << 10
+	fsBlobs(t, s).SetPackBytes(24 << 10)
 	keepID := record(t, s, blobsOf(t, 60, 1200), true)
 	dead := blobsOf(t, 90, 1200)
 	goneID := record(t, s, dead, true)
@@ -750,7 +568,7 @@ func TestCollectConcurrentIngest(t *testing.T) {
 	// let the writers do some batches, some of which put dead blobs of
 	// that pack again: the swap must see those touches.
 	hooked := false
-	s.Blobs.packs.gcHook = func(step string) error {
+	fsBlobs(t, s).SetGCHook(func(step string) error {
 		if step != "pack-written" || hooked {
 			return nil
 		}
@@ -763,7 +581,7 @@ func TestCollectConcurrentIngest(t *testing.T) {
 			}
 		}
 		return nil
-	}
+	})
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -871,11 +689,36 @@ func TestCollectConcurrentIngest(t *testing.T) {
 	check(s2)
 }
 
-func readAll(b *FSBlobs, c cid.Cid) ([]byte, error) {
+func readAll(b blobs.Store, c cid.Cid) ([]byte, error) {
 	r, err := b.Open(c)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	return io.ReadAll(r)
+}
+
+// The blob helpers the blob store's tests use too (store/blobs/blobstest).
+func randBytes(t testing.TB, n int) []byte { t.Helper(); return blobstest.Rand(t, n) }
+
+func blobsOf(t testing.TB, n, size int) [][]byte { t.Helper(); return blobstest.RandMany(t, n, size) }
+
+func putAll(t testing.TB, b blobs.Store, datas [][]byte) []cid.Cid {
+	t.Helper()
+	return blobstest.PutMany(t, b.PutMany, datas)
+}
+
+func readBlob(t testing.TB, b blobs.Store, c cid.Cid) []byte {
+	t.Helper()
+	return blobstest.Read(t, b.Open, c)
+}
+
+// fsBlobs is s's blob store as the local one, for the seams only it has.
+func fsBlobs(t testing.TB, s *Store) *blobs.FSBlobs {
+	t.Helper()
+	b, ok := s.Blobs.(*blobs.FSBlobs)
+	if !ok {
+		t.Fatalf("the store's blobs are a %T, not local", s.Blobs)
+	}
+	return b
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -66,7 +65,7 @@ func ValidGroupID(id string) bool {
 // NewGroupID returns a fresh, time-ordered group id.
 func NewGroupID(t time.Time) string { return "g" + NewRecordingID(t) }
 
-func (s *Store) groupPath(id string) string { return filepath.Join(s.dir, "groups", id+".json") }
+func (s *Store) groupPath(id string) string { return s.Layout().Group(id) }
 
 // PutGroup stores g (a new group, or a new verdict for one) atomically.
 // The data directory's lock serializes processes; groupsMu serializes
@@ -84,7 +83,7 @@ func (s *Store) PutGroup(g Group) error {
 	}
 	s.groupsMu.Lock()
 	defer s.groupsMu.Unlock()
-	if err := os.MkdirAll(filepath.Join(s.dir, "groups"), 0o755); err != nil {
+	if err := os.MkdirAll(s.Layout().Groups(), 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return WriteFileAtomic(s.groupPath(g.ID), b, 0o644)
@@ -113,7 +112,7 @@ func (s *Store) Group(id string) (Group, error) {
 // first. Groups are few beside recordings (one per rerun or hand-made
 // set), so it reads them all rather than keeping a second index.
 func (s *Store) GroupsOf(id string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.dir, "groups"))
+	ents, err := os.ReadDir(s.Layout().Groups())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -2,17 +2,17 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // ErrNotFound is returned by an Index or a store for an unknown recording,
 // event or blob.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = blobs.ErrNotFound
 
 // Recording states.
 const (
@@ -29,42 +29,6 @@ var Verdicts = []string{"pass", "fail", "flaky", "blocked", "not_run", VerdictAb
 // VerdictAborted seals a recording its executor abandoned.
 const VerdictAborted = "aborted"
 
-// RecordingMeta is what a recording is: set at open, completed at finish.
-// It is the JSON stored in a recording's meta file and in its manifest.
-type RecordingMeta struct {
-	ID         string            `json:"id"`
-	Project    string            `json:"project"`
-	Flow       string            `json:"flow,omitempty"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Executor   string            `json:"executor,omitempty"`
-	Versions   map[string]string `json:"versions,omitempty"`
-	PlanDigest string            `json:"plan_digest,omitempty"`
-	// AppMap is what the app said about itself at open (masked selectors),
-	// kept as the policy saw it.
-	AppMap     json.RawMessage `json:"app_map,omitempty"`
-	CreatedAt  int64           `json:"created_at"` // unix ns, server clock
-	FinishedAt int64           `json:"finished_at,omitempty"`
-	Verdict    string          `json:"verdict,omitempty"`
-	// FailureSignature is set by diffrun; empty until then.
-	FailureSignature string `json:"failure_signature,omitempty"`
-	// Redactions is what redaction erased in the metadata itself (labels,
-	// executor, versions) at open: rule and pointer, never the value.
-	Redactions []Redaction `json:"redactions,omitempty"`
-	// ReRedacted lists the times a finished recording was redacted again
-	// with a newer policy (flightrec audit scan --fix), oldest first.
-	ReRedacted []ReRedaction `json:"re_redacted,omitempty"`
-}
-
-// ReRedaction is one retroactive redaction of a finished recording: when,
-// the root it replaced and the one it made, and the rules that fired
-// (never the values).
-type ReRedaction struct {
-	At      int64    `json:"at"` // unix ns
-	OldRoot string   `json:"old_root"`
-	NewRoot string   `json:"new_root,omitempty"` // in the audit log; the manifest cannot name its own CID
-	Rules   []string `json:"rules"`
-}
-
 // RecordingRow is a recording as the index holds it.
 type RecordingRow struct {
 	RecordingMeta
@@ -76,15 +40,6 @@ type RecordingRow struct {
 	FirstTS   int64  `json:"first_ts,omitempty"`
 	LastTS    int64  `json:"last_ts,omitempty"`
 	IndexedTo uint64 `json:"indexed_through"` // the projection cursor: highest seq indexed
-}
-
-// Locator says where an event's record lives: segment ordinal (1-based) in
-// the recording's log, byte offset of the record and its length. After
-// finish the same ordinals name the manifest's segment blobs.
-type Locator struct {
-	Segment int   `json:"segment"`
-	Offset  int64 `json:"offset"`
-	Length  int   `json:"length"`
 }
 
 // EventRow is one event as the index holds it: its envelope fields, where

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // LockFileName is the data directory's lock file: DIR/LOCK. Whoever holds
@@ -18,7 +19,7 @@ import (
 // can say who to stop. The lock, not the content, is the truth: a crashed
 // holder's lock is gone with its process, and its stale content is
 // overwritten by the next holder.
-const LockFileName = "LOCK"
+const LockFileName = layout.LockName
 
 // LockHolder says who holds a data directory's lock.
 type LockHolder struct {
@@ -77,7 +78,7 @@ func LockDir(dir string, opt LockOptions) (*DirLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: lock: %w", err)
 	}
-	path := filepath.Join(dir, LockFileName)
+	path := layout.Of(dir).Lock()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: lock: %w", err)
@@ -116,7 +117,7 @@ func LockDir(dir string, opt LockOptions) (*DirLock, error) {
 
 // ReadLockHolder returns who holds dir's lock, and false when nobody does.
 func ReadLockHolder(dir string) (LockHolder, bool) {
-	f, err := os.Open(filepath.Join(dir, LockFileName))
+	f, err := os.Open(layout.Of(dir).Lock())
 	if err != nil {
 		return LockHolder{}, false
 	}

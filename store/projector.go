@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,16 +28,18 @@ type Projector struct {
 	batch  int
 	closed chan struct{}
 	done   chan struct{}
-	// Errors counts failed index writes (for metrics).
-	Errors func()
-	// OnComplete, when set, is called once per recording (in this
-	// process) after a pass has indexed a finished recording through its
-	// last event, within that pass, so Flush waits for it: what needs the
-	// whole recording in the index (its failure signature) runs there. An
-	// error fails the pass like an index error: logged, retried with
-	// backoff.
-	OnComplete func(ctx context.Context, id string) error
+	// failed counts failed index writes (FailedWrites, for metrics).
+	failed atomic.Uint64
+	// onComplete is NewProjector's OnComplete.
+	onComplete OnComplete
 }
+
+// OnComplete is called once per recording (in this process) after a pass
+// has indexed a finished recording through its last event, within that
+// pass, so Flush waits for it: what needs the whole recording in the
+// index (its failure signature) runs there. An error fails the pass like
+// an index error: logged, retried with backoff.
+type OnComplete func(ctx context.Context, id string) error
 
 type projection struct {
 	target  uint64 // highest seq acknowledged
@@ -46,16 +49,20 @@ type projection struct {
 	pending bool
 	row     *RecordingRow // metadata not yet written to the index
 	// finished is set when the recording is sealed; complete once
-	// OnComplete has run for it.
+	// onComplete has run for it.
 	finished, complete bool
 }
 
-// NewProjector returns a projector; call Run in a goroutine.
-func NewProjector(st *Store, idx Index, log *slog.Logger) *Projector {
+// NewProjector returns a projector; call Run in a goroutine. onComplete
+// may be nil.
+func NewProjector(st *Store, idx Index, log *slog.Logger, onComplete OnComplete) *Projector {
 	return &Projector{st: st, idx: idx, log: log, wake: make(chan struct{}, 1),
-		recs: map[string]*projection{}, batch: 5000,
-		closed: make(chan struct{}), done: make(chan struct{}), Errors: func() {}}
+		recs: map[string]*projection{}, batch: 5000, onComplete: onComplete,
+		closed: make(chan struct{}), done: make(chan struct{})}
 }
+
+// FailedWrites counts the index writes that failed (each is retried).
+func (p *Projector) FailedWrites() uint64 { return p.failed.Load() }
 
 // Notify tells the projector that recording id's log is durable through
 // seq. It never blocks.
@@ -245,7 +252,7 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(done, total int))
 				p.Forget(id) // removed while the rebuild ran
 				continue
 			}
-			p.Errors()
+			p.failed.Add(1)
 			return recordings, fmt.Errorf("rebuild %s: %w", id, err)
 		}
 		recordings++
@@ -285,7 +292,7 @@ func (p *Projector) drain(ctx context.Context) (failed bool) {
 	defer p.pass.Unlock()
 	for _, id := range p.pendingIDs() {
 		if err := p.project(ctx, id); err != nil {
-			p.Errors()
+			p.failed.Add(1)
 			p.log.Warn("index projection failed; will retry", "recording", id, "err", err)
 			failed = true
 		}
@@ -295,9 +302,9 @@ func (p *Projector) drain(ctx context.Context) (failed bool) {
 
 // project indexes recording id from its cursor to the end of its log,
 // then, the first time a finished recording is indexed through its end,
-// calls OnComplete.
+// calls onComplete.
 func (p *Projector) project(ctx context.Context, id string) error {
-	if err := p.projectEvents(ctx, id); err != nil || p.OnComplete == nil {
+	if err := p.projectEvents(ctx, id); err != nil || p.onComplete == nil {
 		return err
 	}
 	p.mu.Lock()
@@ -307,7 +314,7 @@ func (p *Projector) project(ctx context.Context, id string) error {
 	if !due {
 		return nil
 	}
-	if err := p.OnComplete(ctx, id); err != nil {
+	if err := p.onComplete(ctx, id); err != nil {
 		p.log.Warn("completing a finished recording's index rows failed; will retry", "recording", id, "err", err)
 		p.markPending(id)
 		return err
@@ -330,7 +337,7 @@ func (p *Projector) projectEvents(ctx context.Context, id string) error {
 	if row != nil {
 		put := *row
 		if put.State == StateFinished && put.FailureSignature == "" {
-			// A signature OnComplete recorded in an earlier pass (one that
+			// A signature onComplete recorded in an earlier pass (one that
 			// saw the finish arrive mid-pass) must survive this write.
 			sig, err := p.st.FailureSignature(id)
 			if err != nil {

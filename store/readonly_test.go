@@ -20,6 +20,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // fileSums hashes every file under dir (path → size and sha256).
@@ -67,27 +68,29 @@ func TestReadOnlyOpenBesideAWriter(t *testing.T) {
 	// What a writable open would change: a torn log tail of a recording
 	// nobody writes, and the leftovers of a crash.
 	still, sl := openRecording(t, w, 1)
-	recs := logRecs(1, 20, 100)
-	for _, r := range recs {
-		if r.CID != "" { // the blobs logRecs' frames name
-			if _, _, err := w.Blobs.Put([]byte(fmt.Sprint(r.Seq))); err != nil {
-				t.Fatal(err)
-			}
+	recs := consoleRecs(20)
+	for i := 3; i < len(recs); i += 4 { // every fourth a frame, naming a blob
+		r := &recs[i]
+		r.Kind = event.KindFrame
+		c, _, err := w.Blobs.Put([]byte(fmt.Sprint(r.Seq)))
+		if err != nil {
+			t.Fatal(err)
 		}
+		r.CID, r.BlobSize = c.String(), 50<<10
 	}
 	mustAppend(t, sl, recs)
 	sl.Close()
 	appendBytes(t, filepath.Join(w.logDir(still.ID), "00000001.seg"), []byte{9, 0, 0})
 	os.MkdirAll(filepath.Join(dir, "recordings", removingPrefix+still.ID, "log"), 0o755)
 	os.WriteFile(filepath.Join(dir, "blobs", "packs", "00000099.idx"), []byte("orphan"), 0o644)
-	os.WriteFile(filepath.Join(dir, "blobs", "packs", tmpPrefix+"x"), []byte("half"), 0o644)
+	os.WriteFile(filepath.Join(dir, "blobs", "packs", layout.TempPrefix+"x"), []byte("half"), 0o644)
 	os.MkdirAll(filepath.Join(dir, "blobs", "aa"), 0o755)
-	os.WriteFile(filepath.Join(dir, "blobs", "aa", tmpPrefix+"y"), []byte("half"), 0o644)
+	os.WriteFile(filepath.Join(dir, "blobs", "aa", layout.TempPrefix+"y"), []byte("half"), 0o644)
 
 	live, ll := openRecording(t, w, 2)
 	writerOnly := func(rel string) bool {
 		return strings.HasPrefix(rel, filepath.Join("recordings", live.ID)) || strings.HasPrefix(rel, filepath.Join("blobs", "packs", "0000000")) ||
-			(len(rel) > 7 && strings.HasPrefix(rel, "blobs"+string(filepath.Separator)) && !strings.Contains(rel, tmpPrefix) && rel != filepath.Join("blobs", "aa"))
+			(len(rel) > 7 && strings.HasPrefix(rel, "blobs"+string(filepath.Separator)) && !strings.Contains(rel, layout.TempPrefix) && rel != filepath.Join("blobs", "aa"))
 	}
 	before := fileSums(t, dir, writerOnly)
 

@@ -16,15 +16,15 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 // Store is the data directory: blobs, and one directory per recording.
 //
-//	DIR/blobs/<shard>/<cid>              content-addressed blobs
-//	DIR/recordings/<id>/meta.json        metadata at open (atomic write)
-//	DIR/recordings/<id>/log/NNNNNNNN.seg the append-only log while open
-//	DIR/recordings/<id>/ROOT             the manifest CID once finished
-//	DIR/recordings/.removing-<id>/       a recording being removed (remove.go)
+// Its paths are named by store/layout (docs/design.md § Storage layout lists
+// them).
 //
 // Finishing a recording turns its segments into blobs, writes the manifest
 // as a blob, writes ROOT, and then removes the log directory. Each step is
@@ -32,7 +32,7 @@ import (
 // on Recover.
 type Store struct {
 	dir   string
-	Blobs *FSBlobs
+	Blobs blobs.Store
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
 	groupsMu  sync.Mutex // serializes groups/ writes
@@ -41,7 +41,7 @@ type Store struct {
 }
 
 // ErrReadOnly is returned by any write to a store opened read-only.
-var ErrReadOnly = errors.New("store: opened read-only")
+var ErrReadOnly = blobs.ErrReadOnly
 
 // OpenStoreReadOnly opens a data directory for commands that check or
 // read (verify, export, audit verify and scan): it creates nothing, cuts
@@ -51,10 +51,10 @@ var ErrReadOnly = errors.New("store: opened read-only")
 // A server may be appending meanwhile: a pack or log tail that is torn now
 // is an append in progress, so it is read around, never cut.
 func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
-	if fi, err := os.Stat(filepath.Join(dir, "recordings")); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(layout.Of(dir).Recordings()); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
 	}
-	b, err := openFSBlobs(filepath.Join(dir, "blobs"), true)
+	b, err := blobs.OpenFSBlobsReadOnly(layout.Of(dir).Blobs().Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -78,10 +78,10 @@ var ErrFinished = errors.New("recording is finished")
 
 // OpenStore opens (creating if needed) a data directory.
 func OpenStore(dir string, lo LogOptions) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "recordings"), 0o755); err != nil {
+	if err := os.MkdirAll(layout.Of(dir).Recordings(), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	b, err := OpenFSBlobs(filepath.Join(dir, "blobs"))
+	b, err := blobs.OpenFSBlobs(layout.Of(dir).Blobs().Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -135,25 +135,13 @@ func NewRecordingID(now time.Time) string {
 	return string(out[:j])
 }
 
-// ValidRecordingID reports whether id has the shape NewRecordingID makes.
-// Every route checks it before an id becomes part of a path.
-func ValidRecordingID(id string) bool {
-	if len(id) != 26 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z') || c == 'i' || c == 'l' || c == 'o' || c == 'u' {
-			return false
-		}
-	}
-	return true
-}
+// Layout names the data directory's paths.
+func (s *Store) Layout() layout.Layout { return layout.Of(s.dir) }
 
-func (s *Store) recDir(id string) string   { return filepath.Join(s.dir, "recordings", id) }
-func (s *Store) logDir(id string) string   { return filepath.Join(s.recDir(id), "log") }
-func (s *Store) metaPath(id string) string { return filepath.Join(s.recDir(id), "meta.json") }
-func (s *Store) rootPath(id string) string { return filepath.Join(s.recDir(id), "ROOT") }
+func (s *Store) recDir(id string) string   { return s.Layout().Recording(id) }
+func (s *Store) logDir(id string) string   { return s.Layout().Log(id) }
+func (s *Store) metaPath(id string) string { return s.Layout().Meta(id) }
+func (s *Store) rootPath(id string) string { return s.Layout().Root(id) }
 
 // Create makes a recording's directory and writes its metadata durably.
 func (s *Store) Create(m RecordingMeta) error {
@@ -166,7 +154,7 @@ func (s *Store) Create(m RecordingMeta) error {
 	if err := os.MkdirAll(s.recDir(m.ID), 0o755); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := SyncDir(filepath.Join(s.dir, "recordings")); err != nil {
+	if err := SyncDir(s.Layout().Recordings()); err != nil {
 		return err
 	}
 	b, err := json.Marshal(m)
@@ -212,7 +200,7 @@ func (s *Store) Root(id string) (string, error) {
 
 // IDs lists every recording in the data directory, sorted.
 func (s *Store) IDs() ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(s.dir, "recordings"))
+	ents, err := os.ReadDir(s.Layout().Recordings())
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -244,37 +232,7 @@ func (s *Store) OpenLog(id string) (*Log, error) {
 		}
 		return nil, err
 	}
-	return OpenLog(s.logDir(id), s.LogOptions)
-}
-
-// SegmentRef is one log segment in a manifest.
-type SegmentRef struct {
-	CID      string `json:"cid"`
-	Bytes    int64  `json:"bytes"`
-	Records  int64  `json:"records"`
-	FirstSeq uint64 `json:"first_seq"`
-	LastSeq  uint64 `json:"last_seq"`
-}
-
-// Manifest is a finished recording: its metadata, its log segments (as
-// blobs, in order) and every blob its events reference. Its CID is the
-// recording's root and the unit of evidence.
-type Manifest struct {
-	Version   int                  `json:"version"`
-	Recording RecordingMeta        `json:"recording"`
-	Segments  []SegmentRef         `json:"segments"`
-	Events    int64                `json:"events"`
-	LastSeq   uint64               `json:"last_seq"`
-	Steps     int                  `json:"steps"`
-	Counts    map[event.Kind]int64 `json:"counts"`
-	Bytes     int64                `json:"bytes"` // segments plus distinct referenced blobs
-	Blobs     []string             `json:"blobs"` // sorted, distinct
-	// Redaction is the recording's redaction report (the plan digest is in
-	// Recording.PlanDigest and here).
-	Redaction *RedactionReport `json:"redaction,omitempty"`
-	// Gaps lists the seqs a repair found lost to damage (repair.go);
-	// empty for every recording sealed by finish.
-	Gaps []Gap `json:"gaps,omitempty"`
+	return log.OpenLog(s.logDir(id), s.LogOptions)
 }
 
 // Manifest reads a finished recording's manifest.
@@ -403,7 +361,7 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 			return "", fmt.Errorf("store: seal %s: %w", id, err)
 		}
 		ref := SegmentRef{Bytes: int64(len(data))}
-		sr := NewSegmentReader(bytes.NewReader(data))
+		sr := log.NewSegmentReader(bytes.NewReader(data))
 		for {
 			rec, _, err := sr.Next()
 			if err == io.EOF {
@@ -481,7 +439,7 @@ func segmentFiles(dir string) ([]string, error) {
 // segmentSource opens segment n (1-based) of a recording, from the log while
 // it is open and from the manifest's blobs once it is finished.
 func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
-	f, err := os.Open(filepath.Join(s.logDir(id), fmt.Sprintf("%08d.seg", n)))
+	f, err := os.Open(s.Layout().Segment(id, n))
 	if err == nil {
 		return f, nil
 	}
@@ -500,13 +458,6 @@ func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
 		return nil, err
 	}
 	return s.Blobs.Open(c)
-}
-
-// SegmentFile is an open segment: a file of the log or a segment blob.
-type SegmentFile interface {
-	io.Reader
-	io.ReaderAt
-	io.Closer
 }
 
 // Reader reads records of recordings by locator, keeping segments open
@@ -534,13 +485,13 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	rec, err := ReadRecordAt(f, loc)
+	rec, err := log.ReadRecordAt(f, loc)
 	if err != nil {
 		// The recording may have been sealed since: the log file is gone
 		// (reads of an unlinked file still work, but be safe) — reopen once.
 		r.forget(id, loc.Segment)
 		if f, err2 := r.segment(id, loc.Segment); err2 == nil {
-			return ReadRecordAt(f, loc)
+			return log.ReadRecordAt(f, loc)
 		}
 	}
 	return rec, err
@@ -600,13 +551,6 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// Pos is a position in a recording's log: the next frame to read is at
-// Offset of segment Segment. The zero Pos is the start.
-type Pos struct {
-	Segment int
-	Offset  int64
-}
-
 // Scan calls fn for every record of recording id with seq > after, in
 // order, starting at pos (a position an earlier Scan returned, or the zero
 // Pos), reading the log while open and the segment blobs once finished. It
@@ -646,7 +590,7 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 		if err != nil {
 			return pos, err
 		}
-		next, err := scanSegment(f, pos, after, fn)
+		next, err := log.ScanSegment(f, pos, after, fn)
 		f.Close()
 		if err != nil {
 			return next, err
@@ -658,44 +602,12 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 	return pos, nil
 }
 
-func scanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
-	sr, err := NewSegmentReaderAt(f, pos.Offset)
-	if err != nil {
-		return pos, err
+// CheckLog walks recording id's log (while it is open) and returns its
+// damage, nil for a sound one. It only reads.
+func (s *Store) CheckLog(id string) ([]LogDamage, error) {
+	damage, err := log.Walk(s.logDir(id), nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
 	}
-	for {
-		rec, loc, err := sr.Next()
-		if err == io.EOF {
-			return pos, nil
-		}
-		if errors.Is(err, ErrTornTail) {
-			// A torn tail is the unacknowledged end of an open log
-			// being written right now: stop there, resume later. A bad
-			// frame with good frames after it is damage: read past it
-			// (CheckLog reports it).
-			bad := sr.Offset()
-			next, rerr := nextFrameAfter(f, bad)
-			if rerr != nil {
-				return pos, rerr
-			}
-			if next < 0 {
-				return pos, nil
-			}
-			if sr, err = NewSegmentReaderAt(f, next); err != nil {
-				return pos, err
-			}
-			continue
-		}
-		if err != nil {
-			return pos, err
-		}
-		loc.Segment = pos.Segment
-		pos.Offset = loc.Offset + int64(loc.Length)
-		if rec.Seq <= after {
-			continue
-		}
-		if err := fn(rec, loc); err != nil {
-			return pos, err
-		}
-	}
+	return damage, err
 }

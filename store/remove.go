@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // removingPrefix names a recording directory being removed:
 // DIR/recordings/.removing-<id>. The name is not a recording id, so IDs and
 // every route ignore it; OpenStore finishes what a crash interrupted.
-const removingPrefix = ".removing-"
+const removingPrefix = layout.RemovingPrefix
 
 // RemoveRecording removes recording id's directory — meta.json, ROOT, the
 // log segments, the plan and any other file in it — and returns the bytes
@@ -38,8 +40,7 @@ func (s *Store) RemoveRecording(id string) (freed int64, err error) {
 	if err := s.writable(); err != nil {
 		return 0, err
 	}
-	parent := filepath.Join(s.dir, "recordings")
-	tomb := filepath.Join(parent, removingPrefix+id)
+	parent, tomb := s.Layout().Recordings(), s.Layout().Removing(id)
 	// A removal a crash interrupted: finish it first (a rename onto a
 	// non-empty directory would fail).
 	if n, err := removeTree(tomb); err != nil {
@@ -97,7 +98,7 @@ func removeTree(dir string) (int64, error) {
 
 // removeLeftovers finishes recording removals a crash interrupted.
 func (s *Store) removeLeftovers() error {
-	parent := filepath.Join(s.dir, "recordings")
+	parent := s.Layout().Recordings()
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -120,7 +121,7 @@ func (s *Store) removeLeftovers() error {
 // VideoTempPrefix starts the names of the temporary files playback builds
 // videos in, in the data directory: they are on the blob store's
 // filesystem, so a built video is moved into it, not copied.
-const VideoTempPrefix = "flightrec-webm-"
+const VideoTempPrefix = layout.VideoTempPrefix
 
 // removeVideoTemps removes the video temporaries a crash left (the
 // process that made them is gone: a store is opened for writing under the

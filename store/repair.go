@@ -6,60 +6,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/log"
 )
-
-// Gap is a run of seqs a repaired recording lost to damage. A manifest
-// lists its gaps; every other seq from 1 to its last is present. Exports,
-// bundles and attestations of the recording state them, and verification
-// accepts a declared gap and no other.
-type Gap struct {
-	From uint64 `json:"from"`
-	// To is the last seq lost, inclusive; 0 when the damage ran to the end
-	// of the log, so how many seqs it held is not known.
-	To uint64 `json:"to,omitempty"`
-	// Quarantine is the file, under the recording's directory, that keeps
-	// the damaged bytes; Bytes is its size.
-	Quarantine string `json:"quarantine,omitempty"`
-	Bytes      int64  `json:"bytes"`
-	Why        string `json:"why,omitempty"`
-}
-
-// gapsCover reports whether every seq in from..to (inclusive) lies in a
-// gap.
-func gapsCover(gaps []Gap, from, to uint64) bool {
-	for from <= to {
-		moved := false
-		for _, g := range gaps {
-			if g.From <= from && (g.To == 0 || from <= g.To) {
-				if g.To == 0 || g.To >= to {
-					return true
-				}
-				from, moved = g.To+1, true
-			}
-		}
-		if !moved {
-			return false
-		}
-	}
-	return true
-}
-
-// seqsFollow reports whether seq may follow prev (0: none yet) in a
-// recording with gaps: it is the next seq, or the seqs between are gaps.
-func seqsFollow(gaps []Gap, prev, seq uint64) bool {
-	return seq == prev+1 || seq > prev+1 && gapsCover(gaps, prev+1, seq-1)
-}
 
 // ErrNotDamaged is returned by Repair for a recording whose log has no
 // damage.
 var ErrNotDamaged = errors.New("recording is not damaged")
-
-// quarantineDir keeps a repaired recording's damaged bytes. Repair never
-// deletes it; removing the recording does.
-const quarantineDir = "quarantine"
 
 // Repair seals an open recording whose log is damaged (see logdamage.go):
 // the bytes of every damaged region are copied into a quarantine file
@@ -85,7 +41,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 		return "", nil, err
 	}
 	dir := s.logDir(id)
-	_, damage, err := walkLog(dir, nil)
+	damage, err := log.Walk(dir, nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("repair %s: %w", id, err)
 	}
@@ -97,7 +53,7 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	if len(damage) == 0 && len(gaps) == 0 {
 		return "", nil, fmt.Errorf("repair %s: %w", id, ErrNotDamaged)
 	}
-	qdir := filepath.Join(s.recDir(id), quarantineDir)
+	qdir := s.Layout().Quarantine(id)
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
 		return "", nil, fmt.Errorf("repair %s: %w", id, err)
 	}
@@ -111,20 +67,20 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	for _, d := range damage {
 		b, ok := segData[d.Segment]
 		if !ok {
-			if b, err = os.ReadFile(segmentPath(dir, d.Segment)); err != nil {
+			if b, err = os.ReadFile(s.Layout().Segment(id, d.Segment)); err != nil {
 				return "", nil, fmt.Errorf("repair %s: %w", id, err)
 			}
 			segData[d.Segment] = b
 		}
-		name := fmt.Sprintf("%08d.seg-%d-%d.bad", d.Segment, d.Offset, d.End)
-		if err := WriteFileAtomic(filepath.Join(qdir, name), b[d.Offset:d.End], 0o444); err != nil {
+		name := layout.QuarantinedName(d.Segment, d.Offset, d.End)
+		if err := WriteFileAtomic(s.Layout().Quarantined(id, d.Segment, d.Offset, d.End), b[d.Offset:d.End], 0o444); err != nil {
 			return "", nil, fmt.Errorf("repair %s: quarantine: %w", id, err)
 		}
 		from, to := d.Lost()
-		if have[filepath.Join(quarantineDir, name)] {
+		if have[name] {
 			continue // declared by the repair a crash interrupted
 		}
-		gaps = append(gaps, Gap{From: from, To: to, Quarantine: filepath.Join(quarantineDir, name),
+		gaps = append(gaps, Gap{From: from, To: to, Quarantine: name,
 			Bytes: d.End - d.Offset, Why: fmt.Sprintf("segment %d bytes %d–%d: %s", d.Segment, d.Offset, d.End, d.Why)})
 	}
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i].From < gaps[j].From })
@@ -132,20 +88,17 @@ func (s *Store) Repair(id string) (root string, gaps []Gap, err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := WriteFileAtomic(filepath.Join(qdir, gapsFile), note, 0o444); err != nil {
+	if err := WriteFileAtomic(s.Layout().Gaps(id), note, 0o444); err != nil {
 		return "", nil, err
 	}
 	for n, b := range segData {
 		// The intact frames, in order, without the damaged regions (and
 		// without a torn tail).
-		clean := append([]byte(nil), segMagic...)
-		if _, err := walkSegment(b, func(_ Record, loc Locator) error {
-			clean = append(clean, b[loc.Offset:loc.Offset+int64(loc.Length)]...)
-			return nil
-		}); err != nil {
+		clean, err := log.Intact(b)
+		if err != nil {
 			return "", nil, fmt.Errorf("repair %s: %w", id, err)
 		}
-		if err := WriteFileAtomic(segmentPath(dir, n), clean, 0o644); err != nil {
+		if err := WriteFileAtomic(s.Layout().Segment(id, n), clean, 0o644); err != nil {
 			return "", nil, fmt.Errorf("repair %s: %w", id, err)
 		}
 	}
@@ -162,7 +115,7 @@ const gapsFile = "gaps.json"
 // pendingGaps returns the gaps of a repair that began on an open
 // recording, nil if none did.
 func (s *Store) pendingGaps(id string) ([]Gap, error) {
-	b, err := os.ReadFile(filepath.Join(s.recDir(id), quarantineDir, gapsFile))
+	b, err := os.ReadFile(s.Layout().Gaps(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/bundle"
+	"github.com/flightrec/flightrec/store/log"
 )
 
 func TestGapsCover(t *testing.T) {
@@ -20,7 +22,7 @@ func TestGapsCover(t *testing.T) {
 		prev, seq uint64
 		ok        bool
 	}{{0, 1, true}, {3, 4, true}, {4, 7, true}, {4, 8, true}, {4, 9, false}, {8, 10, false}, {19, 40, true}, {2, 4, false}, {0, 2, false}} {
-		if got := seqsFollow(gaps, c.prev, c.seq); got != c.ok {
+		if got := bundle.SeqsFollow(gaps, c.prev, c.seq); got != c.ok {
 			t.Errorf("seq %d after %d: %v, want %v", c.seq, c.prev, got, c.ok)
 		}
 	}
@@ -120,7 +122,7 @@ func TestRepairInterrupted(t *testing.T) {
 		lg.Close()
 		seg := filepath.Join(st.logDir(meta.ID), "00000001.seg")
 		b, _ := os.ReadFile(seg)
-		b[locs[9].Offset+frameHeaderLen+2] ^= 0x01
+		b[locs[9].Offset+log.FrameHeaderLen+2] ^= 0x01
 		os.WriteFile(seg, b, 0o644)
 		// Run a whole repair on a copy to learn what it declares, then
 		// put the recording back as the crash left it.
@@ -129,11 +131,11 @@ func TestRepairInterrupted(t *testing.T) {
 		if _, _, err := st.Repair(meta.ID); err != nil {
 			t.Fatal(err)
 		}
-		gapsJSON, _ := os.ReadFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile))
+		gapsJSON, _ := os.ReadFile(st.Layout().Gaps(meta.ID))
 		os.RemoveAll(st.recDir(meta.ID))
 		copyTree(t, saved, st.recDir(meta.ID))
-		os.MkdirAll(filepath.Join(st.recDir(meta.ID), quarantineDir), 0o755)
-		os.WriteFile(filepath.Join(st.recDir(meta.ID), quarantineDir, gapsFile), gapsJSON, 0o444)
+		os.MkdirAll(st.Layout().Quarantine(meta.ID), 0o755)
+		os.WriteFile(st.Layout().Gaps(meta.ID), gapsJSON, 0o444)
 		if stage == "rewritten" { // the segment already without the damaged frame
 			clean := append(append([]byte(nil), b[:locs[9].Offset]...), b[locs[10].Offset:]...)
 			os.WriteFile(seg, clean, 0o644)
@@ -181,4 +183,14 @@ func copyTree(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mustAppend appends recs to l, failing the test if it cannot.
+func mustAppend(t testing.TB, l *Log, recs []Record) []Locator {
+	t.Helper()
+	locs, err := l.Append(recs)
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	return locs
 }

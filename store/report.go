@@ -2,38 +2,6 @@ package store
 
 import "sort"
 
-// RedactionReport is what redaction did to one recording: per rule and
-// channel, how many values it erased or masked and where (event seq and
-// JSON pointer). It never holds a value. It is derived from the records'
-// redactions, so it is exactly as durable as the events.
-type RedactionReport struct {
-	Recording  string      `json:"recording"`
-	PlanDigest string      `json:"plan_digest"`
-	Events     int64       `json:"events"`          // events read
-	Redacted   int64       `json:"redacted_events"` // events with at least one redaction
-	Total      int64       `json:"total"`           // redactions in all
-	Rules      []RuleCount `json:"rules"`
-}
-
-// RuleCount is one rule's redactions in one channel.
-type RuleCount struct {
-	Rule      string     `json:"rule"`
-	Channel   string     `json:"channel"`
-	Count     int64      `json:"count"`
-	Locations []Location `json:"locations"`
-	// Omitted counts locations left out past MaxReportLocations.
-	Omitted int64 `json:"omitted_locations,omitempty"`
-}
-
-// Location is where one redaction happened.
-type Location struct {
-	Seq     uint64 `json:"seq"`
-	Pointer string `json:"pointer"`
-}
-
-// MaxReportLocations bounds the locations listed per rule and channel.
-const MaxReportLocations = 1000
-
 // ReportBuilder accumulates a report from records in seq order.
 type ReportBuilder struct {
 	rep   RedactionReport

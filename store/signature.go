@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -15,7 +14,7 @@ import (
 // kept in DATA/recordings/<id>/signature, and RowOf reads it, so a reindex
 // restores it with the rest of the row.
 
-func (s *Store) signaturePath(id string) string { return filepath.Join(s.recDir(id), "signature") }
+func (s *Store) signaturePath(id string) string { return s.Layout().Signature(id) }
 
 // maxSignature bounds a stored signature (diffrun's are one line).
 const maxSignature = 4096

@@ -9,14 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-)
 
-// Problem is one thing verify found wrong.
-type Problem struct {
-	Recording string `json:"recording,omitempty"`
-	CID       string `json:"cid,omitempty"`
-	What      string `json:"what"`
-}
+	"github.com/flightrec/flightrec/store/bundle"
+	"github.com/flightrec/flightrec/store/log"
+)
 
 // VerifyReport is what Verify checked and found.
 type VerifyReport struct {
@@ -88,7 +84,7 @@ func (s *Store) verifyOpen(id string, seen map[string]bool, rep *VerifyReport, b
 		bad("", "a repair was interrupted: run flightrec repair "+id)
 	}
 	refs := map[string]bool{}
-	_, damage, err := walkLog(s.logDir(id), func(r Record, _ Locator) error {
+	damage, err := log.Walk(s.logDir(id), func(r Record, _ Locator) error {
 		r.EachBlob(func(c string, _ int64) { refs[c] = true })
 		return nil
 	})
@@ -98,7 +94,7 @@ func (s *Store) verifyOpen(id string, seen map[string]bool, rep *VerifyReport, b
 	if len(damage) > 0 {
 		// A frame a live server is appending can look bad to a reader
 		// that saw part of it: damage is what a second look finds too.
-		_, again, _ := walkLog(s.logDir(id), nil)
+		again, _ := log.Walk(s.logDir(id), nil)
 		damage = sameDamage(damage, again)
 	}
 	for _, d := range damage {
@@ -177,7 +173,7 @@ func (s *Store) checkSegmentSeqs(cs string, gaps []Gap, prev uint64) (int64, uin
 		return 0, prev, err
 	}
 	defer f.Close()
-	sr := NewSegmentReader(f)
+	sr := log.NewSegmentReader(f)
 	var n int64
 	for {
 		rec, _, err := sr.Next()
@@ -187,7 +183,7 @@ func (s *Store) checkSegmentSeqs(cs string, gaps []Gap, prev uint64) (int64, uin
 		if err != nil {
 			return n, prev, err
 		}
-		if !seqsFollow(gaps, prev, rec.Seq) {
+		if !bundle.SeqsFollow(gaps, prev, rec.Seq) {
 			return n, prev, fmt.Errorf("seq %d follows %d, and no declared gap covers the seqs between", rec.Seq, prev)
 		}
 		n++
@@ -294,7 +290,7 @@ func (s *Store) Reindex(ctx context.Context, idx Index, progress func(done, tota
 	if err != nil {
 		return err
 	}
-	p := NewProjector(s, idx, slog.New(slog.DiscardHandler))
+	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
 	for i, id := range ids {
 		row, last, err := s.RowOf(id)
 		if err != nil {

@@ -11,8 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // Error is an error with a stable code, an HTTP status and what to do next.
@@ -89,4 +93,27 @@ func RecordingNotFound(read bool) *Error {
 // caller may not see: the two look the same.
 func GroupNotFound() *Error {
 	return New(http.StatusNotFound, "GROUP_NOT_FOUND", "make one with POST /v1/groups, or flightrec rerun", "no such group")
+}
+
+// DescribeJSON turns a JSON decoding error into a message that holds no
+// value from the input, only offsets, types and our own field names: the
+// server answers malformed bodies with it and the client reports malformed
+// input files with it, and either input may hold secrets.
+func DescribeJSON(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("invalid JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Errorf("field %q: expected %s, got JSON %s", event.FieldRoot(te.Field), te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return errors.New("truncated JSON")
+	}
+	// encoding/json's unknown-field message quotes the name, and a name is
+	// input too: say only that there is one.
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return errors.New("an unknown envelope field (want seq, ts, step, kind, data)")
+	}
+	return errors.New("invalid JSON")
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/flightrec/flightrec/internal/testenv"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flightrec/flightrec/internal/testenv"
 
 	"github.com/klauspost/compress/zstd"
 

@@ -123,29 +123,3 @@ func TestIngestVerifyReindex(t *testing.T) {
 		t.Fatalf("verify of a corrupted segment: exit %d, %+v", code, rep.Problems)
 	}
 }
-
-func TestPolicyCommands(t *testing.T) {
-	out, _, code := flightrec(t, "policy", "test")
-	if code != exitOK || !strings.Contains(out, "0 failed") || !strings.Contains(out, "PASS data.flightrec.redact_test") {
-		t.Fatalf("policy test: exit %d: %s", code, out)
-	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "x.rego"), []byte("package flightrec.redact\n\nmask_selectors contains s if {\n  s := \n}\n"), 0o644)
-	_, errOut, code := flightrec(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--policy", dir)
-	if code == exitOK || !strings.Contains(errOut, filepath.Join(dir, "x.rego")+":") {
-		t.Fatalf("serve with a broken policy: exit %d: %s", code, errOut)
-	}
-	out, _, code = flightrec(t, "policy", "plan", "--project", "shop")
-	if code != exitOK || !strings.Contains(out, `"digest": "sha256:`) || !strings.Contains(out, "set-cookie") {
-		t.Fatalf("policy plan: exit %d: %s", code, out)
-	}
-}
-
-func TestIngestRefusesMalformedInput(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "bad.ndjson")
-	os.WriteFile(file, []byte("{\"seq\":1}\n{\"seq\":3}\n"), 0o644)
-	_, errOut, code := flightrec(t, "ingest", "--server", "http://127.0.0.1:1", file)
-	if code != exitUsage || !strings.Contains(errOut, "MALFORMED_INPUT") || !strings.Contains(errOut, "line 2") {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/flightrec/flightrec/diffrun"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/wire"
@@ -26,9 +25,9 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	fs := newFlags("demo", "demo [--data DIR] [--addr HOST:PORT] [--exit]\n       flightrec demo storefront [--bug] [--frontend-only] [--addr HOST:PORT]", errOut)
 	var cfg app.Config
-	cfg.RegisterFlags(fs)
+	serveFlags(fs, &cfg)
 	var rc recorder.Config
-	rc.RegisterFlags(fs)
+	recorderFlags(fs, &rc)
 	exit := fs.Bool("exit", false, "stop after recording instead of serving the recordings")
 	if code := parse(fs, args); code >= 0 {
 		return code
@@ -72,9 +71,9 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 	defer shop.Close()
 	fmt.Fprintf(out, "flightrec serving on %s (data %s)\ndemo storefront on %s (gift-card bug on)\n\n", base, cfg.Store.Data, shop.URL())
 
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = 30 * time.Second
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
+	c.Token = serverToken()
 	if c.Token == "" && !a.Tokens.Empty() {
 		// The store has tokens, so ingest needs one: the demo issues itself
 		// a short-lived one for its project and revokes it when done.

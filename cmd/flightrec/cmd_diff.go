@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -29,9 +26,9 @@ import (
 // signature), 1 the runs diverge (a group has odd ones out), 2 an error.
 func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("diff", "diff A B | diff --group (REC… | GROUP) [--server URL | --data DIR] [--json]", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	group := fs.Bool("group", false, "report which failure signature the recordings (or a stored group's members) share: reproduced k of n")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if code := parse(fs, args); code >= 0 {
@@ -146,7 +143,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 	}
 	log := newLogger(errOut, "warn")
 	// No /metrics here: the edge counts without exporting.
-	svc := playback.New(st, idx, log, httpx.NewEdge(nil, log))
+	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
 	r := chi.NewRouter()
 	svc.Routes(r)
 	// Only the routes a diff asks for: the others (a video build, say)
@@ -177,42 +174,4 @@ func printGroup(out io.Writer, g diffrun.GroupReport) {
 		}
 		fmt.Fprintf(out, "odd one out: %s  %s\n", o.ID, sig)
 	}
-}
-
-// getAPI GETs an API URL with $FLIGHTREC_TOKEN and returns the body, or
-// the server's error envelope as an error.
-func getAPI(ctx context.Context, u string) ([]byte, error) { return callAPI(ctx, "GET", u, nil) }
-
-// callAPI makes one API request with $FLIGHTREC_TOKEN.
-func callAPI(ctx context.Context, method, u string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if tok := os.Getenv("FLIGHTREC_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		base := u
-		if i := strings.Index(u, "/v1/"); i > 0 {
-			base = u[:i]
-		}
-		return nil, wire.New(0, "UNREACHABLE", "check that flightrec serve runs at "+base+", or use --data DIR", "%v", err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		var env wire.Envelope
-		if json.Unmarshal(got, &env) == nil && env.Error != nil {
-			return nil, env.Error
-		}
-		return nil, errors.New(resp.Status)
-	}
-	return got, nil
 }

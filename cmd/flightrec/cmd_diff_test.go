@@ -13,8 +13,8 @@ import (
 
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
@@ -159,7 +159,7 @@ func TestDiffEdgeCases(t *testing.T) {
 	srv := appserver.Start(t)
 	open := func(flowName string, evs []event.Envelope, finish bool) string {
 		t.Helper()
-		c := ingest.NewClient(srv.Base)
+		c := client.New(srv.Base)
 		rep, err := c.Open(context.Background(), wire.OpenRequest{Project: "p", Flow: flowName})
 		if err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +31,8 @@ func runExportFlow(ctx context.Context, kind string, args []string, out, errOut 
 	}
 	fs := newFlags("export "+kind, "export "+kind+" [--data DIR | --server URL] [-o FILE] [--json] REC", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", ""), "read the recording from the server at URL instead of --data (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a read token)")
+	storeFlags(fs, &sc)
+	server := serverFlag(fs, serverFromEnv, "read the recording from the server at URL instead of --data (FLIGHTREC_TOKEN: a read token)")
 	outFile := fs.String("o", "", "output file, - for stdout (default "+def+")")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	id, code := parseOne(fs, args)
@@ -174,14 +173,6 @@ func exportFromServer(ctx context.Context, base, id string) (*flowexport.Recordi
 	}
 	rec.Redacted = redactedPlaces(&rep)
 	return rec, nil
-}
-
-func getAPIJSON(ctx context.Context, u string, v any) error {
-	body, err := getAPI(ctx, u)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(body, v)
 }
 
 // redactedPlaces indexes a redaction report's locations by event seq.

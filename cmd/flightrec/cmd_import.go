@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/importer"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -67,10 +63,10 @@ func runImport(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitUsage
 	}
 	fs := newFlags("import "+format, "import "+format+" [--server URL | --data DIR] [flags] FILE", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	policyDir := fs.String("policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	storeFlags(fs, &sc)
+	policyDir := policyFlag(fs, "with --data: directory of Rego that extends the default redaction policy")
 	project := fs.String("project", "default", "project of the new recording")
 	flow := fs.String("flow", "", "flow of the new recording")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
@@ -175,92 +171,4 @@ func importUsage(w io.Writer, synopsis string) {
 	fmt.Fprintf(w, "\nScreencast frames (cdp, playwright) are left out unless --unmasked-frames: they carry\n"+
 		"no mask rectangles, so redaction could mask nothing in them.\n")
 	fmt.Fprintf(w, "\nflightrec import FORMAT --help lists the flags.\n")
-}
-
-// oneTarget checks that --server and --data were not both given; local
-// is --data.
-func oneTarget(fs *flag.FlagSet, errOut io.Writer, asJSON bool, verb string) (local, ok bool) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["server"] && set["data"] {
-		printErr(errOut, asJSON, wire.New(0, "USAGE", "give --server URL to send to a running server, or --data DIR to "+verb+" into a store directly",
-			"--server and --data are exclusive"))
-		return false, false
-	}
-	return set["data"], true
-}
-
-// sendTarget is where a command that sends a recording sends it: the
-// server at url, or with local (--data) an in-process server on a loopback
-// port over the store of sc, so the events go through the same ingest API,
-// redaction included, as over the network. stop shuts that one down.
-// That server writes, so it holds the data directory's lock for command.
-func sendTarget(local bool, url string, sc app.StoreConfig, policyDir, command string, errOut io.Writer) (string, func() error, error) {
-	if !local {
-		return url, func() error { return nil }, nil
-	}
-	stop, u, err := serveLocal(sc, policyDir, command, errOut)
-	return u, stop, err
-}
-
-// openTarget is sendTarget whose stop, deferred by the caller as done,
-// prints a failure to stop rather than lose it.
-func openTarget(local bool, url string, sc app.StoreConfig, policyDir, command string, errOut io.Writer, asJSON bool) (string, func(), error) {
-	u, stop, err := sendTarget(local, url, sc, policyDir, command, errOut)
-	if err != nil {
-		return "", nil, err
-	}
-	return u, func() {
-		if err := stop(); err != nil {
-			printErr(errOut, asJSON, err)
-		}
-	}, nil
-}
-
-// newClient is an ingest client for base with the token from
-// $FLIGHTREC_TOKEN, which reports its retries on errOut.
-func newClient(base string, gz bool, retryFor time.Duration, errOut io.Writer) *ingest.Client {
-	c := ingest.NewClient(base)
-	c.Gzip, c.RetryFor = gz, retryFor
-	c.Token = os.Getenv("FLIGHTREC_TOKEN")
-	c.OnRetry = func(err error, wait time.Duration) {
-		fmt.Fprintf(errOut, "retrying in %s: %v\n", wait.Round(time.Millisecond), err)
-	}
-	return c
-}
-
-// serveLocal starts the server over the store of sc on a loopback port,
-// for commands that take --data. stop shuts it down and closes the store.
-func serveLocal(sc app.StoreConfig, policyDir, command string, errOut io.Writer) (stop func() error, url string, err error) {
-	cfg := app.Config{Store: sc, Policy: policyDir, Command: command}
-	cfg.Ingest.Limits = ingest.DefaultLimits
-	a, err := app.New(cfg, newLogger(errOut, "warn"))
-	if err != nil {
-		return nil, "", err
-	}
-	url, stop, err = serveOnLoopback(a.Handler(), a.Close)
-	return stop, url, err
-}
-
-// serveOnLoopback serves h on a loopback port until stop, which shuts the
-// server down and then calls closeAll (closeAll also runs if the port
-// cannot be had).
-func serveOnLoopback(h http.Handler, closeAll func() error) (url string, stop func() error, err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, errors.Join(err, closeAll())
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	return "http://" + ln.Addr().String(), func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		<-done
-		return errors.Join(err, closeAll())
-	}, nil
 }

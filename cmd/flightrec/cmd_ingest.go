@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/wire"
 )
 
 func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("ingest", "ingest [flags] FILE.ndjson", errOut)
-	server := fs.String("server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), "server URL (env FLIGHTREC_SERVER)")
+	server := serverFlag(fs, serverByDefault, "server URL")
 	project := fs.String("project", "default", "project of the new recording")
 	flow := fs.String("flow", "", "flow of the new recording")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
@@ -39,7 +39,7 @@ func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 		printErr(errOut, *asJSON, wire.New(0, "READ_FAILED", "check the file path", "%v", err))
 		return exitFailure
 	}
-	lines, err := ingest.ParseLines(data)
+	lines, err := client.ParseLines(data)
 	if err != nil {
 		printErr(errOut, *asJSON, wire.New(0, "MALFORMED_INPUT", "fix the file; nothing was sent", "%s: %v", fs.Arg(0), err))
 		return exitUsage
@@ -102,7 +102,7 @@ func runIngest(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 // inferVerdict is fail when any receipt failed, else pass.
-func inferVerdict(lines []ingest.Line) string {
+func inferVerdict(lines []client.Line) string {
 	for _, l := range lines {
 		var e struct {
 			Kind string `json:"kind"`

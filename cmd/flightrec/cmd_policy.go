@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/flightrec/flightrec/policy"
 )
@@ -13,7 +12,7 @@ import (
 // default policy and DIR; "policy plan" prints the plan for an input.
 func runPolicy(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("policy", "policy test|plan [--policy DIR] [--project P] [--json]", errOut)
-	dir := fs.String("policy", os.Getenv("FLIGHTREC_POLICY"), "directory of Rego that extends the default policy")
+	dir := policyFlag(fs, "directory of Rego that extends the default policy")
 	project := fs.String("project", "default", "project of the input (policy plan)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if len(args) == 0 || (args[0] != "test" && args[0] != "plan") {

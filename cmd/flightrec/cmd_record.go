@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -71,9 +71,9 @@ func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
 // recordFlags are the flags of the commands that record a flow (record,
 // rerun): where recordings go, the flow's parameters, the recorder's own.
 type recordFlags struct {
-	server    string
+	server    *string
 	sc        app.StoreConfig
-	policyDir string
+	policyDir *string
 	params    paramFlag
 	persona   string
 	rc        recorder.Config
@@ -82,12 +82,12 @@ type recordFlags struct {
 }
 
 func (f *recordFlags) register(fs *flag.FlagSet, serverHelp string) {
-	fs.StringVar(&f.server, "server", envOr("FLIGHTREC_SERVER", "http://127.0.0.1:8480"), serverHelp)
-	f.sc.RegisterFlags(fs)
-	fs.StringVar(&f.policyDir, "policy", envOr("FLIGHTREC_POLICY", ""), "with --data: directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
+	f.server = serverFlag(fs, serverByDefault, serverHelp)
+	storeFlags(fs, &f.sc)
+	f.policyDir = policyFlag(fs, "with --data: directory of Rego that extends the default redaction policy")
 	fs.Var(&f.params, "param", "a flow parameter as name=value (repeatable); also env FLIGHTREC_PARAM_NAME, or --persona")
 	fs.StringVar(&f.persona, "persona", "", "a YAML file of parameter values (name: value); --param and FLIGHTREC_PARAM_… override it")
-	f.rc.RegisterFlags(fs)
+	recorderFlags(fs, &f.rc)
 	fs.BoolVar(&f.quiet, "quiet", false, "print no line per step")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 }
@@ -96,7 +96,7 @@ func (f *recordFlags) register(fs *flag.FlagSet, serverHelp string) {
 // JSON), checks for the browser, then opens where recordings go (the
 // server, or one over --data) and a client for it; code is -1 when both
 // are ready, else the exit code, the error printed.
-func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (string, *ingest.Client, func(), int) {
+func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (string, *client.Client, func(), int) {
 	if !f.quiet && !f.asJSON {
 		f.rc.Log = out
 	}
@@ -104,7 +104,7 @@ func (f *recordFlags) start(local bool, out, errOut io.Writer, command string) (
 		printErr(errOut, f.asJSON, recordError(err, "", ""))
 		return "", nil, nil, exitFailure
 	}
-	url, done, err := openTarget(local, f.server, f.sc, f.policyDir, command, errOut, f.asJSON)
+	url, done, err := openTarget(local, *f.server, f.sc, *f.policyDir, command, errOut, f.asJSON)
 	if err != nil {
 		printErr(errOut, f.asJSON, err)
 		return "", nil, nil, exitFailure

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -33,9 +33,9 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("repair", "repair REC [--data DIR] [--index DSN] [--json]\n"+
 		"       flightrec repair REC --server URL [--json]", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
+	storeFlags(fs, &sc)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	server := fs.String("server", "", "repair through this running server instead of --data (token in FLIGHTREC_TOKEN)")
+	server := serverFlag(fs, serverWhenTold, "repair through this running server instead of --data (token in FLIGHTREC_TOKEN)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -77,7 +77,7 @@ func runRepair(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return exitFailure
 	}
 	printRepair(out, *asJSON, repairReport{Recording: id, Root: root, Gaps: gaps,
-		Quarantine: filepath.Join(sc.Data, "recordings", id, "quarantine")})
+		Quarantine: layout.Of(sc.Data).Quarantine(id)})
 	return exitOK
 }
 
@@ -108,6 +108,6 @@ func repairThroughServer(ctx context.Context, base, id string, asJSON bool, out,
 		return exitFailure
 	}
 	printRepair(out, asJSON, repairReport{Recording: rep.Recording, Root: rep.Root, Gaps: rep.Gaps,
-		Quarantine: filepath.Join("DATA", "recordings", id, "quarantine") + " on the server"})
+		Quarantine: layout.Of("DATA").Quarantine(id) + " on the server"})
 	return exitOK
 }

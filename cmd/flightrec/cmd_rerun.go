@@ -44,7 +44,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("rerun", "rerun (REC | FLOW.yaml) --times N [--pin clock,random,network] --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR]", errOut)
 	var rf recordFlags
 	rf.register(fs, "server URL (env FLIGHTREC_SERVER; FLIGHTREC_TOKEN: a token with ingest and read)")
-	rc, asJSON, server := &rf.rc, &rf.asJSON, &rf.server
+	rc, asJSON, server := &rf.rc, &rf.asJSON, rf.server
 	base := fs.String("base", "", "the app under test: pages and static assets come from it (and, without the network pin, its API)")
 	times := fs.Int("times", 3, "how many runs")
 	pins := fs.String("pin", "", "what to pin, comma-separated: clock, random, network (network needs a recording)")

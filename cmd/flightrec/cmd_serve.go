@@ -14,12 +14,13 @@ import (
 func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	fs := newFlags("serve", "serve [flags]", errOut)
 	var cfg app.Config
-	cfg.RegisterFlags(fs)
-	logLevel := fs.String("log-level", envOr("FLIGHTREC_LOG_LEVEL", "info"), "debug, info, warn or error (env FLIGHTREC_LOG_LEVEL)")
+	serveFlags(fs, &cfg)
+	var logLevel string
+	envFlag(fs, &logLevel, "log-level", "info", "debug, info, warn or error")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	log := newLogger(errOut, *logLevel)
+	log := newLogger(errOut, logLevel)
 	tokens, err := access.OpenTokens(cfg.Store.Data)
 	if err != nil {
 		printErr(errOut, false, err)

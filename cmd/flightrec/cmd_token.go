@@ -99,8 +99,8 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	fs := newFlags("token "+sub, "token "+sub+" [--data DIR | --server URL] [flags]", errOut)
 	var sc app.StoreConfig
-	sc.RegisterFlags(fs)
-	server := fs.String("server", "", "manage the tokens of the server at URL ($FLIGHTREC_TOKEN: an admin token)")
+	storeFlags(fs, &sc)
+	server := serverFlag(fs, serverWhenTold, "manage the tokens of the server at URL ($FLIGHTREC_TOKEN: an admin token)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	var project, scopes, note *string
 	var ttl *time.Duration

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/flightrec/flightrec/access"
 )
 
 func get(t *testing.T, url, token string) int {
@@ -84,5 +88,97 @@ func TestTokenLifecycle(t *testing.T) {
 	_, errOut, code = flightrecEnv(t, nil, 5*time.Second, "serve", "--addr", "0.0.0.0:1", "--data", t.TempDir())
 	if code != exitUsage || !strings.Contains(errOut, "INSECURE_ADDRESS") || !strings.Contains(errOut, "token create") {
 		t.Errorf("serve on all interfaces without tokens: exit %d, %q", code, errOut)
+	}
+}
+
+// listTokens is token list --data --json.
+func listTokens(t *testing.T, data string) map[string]access.Grant {
+	t.Helper()
+	out, errOut, code := flightrec(t, "token", "list", "--data", data, "--json")
+	var res struct{ Tokens []access.Grant }
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("token list: exit %d %q %q", code, out, errOut)
+	}
+	m := map[string]access.Grant{}
+	for _, g := range res.Tokens {
+		m[g.ID] = g
+	}
+	return m
+}
+
+// TestParallelTokenCommands: 20 token create --data at once all succeed
+// (each waits for the directory's lock) and all 20 are listed; a revoke
+// racing with creates takes effect, trial after trial.
+func TestParallelTokenCommands(t *testing.T) {
+	binary(t)
+	data := t.TempDir()
+	type result struct {
+		out, errOut string
+		code        int
+		err         error
+	}
+	run := func(n int, args ...string) []result {
+		res := make([]result, n)
+		var wg sync.WaitGroup
+		for i := range res {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &res[i]
+				r.out, r.errOut, r.code, r.err = runBin(args...)
+			}()
+		}
+		wg.Wait()
+		return res
+	}
+	created := map[string]bool{}
+	for _, r := range run(20, "token", "create", "--data", data, "--project", "shop", "--scope", "read", "--json") {
+		var c struct{ Grant access.Grant }
+		if r.err != nil || r.code != exitOK || json.Unmarshal([]byte(r.out), &c) != nil {
+			t.Fatalf("parallel token create: exit %d %v %q %q", r.code, r.err, r.out, r.errOut)
+		}
+		created[c.Grant.ID] = true
+	}
+	listed := listTokens(t, data)
+	if len(created) != 20 || len(listed) != 20 {
+		t.Fatalf("20 parallel creates: %d distinct tokens printed, %d listed", len(created), len(listed))
+	}
+	for id := range created {
+		if _, ok := listed[id]; !ok {
+			t.Errorf("token %s was printed but is not in tokens.json", id)
+		}
+	}
+
+	for trial := 0; trial < 4; trial++ {
+		dir := t.TempDir()
+		out, _, code := flightrec(t, "token", "create", "--data", dir, "--project", "shop", "--scope", "read", "--json")
+		var victim struct{ Grant access.Grant }
+		if code != exitOK || json.Unmarshal([]byte(out), &victim) != nil {
+			t.Fatalf("token create: exit %d %q", code, out)
+		}
+		var wg sync.WaitGroup
+		var revoke result
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			revoke.out, revoke.errOut, revoke.code, revoke.err = runBin("token", "revoke", victim.Grant.ID, "--data", dir)
+		}()
+		creates := run(8, "token", "create", "--data", dir, "--project", "shop", "--scope", "read")
+		wg.Wait()
+		if revoke.err != nil || revoke.code != exitOK {
+			t.Fatalf("trial %d: revoke: exit %d %v %q", trial, revoke.code, revoke.err, revoke.errOut)
+		}
+		for _, r := range creates {
+			if r.err != nil || r.code != exitOK {
+				t.Fatalf("trial %d: create: exit %d %v %q", trial, r.code, r.err, r.errOut)
+			}
+		}
+		listed := listTokens(t, dir)
+		if g := listed[victim.Grant.ID]; g.RevokedAt == 0 {
+			t.Errorf("trial %d: revoke reported success and the token is still active", trial)
+		}
+		if len(listed) != 9 {
+			t.Errorf("trial %d: %d tokens listed, want 9", trial, len(listed))
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -153,11 +153,11 @@ func TestCrashRecovery(t *testing.T) {
 	base := "http://" + p.addr
 
 	evs := testgen.Recording(testgen.Options{Seed: 42, Steps: 300, EventsPerStep: 40, FrameBytes: 8000})
-	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = time.Minute
 	var maxAcked atomic.Uint64
 	var lost atomic.Value

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -38,11 +38,11 @@ func newDamageFixture(t *testing.T) damageFixture {
 	p.start()
 	base := "http://" + p.addr
 	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 20, EventsPerStep: 10, FrameBytes: 3000})
-	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	ctx := context.Background()
 	rep, err := c.Open(ctx, wire.OpenRequest{Project: "damage", Flow: "f"})
 	if err != nil {
@@ -191,7 +191,7 @@ func TestDamageMidLogContainedAndRepaired(t *testing.T) {
 		t.Fatalf("append to the damaged recording: %d %s", r.status, r.body)
 	}
 	// Every other recording works.
-	other, err := ingest.NewClient(base).Open(context.Background(), wire.OpenRequest{Project: "damage"})
+	other, err := client.New(base).Open(context.Background(), wire.OpenRequest{Project: "damage"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,12 +350,12 @@ func TestDamageTruncatedMeta(t *testing.T) {
 	if r := request(t, "POST", base+"/v1/recordings/"+id+"/events", "{}\n"); r.status != http.StatusConflict {
 		t.Fatalf("append: %d %s", r.status, r.body)
 	}
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	other, err := c.Open(context.Background(), wire.OpenRequest{Project: "damage"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, _ := ingest.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 3})))
+	lines, _ := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 3})))
 	if _, err := c.Send(context.Background(), other.ID, lines, 10, 1<<20, nil); err != nil {
 		t.Fatal(err)
 	}

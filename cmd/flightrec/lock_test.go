@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -20,9 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
@@ -48,7 +46,7 @@ func startFeeder(base string, seed uint64, steps int) *feeder {
 
 func (f *feeder) run(base string, seed uint64, steps int) error {
 	ctx := context.Background()
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	c.RetryFor = time.Minute
 	for i := uint64(0); ; i++ {
 		select {
@@ -57,7 +55,7 @@ func (f *feeder) run(base string, seed uint64, steps int) error {
 		default:
 		}
 		evs := testgen.Recording(testgen.Options{Seed: seed + i, Steps: steps, EventsPerStep: 20, FrameBytes: 2000})
-		lines, err := ingest.ParseLines(testgen.NDJSON(evs))
+		lines, err := client.ParseLines(testgen.NDJSON(evs))
 		if err != nil {
 			return err
 		}
@@ -291,109 +289,6 @@ func quietTree(t *testing.T, dir string) map[string][sha256.Size]byte {
 	return nil
 }
 
-// TestVerifyBesideLiveServer: verify --data on a running server's
-// directory takes no lock and changes no byte of it (SQLite's -shm and
-// -wal aside), and run during ingest it leaves every acknowledged event
-// and frame served intact.
-func TestVerifyBesideLiveServer(t *testing.T) {
-	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
-	p.start()
-	defer p.stop()
-	base := "http://" + p.addr
-	// A recording left open mid-way (its log and pack are the server's
-	// open files), then finished ones.
-	c := ingest.NewClient(base)
-	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 10, EventsPerStep: 20, FrameBytes: 2000})
-	lines, err := ingest.ParseLines(testgen.NDJSON(evs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	open, err := c.Open(t.Context(), wire.OpenRequest{Project: "lock", Flow: "open"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := lines[:len(lines)/2]
-	openAcked, err := c.Send(t.Context(), open.ID, half, 30, 1<<20, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := startFeeder(base, 200, 15)
-	f.waitAcked(t, 1000)
-	acked := f.halt(t)
-	acked[open.ID] = openAcked
-
-	before := quietTree(t, p.data)
-	out, errOut, code := flightrec(t, "verify", "--data", p.data, "--json")
-	if code != exitOK {
-		t.Errorf("verify of a live server's sound directory: exit %d %s %s", code, out, errOut)
-	}
-	after := hashTree(t, p.data)
-	for path, h := range before {
-		if a, ok := after[path]; !ok {
-			t.Errorf("verify removed %s", path)
-		} else if a != h {
-			t.Errorf("verify changed %s", path)
-		}
-	}
-	for path := range after {
-		if _, ok := before[path]; !ok {
-			t.Errorf("verify created %s", path)
-		}
-	}
-
-	// During ingest: verify runs several times while the server writes.
-	f = startFeeder(base, 300, 15)
-	for i := 0; i < 3; i++ {
-		f.waitAcked(t, f.ackedSoFar()+300)
-		if _, errOut, code := flightrec(t, "verify", "--data", p.data); code != exitOK && code != exitFound {
-			t.Errorf("verify during ingest: exit %d %s", code, errOut)
-		}
-	}
-	for id, n := range f.halt(t) {
-		acked[id] = n
-	}
-	events, frames := checkServed(t, base, acked)
-	t.Logf("%d recordings, %d events, %d frames served intact; %d files unchanged by verify", len(acked), events, frames, len(before))
-}
-
-// TestReindexBesideLiveServer: reindex --data on a running server's
-// directory is refused (it would reset the index behind the projector's
-// back); reindex --server rebuilds the server's index during ongoing
-// ingest, and afterwards the index holds every acknowledged event and the
-// lag metric says 0 only when that is true.
-func TestReindexBesideLiveServer(t *testing.T) {
-	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
-	p.start()
-	defer p.stop()
-	base := "http://" + p.addr
-	f := startFeeder(base, 400, 20)
-	f.waitAcked(t, 1500)
-
-	_, errOut, code := flightrec(t, "reindex", "--data", p.data)
-	if code != exitFailure || !strings.Contains(errOut, "DATA_DIR_LOCKED") || !strings.Contains(errOut, "--server http://"+p.addr) {
-		t.Fatalf("reindex --data beside a server: exit %d %q, want DATA_DIR_LOCKED pointing to --server", code, errOut)
-	}
-	for i := 0; i < 3; i++ {
-		out, errOut, code := flightrec(t, "reindex", "--server", base, "--json")
-		var res struct{ Recordings int }
-		if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.Recordings == 0 {
-			t.Fatalf("reindex --server: exit %d %q %q", code, out, errOut)
-		}
-		f.waitAcked(t, f.ackedSoFar()+800) // ingest goes on between rebuilds
-	}
-	acked := f.halt(t)
-	events, _ := checkServed(t, base, acked)
-	if lag := indexLag(t, base); lag != 0 {
-		t.Errorf("flightrec_index_lag_events = %v once every event is indexed", lag)
-	}
-	var list struct{ Recordings []store.RecordingRow }
-	getJSON(t, base+"/v1/recordings?limit=1000", &list)
-	if len(list.Recordings) != len(acked) {
-		t.Errorf("the index lists %d recordings, %d were ingested", len(list.Recordings), len(acked))
-	}
-	t.Logf("%d acknowledged events in %d recordings, all indexed after 3 rebuilds during ingest", events, len(acked))
-}
-
 // runBin runs the binary from any goroutine (no t.Fatal).
 func runBin(args ...string) (stdout, stderr string, code int, err error) {
 	var out, errOut bytes.Buffer
@@ -405,143 +300,4 @@ func runBin(args ...string) (stdout, stderr string, code int, err error) {
 		return out.String(), errOut.String(), ee.ExitCode(), nil
 	}
 	return out.String(), errOut.String(), 0, err
-}
-
-// listTokens is token list --data --json.
-func listTokens(t *testing.T, data string) map[string]access.Grant {
-	t.Helper()
-	out, errOut, code := flightrec(t, "token", "list", "--data", data, "--json")
-	var res struct{ Tokens []access.Grant }
-	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil {
-		t.Fatalf("token list: exit %d %q %q", code, out, errOut)
-	}
-	m := map[string]access.Grant{}
-	for _, g := range res.Tokens {
-		m[g.ID] = g
-	}
-	return m
-}
-
-// TestParallelTokenCommands: 20 token create --data at once all succeed
-// (each waits for the directory's lock) and all 20 are listed; a revoke
-// racing with creates takes effect, trial after trial.
-func TestParallelTokenCommands(t *testing.T) {
-	binary(t)
-	data := t.TempDir()
-	type result struct {
-		out, errOut string
-		code        int
-		err         error
-	}
-	run := func(n int, args ...string) []result {
-		res := make([]result, n)
-		var wg sync.WaitGroup
-		for i := range res {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := &res[i]
-				r.out, r.errOut, r.code, r.err = runBin(args...)
-			}()
-		}
-		wg.Wait()
-		return res
-	}
-	created := map[string]bool{}
-	for _, r := range run(20, "token", "create", "--data", data, "--project", "shop", "--scope", "read", "--json") {
-		var c struct{ Grant access.Grant }
-		if r.err != nil || r.code != exitOK || json.Unmarshal([]byte(r.out), &c) != nil {
-			t.Fatalf("parallel token create: exit %d %v %q %q", r.code, r.err, r.out, r.errOut)
-		}
-		created[c.Grant.ID] = true
-	}
-	listed := listTokens(t, data)
-	if len(created) != 20 || len(listed) != 20 {
-		t.Fatalf("20 parallel creates: %d distinct tokens printed, %d listed", len(created), len(listed))
-	}
-	for id := range created {
-		if _, ok := listed[id]; !ok {
-			t.Errorf("token %s was printed but is not in tokens.json", id)
-		}
-	}
-
-	for trial := 0; trial < 4; trial++ {
-		dir := t.TempDir()
-		out, _, code := flightrec(t, "token", "create", "--data", dir, "--project", "shop", "--scope", "read", "--json")
-		var victim struct{ Grant access.Grant }
-		if code != exitOK || json.Unmarshal([]byte(out), &victim) != nil {
-			t.Fatalf("token create: exit %d %q", code, out)
-		}
-		var wg sync.WaitGroup
-		var revoke result
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			revoke.out, revoke.errOut, revoke.code, revoke.err = runBin("token", "revoke", victim.Grant.ID, "--data", dir)
-		}()
-		creates := run(8, "token", "create", "--data", dir, "--project", "shop", "--scope", "read")
-		wg.Wait()
-		if revoke.err != nil || revoke.code != exitOK {
-			t.Fatalf("trial %d: revoke: exit %d %v %q", trial, revoke.code, revoke.err, revoke.errOut)
-		}
-		for _, r := range creates {
-			if r.err != nil || r.code != exitOK {
-				t.Fatalf("trial %d: create: exit %d %v %q", trial, r.code, r.err, r.errOut)
-			}
-		}
-		listed := listTokens(t, dir)
-		if g := listed[victim.Grant.ID]; g.RevokedAt == 0 {
-			t.Errorf("trial %d: revoke reported success and the token is still active", trial)
-		}
-		if len(listed) != 9 {
-			t.Errorf("trial %d: %d tokens listed, want 9", trial, len(listed))
-		}
-	}
-}
-
-// TestFlagsAfterPositionals: commands take flags before, between and
-// after their positional arguments, as git and kubectl do.
-func TestFlagsAfterPositionals(t *testing.T) {
-	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: t.TempDir()}
-	p.start()
-	evs := testgen.Recording(testgen.Options{Seed: 9, Steps: 5, EventsPerStep: 10, FrameBytes: 1000})
-	file := filepath.Join(t.TempDir(), "rec.ndjson")
-	if err := os.WriteFile(file, testgen.NDJSON(evs), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, errOut, code := flightrec(t, "ingest", file, "--server", "http://"+p.addr, "--project", "flags", "--json")
-	var rec struct{ ID string }
-	if code != exitOK || json.Unmarshal([]byte(out), &rec) != nil || rec.ID == "" {
-		t.Fatalf("ingest FILE --server URL: exit %d %q %q", code, out, errOut)
-	}
-	p.stop()
-
-	dir := t.TempDir()
-	car, att := filepath.Join(dir, "r.car"), filepath.Join(dir, "r.intoto.json")
-	for _, args := range [][]string{
-		{"audit", "redaction", rec.ID, "--data", p.data},
-		{"export", "bundle", rec.ID, "--data", p.data, "-o", car},
-		{"verify", car, "--json"},
-		{"export", "attestation", rec.ID, "-o", att, "--data", p.data},
-		{"verify", "--attestation", att, car, "--key", filepath.Join(p.data, "keys", "attestation.pub")},
-		{"audit", "verify", filepath.Join(p.data, "audit.log"), "--json"},
-	} {
-		if out, errOut, code := flightrec(t, args...); code != exitOK {
-			t.Errorf("flightrec %s: exit %d %q %q", strings.Join(args, " "), code, out, errOut)
-		}
-	}
-}
-
-// TestParseFlagsAnywhere: the one parse path keeps positionals in order,
-// wherever the flags are, and "--" ends the flags.
-func TestParseFlagsAnywhere(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	n := fs.Int("n", 0, "")
-	b := fs.Bool("b", false, "")
-	if code := parse(fs, []string{"a", "-n", "3", "b", "--b", "--", "-c", "--n=4"}); code >= 0 {
-		t.Fatalf("parse: %d", code)
-	}
-	if *n != 3 || !*b || !reflect.DeepEqual(fs.Args(), []string{"a", "b", "-c", "--n=4"}) {
-		t.Fatalf("n=%d b=%v args=%q", *n, *b, fs.Args())
-	}
 }

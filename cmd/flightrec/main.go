@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flightrec/flightrec/wire"
 )
@@ -164,4 +165,28 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// parseOne is parse for a command of exactly one argument: a missing or
+// extra one is a usage error (code exitUsage).
+func parseOne(fs *flag.FlagSet, args []string) (string, int) {
+	if code := parse(fs, args); code >= 0 {
+		return "", code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return "", exitUsage
+	}
+	return fs.Arg(0), -1
+}
+
+// progress reports long work on stderr at most once a second.
+func progress(w io.Writer, verb string) func(done, total int) {
+	last := time.Now()
+	return func(done, total int) {
+		if done == total || time.Since(last) > time.Second {
+			last = time.Now()
+			fmt.Fprintf(w, "%s %d/%d recordings\n", verb, done, total)
+		}
+	}
 }

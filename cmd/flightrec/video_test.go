@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/webm"
@@ -277,7 +277,7 @@ func sendAll(t *testing.T, base, id string, lines []string, per int) {
 
 func openRec(t *testing.T, base, project string) string {
 	t.Helper()
-	rep, err := ingest.NewClient(base).Open(context.Background(), wire.OpenRequest{Project: project, Flow: "video"})
+	rep, err := client.New(base).Open(context.Background(), wire.OpenRequest{Project: project, Flow: "video"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func openRec(t *testing.T, base, project string) string {
 
 func finishRec(t *testing.T, base, id string) {
 	t.Helper()
-	if _, err := ingest.NewClient(base).Finish(context.Background(), id, "pass"); err != nil {
+	if _, err := client.New(base).Finish(context.Background(), id, "pass"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -177,18 +177,18 @@ type Result struct {
 // Send opens a recording with open, appends evs (in batches, resuming as
 // the client does) and finishes it with verdict. The events are checked
 // first: nothing is opened for events the server would refuse.
-func Send(ctx context.Context, c *ingest.Client, open wire.OpenRequest, evs []event.Envelope, verdict string) (Result, error) {
+func Send(ctx context.Context, c *client.Client, open wire.OpenRequest, evs []event.Envelope, verdict string) (Result, error) {
 	if err := Check(evs); err != nil {
 		return Result{}, err
 	}
-	lines := make([]ingest.Line, len(evs))
+	lines := make([]client.Line, len(evs))
 	steps := 0
 	for i, e := range evs {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return Result{}, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
-		lines[i] = ingest.Line{Seq: e.Seq, JSON: b}
+		lines[i] = client.Line{Seq: e.Seq, JSON: b}
 		steps = max(steps, e.Step)
 	}
 	rep, err := c.Open(ctx, open)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/importer"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
@@ -32,7 +33,7 @@ import (
 type server struct {
 	t    testing.TB
 	base string
-	c    *ingest.Client
+	c    *client.Client
 	dir  string // the data directory
 	stop func() // closes the server and the app (once; also on cleanup)
 }
@@ -54,7 +55,7 @@ func startServer(t testing.TB) *server {
 		}
 	})
 	t.Cleanup(stop)
-	c := ingest.NewClient(hs.URL)
+	c := client.New(hs.URL)
 	c.RetryFor = 10 * time.Second
 	return &server{t: t, base: hs.URL, c: c, dir: cfg.Store.Data, stop: stop}
 }

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/policy"
@@ -92,7 +92,7 @@ func BenchmarkRecordDemoFlows(b *testing.B) {
 	sk := &sink{}
 	hs := httptest.NewServer(sk)
 	defer hs.Close()
-	c := ingest.NewClient(hs.URL)
+	c := client.New(hs.URL)
 
 	var (
 		events            uint64

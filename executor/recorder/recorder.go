@@ -19,7 +19,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,8 +37,8 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/cdphar"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -49,16 +48,11 @@ const DefaultChromium = "/usr/bin/chromium"
 // InstallHint says what to install when no browser is found.
 const InstallHint = "install Chromium (Debian/Ubuntu: apt-get install chromium), or set $CHROMIUM to a Chromium or Chrome binary"
 
-// FindChromium returns the browser to run: $CHROMIUM, else
+// FindChromium returns the browser to run when none is configured:
 // /usr/bin/chromium, else chromium, chromium-browser or google-chrome on
-// $PATH. ok is false when none exists.
+// $PATH. ok is false when none exists. (cmd/flightrec configures the one
+// $CHROMIUM names.)
 func FindChromium() (path string, ok bool) {
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		if _, err := exec.LookPath(p); err == nil {
-			return p, true
-		}
-		return p, false
-	}
 	if _, err := os.Stat(DefaultChromium); err == nil {
 		return DefaultChromium, true
 	}
@@ -121,15 +115,6 @@ type Config struct {
 	Pins Pins
 	// Log hears progress lines (one per step); nil is silent.
 	Log io.Writer
-}
-
-// RegisterFlags adds the recorder's flags to fs.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Chromium, "chromium", os.Getenv("CHROMIUM"), "Chromium binary (env CHROMIUM; default: /usr/bin/chromium or chromium on $PATH)")
-	fs.DurationVar(&c.StepTimeout, "step-timeout", 5*time.Second, "how long a step waits for its target or condition (a flow step's timeout overrides it)")
-	fs.DurationVar(&c.FrameInterval, "frame-interval", 200*time.Millisecond, "least time between two screencast frames (200ms is 5 per second)")
-	fs.IntVar(&c.JPEGQuality, "jpeg-quality", 70, "screencast JPEG quality, 1-100")
-	fs.StringVar(&c.Project, "project", "default", "project of the recording")
 }
 
 func (c *Config) defaults() {
@@ -206,7 +191,7 @@ type session struct {
 // A step that fails stops the flow unless the failure is the app's (a 5xx
 // answer, an uncaught exception), which the receipt records and the flow
 // goes on after. The verdict is fail when any step failed.
-func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *ingest.Client) (Result, error) {
+func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (Result, error) {
 	cfg.defaults()
 	start := time.Now()
 	path, err := Browser(cfg.Chromium)

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 )
@@ -64,7 +64,7 @@ func runSteps(t *testing.T, base, page string, steps ...string) (recorder.Result
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := recorder.Record(ctx, recorder.Config{Chromium: testenv.RequireChromium(t), StepTimeout: 700 * time.Millisecond},
-		fl.Expand(page), ingest.NewClient(base))
+		fl.Expand(page), client.New(base))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 )
 
 // stream numbers the events of one recording and sends them to the
@@ -16,14 +16,14 @@ import (
 // the step runner all emit concurrently: the mutex orders them, so seq
 // order is emission order.
 type stream struct {
-	client *ingest.Client
+	client *client.Client
 	id     string
 	limits event.Limits
 
 	mu      sync.Mutex
 	seq     uint64
 	step    int
-	pending []ingest.Line
+	pending []client.Line
 	bytes   int
 	counts  map[event.Kind]int
 	err     error // the first send error; emits after it are dropped
@@ -40,7 +40,7 @@ const (
 	flushEvery  = 250 * time.Millisecond
 )
 
-func newStream(c *ingest.Client, id string) *stream {
+func newStream(c *client.Client, id string) *stream {
 	s := &stream{client: c, id: id, limits: event.DefaultLimits, counts: map[event.Kind]int{},
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go s.sender()
@@ -99,7 +99,7 @@ func (s *stream) emitAt(kind event.Kind, ts time.Time, step int, data any) {
 		return
 	}
 	s.seq++
-	s.pending = append(s.pending, ingest.Line{Seq: env.Seq, JSON: line})
+	s.pending = append(s.pending, client.Line{Seq: env.Seq, JSON: line})
 	s.bytes += len(line)
 	s.counts[kind]++
 	if len(s.pending) >= batchEvents || s.bytes >= batchBytes {

@@ -49,11 +49,10 @@ func BenchmarkReadAccess(b *testing.B) {
 	bare := chi.NewRouter()
 	bare.Use(middleware.Recoverer)
 	a.Playback.Routes(bare)
-	g := &access.Guard{Tokens: a.Tokens, Policy: a.Policy, ProjectOf: a.Guard.ProjectOf, Public: a.Guard.Public}
 	mux := chi.NewRouter()
+	g := &access.Guard{Tokens: a.Tokens, Policy: a.Policy, Projects: a.Guard.Projects, Public: a.Guard.Public, Router: mux}
 	mux.Use(middleware.Recoverer, g.Middleware)
 	a.Playback.Routes(mux)
-	g.Router = mux
 	var guarded http.Handler = mux
 	for _, c := range []struct{ name, path string }{
 		{"step", "/v1/recordings/" + id + "/steps/1"},

@@ -7,13 +7,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +33,7 @@ import (
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/clickhouse"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/ui"
 	"github.com/flightrec/flightrec/wire"
@@ -51,22 +50,6 @@ type StoreConfig struct {
 	// lock while another short command holds it (a server's lock is not
 	// waited for).
 	LockTimeout time.Duration
-}
-
-// RegisterFlags adds --data and --index.
-func (c *StoreConfig) RegisterFlags(fs *flag.FlagSet) {
-	c.Data = envOr("FLIGHTREC_DATA", "./flightrec-data")
-	c.Index = envOr("FLIGHTREC_INDEX", "")
-	fs.StringVar(&c.Data, "data", c.Data, "data directory (env FLIGHTREC_DATA)")
-	fs.StringVar(&c.Index, "index", c.Index,
-		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite), "+
-			"or clickhouse://USER:PASS@HOST:9000/DB for ClickHouse (env FLIGHTREC_INDEX)")
-	c.LockTimeout = 10 * time.Second
-	if d, err := time.ParseDuration(os.Getenv("FLIGHTREC_LOCK_TIMEOUT")); err == nil {
-		c.LockTimeout = d
-	}
-	fs.DurationVar(&c.LockTimeout, "lock-timeout", c.LockTimeout,
-		"how long to wait for the data directory's lock while another command holds it (env FLIGHTREC_LOCK_TIMEOUT)")
 }
 
 // Config configures the server.
@@ -96,6 +79,10 @@ type Config struct {
 	// MaxVideoDuration bounds a video's span (playback.Service); 0 is
 	// playback's default.
 	MaxVideoDuration time.Duration
+	// FFmpeg is the ffmpeg binary that masks video (ingest) and encodes
+	// frames' video (playback), a path or a name looked up on $PATH; ""
+	// is "ffmpeg".
+	FFmpeg string
 	// PublicURL is the base of absolute links the server hands out (share
 	// links); "" takes the request's own host.
 	PublicURL string
@@ -122,42 +109,11 @@ func (l HTTPLimits) apply(srv *http.Server) {
 	srv.ReadTimeout = cmp.Or(l.BodyTimeout, d.BodyTimeout)
 }
 
-// RegisterFlags adds serve's flags.
-func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	c.Store.RegisterFlags(fs)
-	c.Addr = envOr("FLIGHTREC_ADDR", "127.0.0.1:8480")
-	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (env FLIGHTREC_ADDR)")
-	c.Policy = envOr("FLIGHTREC_POLICY", "")
-	fs.StringVar(&c.Policy, "policy", c.Policy,
-		"directory of Rego that extends the default redaction policy (env FLIGHTREC_POLICY)")
-	fs.BoolVar(&c.InsecureAnonymous, "insecure-anonymous", false,
-		"serve without authentication on a non-loopback address")
-	c.Ingest.RegisterFlags(fs)
-	fs.DurationVar(&c.RetentionInterval, "retention-interval", time.Hour,
-		"how often expired recordings and unreferenced blobs are swept (0: only on demand)")
-	c.HTTP = DefaultHTTPLimits
-	fs.DurationVar(&c.HTTP.BodyTimeout, "body-timeout", c.HTTP.BodyTimeout,
-		"longest time a client may take to send one request, body included; a slower body is cut")
-	c.MaxVideoDuration = playback.DefaultMaxVideoDuration
-	fs.DurationVar(&c.MaxVideoDuration, "max-video-duration", c.MaxVideoDuration,
-		"longest video.webm served; a longer recording's video is asked for as clips of steps")
-	c.PublicURL = envOr("FLIGHTREC_PUBLIC_URL", "")
-	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL,
-		"base URL of the links the server hands out, e.g. https://flightrec.example.com (env FLIGHTREC_PUBLIC_URL; default: the request's host)")
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // OpenIndex opens the index a DSN names.
 func OpenIndex(dsn, dataDir string) (store.Index, error) {
 	switch {
 	case dsn == "":
-		return sqlite.Open(filepath.Join(dataDir, "index.sqlite"))
+		return sqlite.Open(layout.Of(dataDir).Index())
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.Open(strings.TrimPrefix(dsn, "sqlite:"))
 	case strings.HasPrefix(dsn, "clickhouse://"):
@@ -172,7 +128,8 @@ func OpenIndex(dsn, dataDir string) (store.Index, error) {
 	}
 }
 
-// Stores opens the data directory and the index of a StoreConfig.
+// Open opens the data directory and the index of a StoreConfig; on error
+// nothing stays open.
 func (c StoreConfig) Open() (*store.Store, store.Index, error) {
 	st, err := store.OpenStore(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})
 	if err != nil {
@@ -180,6 +137,7 @@ func (c StoreConfig) Open() (*store.Store, store.Index, error) {
 	}
 	idx, err := OpenIndex(c.Index, c.Data)
 	if err != nil {
+		st.Close()
 		return nil, nil, err
 	}
 	return st, idx, nil
@@ -204,10 +162,11 @@ type App struct {
 	log      *slog.Logger
 	edge     *httpx.Edge // answers, counts and logs every error reply
 	router   *chi.Mux
-	cancel   context.CancelFunc
 	// stopping is closed when Close begins: an index rebuild in flight
 	// stops, so that shutdown does not wait for it.
 	stopping chan struct{}
+	// opened closes everything New opened, newest first.
+	opened   closer
 	closed   sync.Once
 	closeErr error
 }
@@ -220,97 +179,124 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 	if command == "" || command == "serve" || command == "demo" {
 		command, addr = cmp.Or(command, "serve"), cfg.Addr
 	}
+	var opened closer
 	lock, err := cfg.Store.Lock(command, addr)
 	if err != nil {
 		return nil, err
 	}
+	opened.add(lock.Close) // last: everything it guards is closed
 	st, idx, err := cfg.Store.Open()
 	if err != nil {
-		lock.Close()
+		opened.close()
 		return nil, startError(cfg.Store.Data, err)
 	}
-	a, err := NewWith(cfg, log, st, idx)
+	a, err := assemble(cfg, log, st, idx, lock, opened)
 	if err != nil {
-		lock.Close()
 		return nil, startError(cfg.Store.Data, err)
 	}
-	a.lock = lock
 	return a, nil
 }
 
 // NewWith is New over a store and index the caller opened (tests wrap the
-// index to inject faults). The App owns and closes both.
+// index to inject faults), without the data directory's lock. The App
+// owns and closes both.
 func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*App, error) {
+	return assemble(cfg, log, st, idx, nil, closer{})
+}
+
+// assemble builds the server's modules over st and idx (and lock, the
+// data directory's, when New took it), each given what it depends on when
+// it is made, in dependency order; opened (what the caller opened before)
+// gets what each opens, and closes all of it if one fails.
+func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lock *store.DirLock, opened closer) (a *App, err error) {
+	opened.add(st.Close)
+	opened.add(idx.Close)
+	defer func() {
+		if err != nil {
+			opened.close()
+		}
+	}()
 	pol, err := policy.Load(context.Background(), cfg.Policy)
 	if err != nil {
-		idx.Close()
-		st.Close()
 		return nil, err
 	}
 	if cfg.RecordPolicy {
 		if err := retention.RecordPolicy(st.Dir(), pol.Digest()); err != nil {
-			idx.Close()
-			st.Close()
 			return nil, err
 		}
 	}
+	// Ingest writes every recording's plan to the audit log.
+	auditLog, err := audit.Open(st.Dir())
+	if err != nil {
+		return nil, err
+	}
+	opened.add(auditLog.Close)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// One edge answers, counts and logs every room's error replies.
 	edge := httpx.NewEdge(reg, log)
-	proj := store.NewProjector(st, idx, log)
-	proj.OnComplete = func(ctx context.Context, id string) error {
-		return diffrun.RecordSignature(ctx, st, idx, id)
-	}
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_policy_evaluations_total", Help: "Redaction plans evaluated (one per recording)."},
 		func() float64 { return float64(pol.Evaluations()) }))
-	ing, err := ingest.New(cfg.Ingest, st, proj, pol, reg, log, edge)
+
+	// A finished recording's failure signature needs it whole in the
+	// index, so the projector records it once it has indexed the end.
+	proj := store.NewProjector(st, idx, log, func(ctx context.Context, id string) error {
+		return diffrun.RecordSignature(ctx, st, idx, id)
+	})
+	icfg := cfg.Ingest
+	icfg.FFmpeg = cfg.FFmpeg
+	ing, err := ingest.New(icfg, ingest.Deps{Store: st, Projector: proj, Policy: pol, Registry: reg, Log: log, Edge: edge,
+		// Every recording's redaction plan is on the audit record.
+		OnOpen: func(m store.RecordingMeta) {
+			if _, err := auditLog.Append(audit.Plan(m.ID, m.PlanDigest)); err != nil {
+				log.Error("writing the audit log failed", "kind", "plan", "recording", m.ID, "err", err)
+			}
+		}})
 	if err != nil {
-		idx.Close()
-		st.Close()
 		return nil, err
 	}
+	// The projector runs once ingest has recovered what it is to index.
 	ctx, cancel := context.WithCancel(context.Background())
 	go proj.Run(ctx)
-	pb := playback.New(st, idx, log, edge)
-	if pb.Signer, err = attest.LoadOrCreateKey(st.Dir()); err != nil {
-		cancel()
-		ing.Close()
-		idx.Close()
-		st.Close()
+	opened.add(func() error {
+		// It indexes what is pending before it stops (ingest, closed
+		// before it, sends nothing more).
+		fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer fcancel()
+		err := proj.Flush(fctx)
+		cancel() // the projector's and the sweeper's context
+		proj.Close()
+		return err
+	})
+	opened.add(func() error { ing.Close(); return nil })
+	signer, err := attest.LoadOrCreateKey(st.Dir())
+	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxVideoDuration != 0 {
-		pb.MaxVideoDuration = cfg.MaxVideoDuration
+	tokens, err := access.OpenTokens(st.Dir())
+	if err != nil {
+		return nil, err
 	}
+	sweeper := &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
+	if cfg.RetentionInterval > 0 {
+		go sweeper.Run(ctx, cfg.RetentionInterval)
+	}
+	pb := playback.New(playback.Config{MaxVideoDuration: cfg.MaxVideoDuration, FFmpeg: cfg.FFmpeg},
+		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer, Audit: auditLog,
+			Retention: func(ctx context.Context, row store.RecordingRow) wire.Retention {
+				return sweeper.Status(ctx, row, time.Now())
+			}})
+	opened.add(func() error { _ = pb.Close(); return nil })
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_loaded_total", Help: "DOM checkpoint sets read from the store (kept by an earlier run)."},
 		func() float64 { l, _ := pb.DOMSetCounts(); return float64(l) }))
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_built_total", Help: "DOM checkpoint sets built by replaying a recording from its first event."},
 		func() float64 { _, b := pb.DOMSetCounts(); return float64(b) }))
-	tokens, err := access.OpenTokens(st.Dir())
-	var auditLog *audit.Log
-	if err == nil {
-		auditLog, err = audit.Open(st.Dir())
-	}
-	var shareKey []byte
-	if err == nil {
-		shareKey, err = st.Key(access.ShareKeyName)
-	}
+	shareKey, err := st.Key(layout.ShareKeyName)
 	if err != nil {
-		cancel()
-		ing.Close()
-		idx.Close()
-		st.Close()
 		return nil, err
-	}
-	// Every recording's redaction plan is on the audit record.
-	ing.OnOpen = func(m store.RecordingMeta) {
-		if _, err := auditLog.Append(audit.Plan(m.ID, m.PlanDigest)); err != nil {
-			log.Error("writing the audit log failed", "kind", "plan", "recording", m.ID, "err", err)
-		}
 	}
 	denied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightrec_access_denied_total",
 		Help: "Requests refused by access control, by reason."}, []string{"reason"})
@@ -318,25 +304,20 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
-	pb.Audit = auditLog
-	a := &App{Shares: access.NewShares(st, shareKey, auditLog), Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
-		Audit: auditLog, Registry: reg, log: log, edge: edge, cfg: cfg, cancel: cancel}
-	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
-	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
-		return a.Sweeper.Status(ctx, row, time.Now())
-	}
-	if cfg.RetentionInterval > 0 {
-		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
-	}
-	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied, Shares: a.Shares,
-		Public: publicRoutes(),
-		ProjectOf: func(_ context.Context, id string) (string, bool) {
-			m, err := st.Meta(id)
-			return m.Project, err == nil
-		},
-		GroupProject: pb.GroupProject}
-	a.router = a.routes()
-	a.Guard.Router = a.router
+	// The guard finds each request's route in the router it guards: the
+	// router is made first, its routes mounted once the guard exists.
+	router := chi.NewRouter()
+	shares := access.NewShares(st, shareKey, auditLog)
+	guard := &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied,
+		Public: publicRoutes(), Projects: pb, Router: router, Shares: shares}
+	// An index rebuild in flight stops first, so shutdown does not wait
+	// for it.
+	stopping := make(chan struct{})
+	opened.add(func() error { close(stopping); return nil })
+	a = &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, Guard: guard,
+		Shares: shares, Audit: auditLog, Sweeper: sweeper, Registry: reg, lock: lock, log: log, edge: edge, cfg: cfg, router: router,
+		stopping: stopping, opened: opened}
+	a.routes(router)
 	return a, nil
 }
 
@@ -359,8 +340,8 @@ func (a *App) Handler() http.Handler { return a.router }
 // Router exposes the chi router (the OpenAPI test walks it).
 func (a *App) Router() chi.Router { return a.router }
 
-func (a *App) routes() *chi.Mux {
-	r := chi.NewRouter()
+// routes mounts every route on r.
+func (a *App) routes(r *chi.Mux) {
 	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware, a.damageGate(r))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.edge.Fail(w, r, wire.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
@@ -385,7 +366,6 @@ func (a *App) routes() *chi.Mux {
 	r.Post("/v1/index/rebuild", a.handleRebuild)
 	audit.Routes(r, a.Audit, a.edge)
 	ui.Routes(r)
-	return r
 }
 
 func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
@@ -402,7 +382,7 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 		a.edge.Fail(w, r, e)
 		return
 	}
-	probe := filepath.Join(a.Store.Dir(), ".ready-probe")
+	probe := a.Store.Layout().ReadyProbe()
 	if err := os.WriteFile(probe, []byte("ok"), 0o644); err != nil {
 		e := wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
 			"data directory not writable")
@@ -460,20 +440,10 @@ func (a *App) accessLog(next http.Handler) http.Handler {
 }
 
 // Close stops the projector after it has indexed what is pending, closes
-// open logs and the index. Recordings stay open on disk.
+// open logs and the index, and then releases the data directory's lock:
+// everything New opened, in reverse order. Recordings stay open on disk.
 func (a *App) Close() error {
-	a.closed.Do(func() {
-		close(a.stopping)
-		a.Ingest.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		flushErr := a.Proj.Flush(ctx)
-		a.cancel()
-		a.Proj.Close()
-		a.Playback.Close()
-		a.closeErr = errors.Join(flushErr, a.Index.Close(), a.Store.Close(), a.Audit.Close())
-		a.lock.Close() // last: everything it guards is closed
-	})
+	a.closed.Do(func() { a.closeErr = a.opened.close() })
 	return a.closeErr
 }
 

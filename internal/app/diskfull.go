@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -68,8 +69,7 @@ func (c StoreConfig) OpenForReindex(ctx context.Context) (*store.Store, store.In
 	if !sqlite.Corrupt(err) || c.Index != "" {
 		return nil, nil, err
 	}
-	path := filepath.Join(c.Data, "index.sqlite")
-	aside := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
+	path, aside := layout.Of(c.Data).Index(), layout.Of(c.Data).IndexAside(time.Now().Unix())
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if rerr := os.Rename(path+suffix, aside+suffix); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("move the damaged index aside: %w (after: %w)", rerr, err)

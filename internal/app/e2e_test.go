@@ -20,6 +20,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
@@ -471,8 +472,8 @@ func TestConcurrentRecordings(t *testing.T) {
 	}
 	for i := range ids {
 		go func(i int) {
-			c := ingest.NewClient(base)
-			lines, err := ingest.ParseLines(testgen.NDJSON(recs[i]))
+			c := client.New(base)
+			lines, err := client.ParseLines(testgen.NDJSON(recs[i]))
 			if err == nil {
 				_, err = c.Send(context.Background(), ids[i], lines, 17, 1<<20, nil)
 			}

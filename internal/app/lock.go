@@ -6,10 +6,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -44,7 +44,7 @@ func LockError(err error) error {
 		next = fmt.Sprintf("wait for flightrec %s (pid %d) to finish and run this again, or raise --lock-timeout",
 			h.Command, h.PID)
 	default:
-		next = "find the process holding " + filepath.Join(le.Dir, store.LockFileName) +
+		next = "find the process holding " + layout.Of(le.Dir).Lock() +
 			" (fuser -v FILE) and stop it, or use --server URL if it is a server"
 	}
 	e := wire.New(http.StatusConflict, "DATA_DIR_LOCKED", next, "%v", le)
@@ -103,7 +103,7 @@ func (c StoreConfig) OpenReadOnly() (*store.Store, error) {
 func OpenIndexReadOnly(dsn, dataDir string) (store.Index, error) {
 	switch {
 	case dsn == "":
-		return sqlite.OpenReadOnly(filepath.Join(dataDir, "index.sqlite"))
+		return sqlite.OpenReadOnly(layout.Of(dataDir).Index())
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqlite.OpenReadOnly(strings.TrimPrefix(dsn, "sqlite:"))
 	}

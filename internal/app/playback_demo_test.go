@@ -212,7 +212,7 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 	})
 
 	t.Run("video without ffmpeg", func(t *testing.T) {
-		t.Setenv("FFMPEG", filepath.Join(t.TempDir(), "no-ffmpeg"))
+		t.Setenv("PATH", t.TempDir()) // the server's ffmpeg is "ffmpeg" on $PATH
 		r := do(t, "GET", fmt.Sprintf("%s/video.webm?from_step=1&to_step=2", rec), nil)
 		if r.status != http.StatusNotImplemented || r.errCode(t) != "FFMPEG_MISSING" || !strings.Contains(string(r.body), "apt-get install ffmpeg") {
 			t.Errorf("a clip without ffmpeg: %d %s", r.status, r.body)

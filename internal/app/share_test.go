@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
-	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // playerRoutes are the routes a player link opens (GET, its own
@@ -157,7 +156,7 @@ func TestShareLinks(t *testing.T) {
 
 	// Widening a link by editing its record (kind, expiry) breaks its
 	// signature: the record is not trusted, the key is.
-	path := filepath.Join(f.app.Store.Dir(), "recordings", alpha, store.SharesFile)
+	path := layout.Of(f.app.Store.Dir()).Shares(alpha)
 	rec, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

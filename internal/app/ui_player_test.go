@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -417,7 +416,7 @@ func TestUIPlayerDemo(t *testing.T) {
 	// 501, and the player shows the step's frames with the server's word.
 	t.Run("frames without ffmpeg", func(t *testing.T) {
 		tab.t = t
-		t.Setenv("FFMPEG", filepath.Join(t.TempDir(), "no-ffmpeg"))
+		t.Setenv("PATH", t.TempDir()) // the server's ffmpeg is "ffmpeg" on $PATH
 		tab.open(fmt.Sprintf("%s/r/%s?step=%d", srv.Base, id, pay))
 		tab.waitFor("the frames", `document.body.dataset.video === "frames" ? "ok" : ""`, 20*time.Second)
 		note := uiEval[string](tab, `document.getElementById("frames-note").textContent`)

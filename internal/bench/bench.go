@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
@@ -251,7 +252,7 @@ func batches(evs []event.Envelope, per int) [][]byte {
 // concurrently over loopback HTTP and waits until the index has every
 // event: the figure is end to end (HTTP, decode, fsync, index).
 func ingestAll(ctx context.Context, a *app.App, base string, perClient [][][]byte, events int) (time.Duration, error) {
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	ids := make([]string, len(perClient))
 	for i := range ids {
 		rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench"})

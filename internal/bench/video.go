@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/event"
-	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -123,7 +123,7 @@ func ingestVideo(ctx context.Context, o VideoOptions, stream []byte, masked bool
 		return 0, 0, 0, err
 	}
 	defer stop()
-	c := ingest.NewClient(base)
+	c := client.New(base)
 	rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench-video"})
 	if err != nil {
 		return 0, 0, 0, err

@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,8 +104,7 @@ type ClickHouseServer struct {
 	argv []string
 	dir  string
 	port int
-	cmd  *exec.Cmd
-	exit chan error
+	d    *daemon // nil while stopped
 }
 
 // StartClickHouse starts a private ClickHouse server on loopback, on free
@@ -143,24 +140,17 @@ func StartClickHouse(t testing.TB) (dsn string, stop, start func()) {
 // Start starts the server and waits until it answers a query.
 func (s *ClickHouseServer) Start() {
 	s.t.Helper()
-	if s.cmd != nil {
+	if s.d != nil {
 		return
 	}
-	logf, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer logf.Close()
 	cmd := exec.Command(s.argv[0], append(s.argv[1:], "--config-file="+filepath.Join(s.dir, "config.xml"))...)
 	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	d, err := startDaemon(cmd, filepath.Join(s.dir, "stdout.log"))
+	if err != nil {
 		s.t.Fatalf("start clickhouse-server: %v", err)
 	}
-	s.cmd, s.exit = cmd, make(chan error, 1)
-	go func() { s.exit <- cmd.Wait() }()
-	if err := WaitClickHouse(s.port, 60*time.Second, s.exit); err != nil {
+	s.d = d
+	if err := WaitClickHouse(s.port, 60*time.Second, d.exited()); err != nil {
 		s.Stop()
 		s.t.Fatalf("clickhouse-server did not start: %v\n%s", err, s.logTail())
 	}
@@ -168,57 +158,31 @@ func (s *ClickHouseServer) Start() {
 
 // Stop sends SIGTERM and waits for the server to exit (SIGKILL after 60s).
 func (s *ClickHouseServer) Stop() {
-	if s.cmd == nil {
+	if s.d == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exit:
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exit
-	}
-	s.cmd = nil
+	s.d.stop(60 * time.Second)
+	s.d = nil
 }
 
 func (s *ClickHouseServer) logTail() string {
-	var b strings.Builder
-	for _, name := range []string{"stdout.log", "log/error.log"} {
-		data, _ := os.ReadFile(filepath.Join(s.dir, name))
-		if len(data) > 4000 {
-			data = data[len(data)-4000:]
-		}
-		fmt.Fprintf(&b, "--- %s\n%s\n", name, data)
-	}
-	return b.String()
+	return logTail(filepath.Join(s.dir, "stdout.log")) + logTail(filepath.Join(s.dir, "log/error.log"))
 }
 
 // WaitClickHouse waits until the server on 127.0.0.1:port answers a query,
 // or exited reports that it stopped, or timeout passes.
 func WaitClickHouse(port int, timeout time.Duration, exited <-chan error) error {
-	deadline := time.Now().Add(timeout)
 	opts := &clickhouse.Options{Addr: []string{"127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second}
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("the server exited: %v", err)
-		default:
-		}
+	return waitUntil(timeout, 50*time.Millisecond, exited, "port "+strconv.Itoa(port), func() error {
 		conn, err := clickhouse.Open(opts)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err = conn.Ping(ctx)
-			cancel()
-			conn.Close()
-			if err == nil {
-				return nil
-			}
+		if err != nil {
+			return err
 		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("no answer on port %d after %s: %v", port, timeout, last)
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return conn.Ping(ctx)
+	})
 }
 
 // WriteClickHouseConfig writes config.xml and users.xml for a server that

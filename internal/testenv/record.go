@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/recorder"
-	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
 )
 
@@ -33,7 +33,7 @@ func Record(t testing.TB, base, appURL string, fl *flow.Flow) recorder.Result {
 	path := RequireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := recorder.Record(ctx, recorder.Config{Chromium: path}, fl.Expand(appURL), ingest.NewClient(base))
+	res, err := recorder.Record(ctx, recorder.Config{Chromium: path}, fl.Expand(appURL), client.New(base))
 	if err != nil {
 		t.Fatalf("recording %s: %v", fl.Name, err)
 	}

@@ -15,13 +15,17 @@ import (
 	"path/filepath"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
-// Key files in a data directory.
+// Key files in a data directory, by name (store/layout names their paths).
+var (
+	KeyDir  = filepath.Base(layout.Of("").Keys())
+	KeyFile = filepath.Base(layout.Of("").AttestationKey()) // PKCS#8 PEM, mode 0600
+	PubFile = filepath.Base(layout.Of("").AttestationPub()) // PKIX PEM
+)
+
 const (
-	KeyDir      = "keys"
-	KeyFile     = "attestation.key" // PKCS#8 PEM, mode 0600
-	PubFile     = "attestation.pub" // PKIX PEM
 	pemPrivate  = "PRIVATE KEY"
 	pemPublic   = "PUBLIC KEY"
 	keyFileMode = 0o600
@@ -114,11 +118,11 @@ func parsePrivateKey(pemBytes []byte) (ed25519.PrivateKey, error) {
 // (PKIX PEM) is (re)written from the key whenever it is missing or
 // differs.
 func LoadOrCreateKey(dataDir string) (*Signer, error) {
-	dir := filepath.Join(dataDir, KeyDir)
+	l := layout.Of(dataDir)
+	dir, path := l.Keys(), l.AttestationKey()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
-	path := filepath.Join(dir, KeyFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		b, err = createKey(dir, path)
@@ -126,7 +130,7 @@ func LoadOrCreateKey(dataDir string) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attest: key %s: %w", path, err)
 	}
-	s, err := signerOf(dir, path, b)
+	s, err := signerOf(l, b)
 	if err != nil {
 		return nil, err
 	}
@@ -143,23 +147,22 @@ func LoadOrCreateKey(dataDir string) (*Signer, error) {
 // exists (an error wrapping fs.ErrNotExist if not), writing nothing: for
 // commands that only read the data directory.
 func LoadKey(dataDir string) (*Signer, error) {
-	dir := filepath.Join(dataDir, KeyDir)
-	path := filepath.Join(dir, KeyFile)
-	b, err := os.ReadFile(path)
+	l := layout.Of(dataDir)
+	b, err := os.ReadFile(l.AttestationKey())
 	if err != nil {
-		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+		return nil, fmt.Errorf("attest: key %s: %w", l.AttestationKey(), err)
 	}
-	return signerOf(dir, path, b)
+	return signerOf(l, b)
 }
 
-// signerOf is the signer of the key file at path (read as b) in dir.
-func signerOf(dir, path string, b []byte) (*Signer, error) {
+// signerOf is the signer of data directory l's key file (read as b).
+func signerOf(l layout.Layout, b []byte) (*Signer, error) {
 	key, err := parsePrivateKey(b)
 	if err != nil {
-		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+		return nil, fmt.Errorf("attest: key %s: %w", l.AttestationKey(), err)
 	}
 	s := NewSigner(key)
-	s.pubPath = filepath.Join(dir, PubFile)
+	s.pubPath = l.AttestationPub()
 	return s, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"image"
 	"io"
 	"iter"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -73,7 +72,8 @@ type Options struct {
 	// MaxBitrate caps the bitrate in bit/s (default 2,000,000) so a burst
 	// of page changes can't blow the file up.
 	MaxBitrate int
-	// FFmpeg is the ffmpeg binary; default FFmpegPath().
+	// FFmpeg is the ffmpeg binary, a path or a name on $PATH; "" is
+	// "ffmpeg" (FFmpegPath).
 	FFmpeg string
 	// TempDir holds the clusters while ffmpeg runs (default os.TempDir()).
 	TempDir string
@@ -129,14 +129,13 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// FFmpegPath finds ffmpeg: $FFMPEG if set, else "ffmpeg" on $PATH. The
-// error wraps ErrNoFFmpeg.
-func FFmpegPath() (string, error) {
-	name := "ffmpeg"
-	if p := os.Getenv("FFMPEG"); p != "" {
-		name = p
+// FFmpegPath finds the ffmpeg binary bin, a path or a name looked up on
+// $PATH; "" is "ffmpeg". The error wraps ErrNoFFmpeg.
+func FFmpegPath(bin string) (string, error) {
+	if bin == "" {
+		bin = "ffmpeg"
 	}
-	p, err := exec.LookPath(name)
+	p, err := exec.LookPath(bin)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
 	}
@@ -157,17 +156,9 @@ func Encode(ctx context.Context, opt Options, frames iter.Seq[Frame], chapters [
 	if err := opt.defaults(); err != nil {
 		return err
 	}
-	bin := opt.FFmpeg
-	if bin == "" {
-		p, err := FFmpegPath()
-		if err != nil {
-			return err
-		}
-		bin = p
-	} else if p, err := exec.LookPath(bin); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoFFmpeg, err)
-	} else {
-		bin = p
+	bin, err := FFmpegPath(opt.FFmpeg)
+	if err != nil {
+		return err
 	}
 	dur := opt.End - opt.Start
 	atoms, starts := chapterAtoms(chapters, opt.Start, dur)

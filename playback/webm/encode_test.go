@@ -471,8 +471,7 @@ func TestBadFrames(t *testing.T) {
 
 func TestNoFFmpeg(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	t.Setenv("FFMPEG", "")
-	if _, err := FFmpegPath(); !errors.Is(err, ErrNoFFmpeg) {
+	if _, err := FFmpegPath(""); !errors.Is(err, ErrNoFFmpeg) {
 		t.Errorf("FFmpegPath: %v, want ErrNoFFmpeg", err)
 	}
 	frames := []Frame{{Time: t0, Image: solidPNG(t, 8, 8, red)}}

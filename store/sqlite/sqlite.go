@@ -193,6 +193,12 @@ func (db *DB) Close() error {
 	}
 	if db.ck != nil {
 		errs = append(errs, db.ck.close())
+		// A purge's TRUNCATE the checkpointer had not managed yet: the
+		// WAL may still hold deleted text, so try once more now that no
+		// checkpoint runs beside it.
+		if db.ck.truncate.Load() && !db.truncateNow(context.Background()) {
+			errs = append(errs, errors.New("the WAL could not be truncated after a purge (another connection held it): deleted text may remain in index.sqlite-wal until the next purge"))
+		}
 	}
 	if db.r != nil && db.r != db.w {
 		errs = append(errs, db.r.Close())

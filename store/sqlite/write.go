@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store"
@@ -441,14 +442,38 @@ func (db *DB) PurgeDeleted(ctx context.Context) error {
 // (where the zeroed pages replace the old) and cuts the WAL to nothing. It
 // waits (busy_timeout) for other processes' readers to leave the WAL; if
 // one stays, or the background checkpointer is mid-checkpoint (SQLITE_BUSY
-// at once), the checkpointer takes the TRUNCATE over and retries it until
-// it passes. The delete itself stands either way.
+// at once, which is brief) it is tried again a few times; if it still does
+// not pass, the checkpointer takes the TRUNCATE over and retries it until
+// it passes, and Close makes a last attempt. The delete itself stands
+// either way.
 func (db *DB) purgeWAL(ctx context.Context) {
+	for try := 0; try < purgeTries; try++ {
+		if db.truncateNow(ctx) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			db.ck.truncateWAL()
+			return
+		case <-time.After(purgeRetry):
+		}
+	}
+	db.ck.truncateWAL()
+}
+
+// purgeTries × purgeRetry bounds how long a purge waits out a concurrent
+// checkpoint (each takes milliseconds; under load, up to a few hundred).
+const (
+	purgeTries = 20
+	purgeRetry = 50 * time.Millisecond
+)
+
+// truncateNow runs one TRUNCATE checkpoint on the writer's connection and
+// reports whether it cut the WAL to nothing.
+func (db *DB) truncateNow(ctx context.Context) bool {
 	var busy, frames, copied int
 	err := db.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied)
-	if err != nil || busy != 0 {
-		db.ck.truncateWAL()
-	}
+	return err == nil && busy == 0
 }
 
 // Reset drops every row. The schema stays; DELETE without WHERE lets SQLite

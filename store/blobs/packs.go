@@ -1,0 +1,920 @@
+package blobs
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/flightrec/flightrec/store/layout"
+)
+
+// Packs hold the blobs that arrive in ingest batches (frames, screenshots,
+// video chunks). A file per small blob costs a journal commit per file, so
+// on this kind of disk a batch of 20 frames of 50 KB takes 20–30 ms however
+// the fsyncs are grouped: about 50 MB/s. Appending the batch to one pack
+// file and fsyncing once costs what a sequential write costs. The blobs
+// stay content-addressed (found by CID, stored once, never rewritten);
+// only their placement differs from a loose blob's.
+//
+//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x01", then entries:
+//	    u32 LE length n | u32 LE CRC-32C of (digest ‖ data) | 32-byte sha2-256 digest | n bytes
+//	DIR/packs/NNNNNNNN.idx    written when a pack is full (atomic):
+//	    "FRPIDX\x00\x01" | u32 LE count | count × (digest, u64 LE offset, u32 LE length) | u32 LE CRC-32C of all before
+//
+// A pack is preallocated (fallocate) ahead of its logical end and written
+// there: writing into allocated space costs a tenth of the CPU of extending
+// a file and doubles the bandwidth on ext4. The allocation grows in
+// proportion to what is written (it doubles from packAllocStart up to the
+// pack's maximum, see growAlloc), so a store holding one small recording
+// does not take a whole pack's worth of disk. An all-zero entry header marks
+// the logical end; a full pack is trimmed to it.
+//
+// The in-memory index maps digest → (pack, offset, length); it is loaded
+// from the .idx files and by scanning the one pack that has none (the one
+// being filled), whose torn tail a crash may have left is cut: entries in
+// it were never acknowledged. A sweep (gc.go) rewrites full packs without
+// their dead blobs under new numbers, so a crash may leave a blob in two
+// packs: the higher-numbered one is indexed, the other copy is dropped by
+// the next sweep.
+type packs struct {
+	dir      string
+	maxBytes int64
+
+	mu    sync.Mutex // guards everything below; held for a batch's write, not its fsync
+	index map[[32]byte]packLoc
+	cur   *packFile // the pack being filled, nil until the first put
+	lastN int       // the highest pack number in use
+	bytes int64     // payload bytes in all packs
+	cut   int64     // bytes cut from torn tails at open
+	// corrupt holds whole entries whose bytes do not hash to the digest
+	// in their header (a flipped bit): never served, never cut, reported
+	// by CID. damaged holds regions that parse as no entry at all, with
+	// intact entries after them.
+	corrupt  map[[32]byte]packLoc
+	damaged  []PackDamage
+	readOnly bool
+	// buf is reused for every batch: growing a fresh slice to a megabyte
+	// copies it many times into newly faulted pages, which cost more than
+	// the write itself.
+	buf []byte
+
+	// gcHook, when set (by tests), is called at each step of a repack
+	// (see gc.go); an error stops the collection there, as a crash would.
+	gcHook func(step string) error
+}
+
+type packLoc struct {
+	pack int
+	off  int64 // offset of the data (after the entry header)
+	n    int64
+}
+
+const (
+	packMagic      = "FRPACK\x00\x01"
+	packIdxMagic   = "FRPIDX\x00\x01"
+	packEntryHdr   = 4 + 4 + 32
+	defaultPackMax = 128 << 20
+	// packAllocStart is a new pack's first allocation; it doubles as the
+	// pack fills.
+	packAllocStart = 1 << 20
+	// PackMaxBlob bounds a packed blob; larger ones are stored loose.
+	PackMaxBlob = 8 << 20
+)
+
+var errPackCorrupt = errors.New("pack corrupt")
+
+func openPacks(dir string, maxBytes int64) (*packs, error) {
+	if maxBytes <= 0 {
+		maxBytes = defaultPackMax
+	}
+	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: packs: %w", err)
+	}
+	nums, idxs, err := p.list(true)
+	if err != nil {
+		return nil, err
+	}
+	// The pack being filled is the highest-numbered one without an index.
+	// It is usually the last, but a sweep writes its rewritten packs (with
+	// their indexes) under new numbers while one is being filled.
+	filling := 0
+	for _, n := range nums {
+		if !idxs[n] && !p.markedDamaged(n) {
+			filling = n
+		}
+	}
+	for _, n := range nums {
+		if idxs[n] {
+			if err := p.loadIdx(n); err == nil {
+				continue
+			}
+			// A bad index is rebuilt from its pack below.
+		}
+		last := n == filling
+		sc, err := p.scan(n)
+		if err != nil {
+			return nil, fmt.Errorf("store: pack %d: %w", n, err)
+		}
+		p.note(sc)
+		if p.markedDamaged(n) {
+			// Finished (trimmed, durable) with damage in it: scanned
+			// at every open to find the damage again, and never cut,
+			// since every entry in it was acknowledged.
+			continue
+		}
+		if sc.torn {
+			// A pack without an index was being filled: a crash, or a
+			// failed write after which nothing more went into it, left
+			// its tail torn (an entry that runs past the end of what
+			// was written), and nothing in that tail was acknowledged.
+			// Cut it (and preallocate again below if it stays current).
+			// Damage before the tail is never cut: see scan.
+			if err := layout.TruncateSync(p.path(n), sc.end); err != nil {
+				return nil, err
+			}
+			p.cut += sc.size - sc.end
+			sc.size = sc.end
+		}
+		if !last || sc.end >= maxBytes {
+			if err := trimPack(p.path(n), sc.end); err != nil {
+				return nil, err
+			}
+			if err := p.indexUnlessDamaged(n, sc.entries); err != nil {
+				return nil, err
+			}
+		} else {
+			f, err := os.OpenFile(p.path(n), os.O_WRONLY, 0)
+			if err != nil {
+				return nil, fmt.Errorf("store: pack: %w", err)
+			}
+			pf := newPackFile(n, f, sc.end, sc.entries)
+			pf.alloc = max(sc.size, growAlloc(0, sc.end, maxBytes))
+			if pf.alloc > sc.size {
+				preallocate(f, pf.alloc)
+			}
+			p.cur = pf
+		}
+	}
+	if len(nums) > 0 {
+		p.lastN = nums[len(nums)-1]
+	}
+	return p, nil
+}
+
+// openPacksReadOnly loads the pack index without changing a byte: no torn
+// tail is cut (a writer may be appending to it right now), no pack is
+// trimmed or preallocated, no index written, no leftover removed.
+func openPacksReadOnly(dir string) (*packs, error) {
+	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// load (read-only) indexes every pack: from its index file, or by scanning
+// it.
+func (p *packs) load() error {
+	nums, idxs, err := p.list(false)
+	if err != nil {
+		return err
+	}
+	for _, n := range nums {
+		if idxs[n] && p.loadIdx(n) == nil {
+			continue
+		}
+		sc, err := p.scan(n)
+		if err != nil {
+			return fmt.Errorf("store: pack %d: %w", n, err)
+		}
+		p.note(sc)
+	}
+	return nil
+}
+
+// reload (read-only) indexes the packs again: a writer beside a read-only
+// reader adds blobs after the reader opened, and a record the reader finds
+// later may name one.
+func (p *packs) reload() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.index, p.corrupt, p.damaged, p.bytes = map[[32]byte]packLoc{}, map[[32]byte]packLoc{}, nil, 0
+	_ = p.load()
+}
+
+// note adds what a scan found to the index (with p.mu held or before the
+// packs are shared).
+func (p *packs) note(sc packScan) {
+	for d, loc := range sc.entries {
+		p.add(d, loc)
+	}
+	for d, loc := range sc.corrupt {
+		p.corrupt[d] = loc
+	}
+	p.damaged = append(p.damaged, sc.damaged...)
+}
+
+func (p *packs) path(n int) string    { return layout.PackFile(p.dir, n, ".pack") }
+func (p *packs) idxPath(n int) string { return layout.PackFile(p.dir, n, ".idx") }
+
+func (p *packs) add(d [32]byte, loc packLoc) {
+	if _, ok := p.index[d]; !ok {
+		p.bytes += loc.n
+	}
+	p.index[d] = loc
+}
+
+// list returns the pack numbers in order and which have an index.
+// With tidy unset (a read-only open) nothing is removed.
+func (p *packs) list(tidy bool) ([]int, map[int]bool, error) {
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: packs: %w", err)
+	}
+	var nums, marks []int
+	idxs := map[int]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, tmpPrefix) || strings.HasPrefix(name, ".") && strings.Contains(name, tmpPrefix) {
+			// A pack a repack left half written (".tmp-*"), or an index
+			// a crash left half written (WriteFileAtomic's
+			// ".NNNNNNNN.idx.tmp-*").
+			if tidy {
+				_ = os.Remove(filepath.Join(p.dir, name))
+			}
+			continue
+		}
+		base, ext, ok := strings.Cut(name, ".")
+		n, err := strconv.Atoi(base)
+		if !ok || err != nil || len(base) != 8 || n <= 0 {
+			continue
+		}
+		switch ext {
+		case "pack":
+			nums = append(nums, n)
+		case "idx":
+			idxs[n] = true
+		case "damaged":
+			marks = append(marks, n)
+		}
+	}
+	sort.Ints(nums)
+	// An index without its pack (a collection removes the index first, so
+	// only outside damage leaves one) must not outlive it: a later pack
+	// with the same number would load it.
+	have := make(map[int]bool, len(nums))
+	for _, n := range nums {
+		have[n] = true
+	}
+	for _, n := range marks {
+		// A damage marker without its pack would mark a later pack of
+		// that number (only outside changes leave one).
+		if !have[n] && tidy {
+			_ = os.Remove(p.markPath(n))
+		}
+	}
+	for n := range idxs {
+		if !have[n] && !tidy {
+			delete(idxs, n)
+			continue
+		}
+		if !have[n] {
+			if err := os.Remove(p.idxPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, fmt.Errorf("store: packs: %w", err)
+			}
+			delete(idxs, n)
+		}
+	}
+	return nums, idxs, nil
+}
+
+// PackDamage is a region of a pack that holds no readable entry, with
+// intact entries after it.
+type PackDamage struct {
+	Pack       int
+	Offset, To int64
+}
+
+// packScan is what scan found in one pack.
+type packScan struct {
+	entries map[[32]byte]packLoc // good entries
+	corrupt map[[32]byte]packLoc // whole entries whose bytes do not match their digest
+	damaged []PackDamage
+	end     int64 // the logical end: after the last whole entry
+	size    int64 // the file size
+	torn    bool  // from end on lies an entry that runs past the end of the file
+}
+
+// scan reads a pack's entries, checking each one's CRC and digest. A pack
+// is preallocated, so an all-zero entry header marks the end of what was
+// written. Damage is told apart from a torn tail by what follows it:
+//   - a whole entry (its length fits) whose bytes do not match, followed by
+//     the end, zeros or a good entry, with no good entry inside the span
+//     its length claims, is corrupt: its digest is kept in corrupt so the
+//     blob is reported by CID, and the scan goes on;
+//   - bytes that parse as no entry, followed somewhere by a good entry,
+//     are a damaged region, skipped;
+//   - bytes that parse as no entry, with no good entry after them, are a
+//     torn tail: an append a crash interrupted (the only thing a writer's
+//     open may cut).
+//
+// A damaged pack header is a damaged region too; only failing to read the
+// file is an error.
+func (p *packs) scan(n int) (packScan, error) {
+	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
+	f, err := os.Open(p.path(n))
+	if err != nil {
+		return sc, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return sc, err
+	}
+	sc.size = fi.Size()
+	head := make([]byte, len(packMagic))
+	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic {
+		if allZeroBytes(head) || sc.size < int64(len(packMagic)) { // created, header never made durable
+			sc.torn = sc.size > 0
+			return sc, nil
+		}
+		// A damaged header: the entries after it are read as usual.
+		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: 0, To: int64(len(packMagic))})
+	}
+	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size}
+	pr.skip(int64(len(packMagic)))
+	off := int64(len(packMagic))
+	for {
+		e, st := pr.entryAt(off)
+		switch st {
+		case entryEnd:
+			sc.end = off
+			return sc, nil
+		case entryGood:
+			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+			off += packEntryHdr + e.n
+			continue
+		case entryBad:
+			// A good entry inside the span its length claims means the
+			// length is what is damaged: that is a damaged region.
+			next := off + packEntryHdr + e.n
+			if r := pr.resync(off + 1); r >= 0 && r < next {
+				sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: off, To: r})
+				off = r
+				continue
+			}
+			if next == sc.size || pr.boundary(next) {
+				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+				off = next
+				continue
+			}
+		}
+		// No entry parses here: a damaged region if a good entry follows,
+		// else the torn tail.
+		next := pr.resync(off + 1)
+		if next < 0 {
+			sc.end, sc.torn = off, true
+			return sc, nil
+		}
+		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: off, To: next})
+		off = next
+	}
+}
+
+// entryState is what lies at an offset of a pack.
+type entryState int
+
+const (
+	entryEnd  entryState = iota // the end of the file, or an all-zero header
+	entryGood                   // a whole entry whose bytes match its digest
+	entryBad                    // a whole entry (its length fits) whose bytes do not
+	entryNone                   // no whole entry: a length that does not fit, a short header
+)
+
+type packEntry struct {
+	d [32]byte
+	n int64
+}
+
+// packReader reads a pack's entries in order through a buffer, and checks
+// offsets ahead of it directly (see scan).
+type packReader struct {
+	r    *bufio.Reader
+	f    io.ReaderAt
+	size int64
+	pos  int64 // where r is
+	hdr  [packEntryHdr]byte
+	body []byte
+}
+
+func (r *packReader) skip(n int64) {
+	_, _ = r.r.Discard(int(n))
+	r.pos += n
+}
+
+// entryAt reads the entry at off: through the buffer when off is where it
+// is, directly otherwise.
+func (r *packReader) entryAt(off int64) (packEntry, entryState) {
+	if off != r.pos {
+		r.r.Reset(io.NewSectionReader(r.f, off, r.size-off))
+		r.pos = off
+	}
+	var e packEntry
+	if r.size-off < packEntryHdr {
+		if allZeroAt(r.f, off, r.size-off) {
+			return e, entryEnd
+		}
+		return e, entryNone
+	}
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return e, entryNone
+	}
+	r.pos += packEntryHdr
+	if allZeroBytes(r.hdr[:]) {
+		return e, entryEnd // the preallocated, unwritten rest
+	}
+	e.n = int64(binary.LittleEndian.Uint32(r.hdr[0:4]))
+	copy(e.d[:], r.hdr[8:40])
+	if e.n > PackMaxBlob || r.size-off-packEntryHdr < e.n {
+		return e, entryNone
+	}
+	if int64(cap(r.body)) < e.n {
+		r.body = make([]byte, e.n)
+	}
+	r.body = r.body[:e.n]
+	if _, err := io.ReadFull(r.r, r.body); err != nil {
+		return e, entryNone
+	}
+	r.pos += e.n
+	sum := binary.LittleEndian.Uint32(r.hdr[4:8])
+	crc := crc32.Update(crc32.Checksum(r.hdr[8:40], castagnoli), castagnoli, r.body)
+	if crc != sum || sha256.Sum256(r.body) != e.d {
+		return e, entryBad
+	}
+	return e, entryGood
+}
+
+// boundary reports whether an entry could start at off: zeros or a good
+// entry are there.
+func (r *packReader) boundary(off int64) bool {
+	_, st := r.entryAt(off)
+	return st == entryEnd || st == entryGood
+}
+
+// resync returns the offset of the first good entry at or after from, or
+// -1. It reads the rest of the pack into memory: damage is rare, and this
+// is its only cost.
+func (r *packReader) resync(from int64) int64 {
+	if from >= r.size {
+		return -1
+	}
+	rest := make([]byte, r.size-from)
+	if n, _ := r.f.ReadAt(rest, from); int64(n) < int64(len(rest)) {
+		rest = rest[:n]
+	}
+	for i := 0; i+packEntryHdr <= len(rest); i++ {
+		h := rest[i : i+packEntryHdr]
+		if binary.LittleEndian.Uint64(h) == 0 {
+			continue // a zero length and checksum start no entry worth the hashing
+		}
+		n := int(binary.LittleEndian.Uint32(h[0:4]))
+		if n > PackMaxBlob || i+packEntryHdr+n > len(rest) {
+			continue
+		}
+		body := rest[i+packEntryHdr : i+packEntryHdr+n]
+		crc := crc32.Update(crc32.Checksum(h[8:40], castagnoli), castagnoli, body)
+		if crc == binary.LittleEndian.Uint32(h[4:8]) && sha256.Sum256(body) == [32]byte(h[8:40]) {
+			return from + int64(i)
+		}
+	}
+	return -1
+}
+
+func allZeroAt(r io.ReaderAt, off, n int64) bool {
+	b := make([]byte, n)
+	m, _ := r.ReadAt(b, off)
+	return allZeroBytes(b[:m])
+}
+
+func allZeroBytes(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *packs) loadIdx(n int) error {
+	ents, err := p.readIdx(n)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p.add(e.d, e.loc)
+	}
+	return nil
+}
+
+// idxEntry is one row of a pack's index.
+type idxEntry struct {
+	d   [32]byte
+	loc packLoc
+}
+
+// readIdx reads and checks pack n's index file.
+func (p *packs) readIdx(n int) ([]idxEntry, error) {
+	b, err := os.ReadFile(p.idxPath(n))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < len(packIdxMagic)+8 || string(b[:len(packIdxMagic)]) != packIdxMagic {
+		return nil, errPackCorrupt
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, errPackCorrupt
+	}
+	cnt := int(binary.LittleEndian.Uint32(body[len(packIdxMagic):]))
+	rows := body[len(packIdxMagic)+4:]
+	if len(rows) != cnt*44 {
+		return nil, errPackCorrupt
+	}
+	out := make([]idxEntry, cnt)
+	for i := range out {
+		r := rows[i*44:]
+		copy(out[i].d[:], r[:32])
+		out[i].loc = packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40])), n: int64(binary.LittleEndian.Uint32(r[40:44]))}
+	}
+	return out, nil
+}
+
+func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
+	ds := make([][32]byte, 0, len(entries))
+	for d := range entries {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return bytes.Compare(ds[i][:], ds[j][:]) < 0 })
+	b := make([]byte, 0, len(packIdxMagic)+4+44*len(ds)+4)
+	b = append(b, packIdxMagic...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ds)))
+	for _, d := range ds {
+		loc := entries[d]
+		b = append(b, d[:]...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(loc.off))
+		b = binary.LittleEndian.AppendUint32(b, uint32(loc.n))
+	}
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return layout.WriteFileAtomic(p.idxPath(n), b, 0o444)
+}
+
+// indexUnlessDamaged writes full pack n's index, unless the pack holds
+// damage (a corrupt entry, an unreadable region): an index lists only the
+// good entries, so a pack with one would be loaded from it and what is
+// known of its damage would last only as long as this process — verify
+// would call a corrupt blob missing, and a sweep would rewrite the pack.
+// A damaged pack gets the marker NNNNNNNN.damaged instead: it is scanned
+// at every open, which finds the damage again, and, being finished, never
+// cut (a pack without an index or a marker may have a torn tail). Called
+// with p.mu held or before the packs are shared.
+func (p *packs) indexUnlessDamaged(n int, entries map[[32]byte]packLoc) error {
+	damaged := false
+	for _, loc := range p.corrupt {
+		damaged = damaged || loc.pack == n
+	}
+	for _, d := range p.damaged {
+		damaged = damaged || d.Pack == n
+	}
+	if damaged {
+		return layout.WriteFileAtomic(p.markPath(n), nil, 0o444)
+	}
+	return p.writeIdx(n, entries)
+}
+
+// markPath is the marker of a finished pack that holds damage.
+func (p *packs) markPath(n int) string {
+	return layout.PackFile(p.dir, n, ".damaged")
+}
+
+// markedDamaged reports whether pack n was finished holding damage.
+func (p *packs) markedDamaged(n int) bool {
+	_, err := os.Stat(p.markPath(n))
+	return err == nil
+}
+
+// corruptAt reports whether a digest was found corrupt in a pack (and not
+// also stored intact).
+func (p *packs) corruptAt(d [32]byte) (packLoc, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.index[d]; ok {
+		return packLoc{}, false
+	}
+	loc, ok := p.corrupt[d]
+	return loc, ok
+}
+
+// Damage lists the packs' unreadable regions and corrupt entries found at
+// open, the corrupt ones by CID.
+func (b *FSBlobs) PackDamage() (regions []PackDamage, corrupt map[string]PackDamage) {
+	p := b.packs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	corrupt = map[string]PackDamage{}
+	for d, loc := range p.corrupt {
+		if _, ok := p.index[d]; !ok {
+			corrupt[FromDigest(d[:]).String()] = PackDamage{Pack: loc.pack, Offset: loc.off - packEntryHdr, To: loc.off + loc.n}
+		}
+	}
+	return append([]PackDamage(nil), p.damaged...), corrupt
+}
+
+// has reports whether a digest is packed.
+func (p *packs) has(d [32]byte) (packLoc, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	loc, ok := p.index[d]
+	return loc, ok
+}
+
+// packFile is one pack being filled. Writes are serialized by packs.mu;
+// fsyncs by its own mutex, so a batch waits for an fsync without blocking
+// the next batch's write, and one fsync covers every write before it
+// (group commit).
+type packFile struct {
+	n       int
+	f       *os.File
+	size    atomic.Int64         // bytes written; stored under packs.mu, read by syncers without it
+	alloc   int64                // bytes preallocated (packs.mu)
+	entries map[[32]byte]packLoc // everything written, durable or not (packs.mu)
+
+	syncMu sync.Mutex
+	synced int64 // bytes known durable (syncMu)
+	err    error // a failed fsync: nothing after synced can be trusted (syncMu)
+}
+
+func newPackFile(n int, f *os.File, size int64, entries map[[32]byte]packLoc) *packFile {
+	pf := &packFile{n: n, f: f, synced: size, entries: entries}
+	pf.size.Store(size)
+	return pf
+}
+
+// syncThrough returns once the first end bytes are durable. It takes only
+// syncMu (lock order: packs.mu before syncMu, never the reverse).
+func (f *packFile) syncThrough(end int64) error {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	if f.synced >= end {
+		return nil
+	}
+	if f.err != nil {
+		return f.err
+	}
+	target := f.size.Load() // what this fsync will cover, read before it starts
+	if err := f.f.Sync(); err != nil {
+		f.err = fmt.Errorf("store: pack fsync: %w", err)
+		return f.err
+	}
+	f.synced = target
+	return nil
+}
+
+// put appends the blobs not yet packed to the current pack with one write,
+// waits for an fsync that covers it, and only then makes them visible.
+// Digests must match data.
+func (p *packs) put(ds [][32]byte, datas [][]byte) error {
+	p.mu.Lock()
+	need := 0
+	for _, d := range datas {
+		need += packEntryHdr + len(d)
+	}
+	if cap(p.buf) < need && need <= 2*PackMaxBlob {
+		p.buf = make([]byte, 0, need)
+	}
+	buf := p.buf[:0]
+	var adds []packAdd
+	seen := map[[32]byte]bool{}
+	if p.cur == nil || p.cur.size.Load() >= p.maxBytes {
+		if err := p.roll(); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+	}
+	pf := p.cur
+	for i, d := range ds {
+		if _, ok := p.index[d]; ok || seen[d] {
+			continue
+		}
+		seen[d] = true
+		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, datas[i])
+		adds = append(adds, packAdd{d: d, off: pf.size.Load() + int64(len(buf)) + packEntryHdr, n: int64(len(datas[i]))})
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(datas[i])))
+		buf = binary.LittleEndian.AppendUint32(buf, crc)
+		buf = append(append(buf, d[:]...), datas[i]...)
+	}
+	if len(buf) == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if end := pf.size.Load() + int64(len(buf)); end > pf.alloc {
+		pf.alloc = growAlloc(pf.alloc, end, p.maxBytes)
+		preallocate(pf.f, pf.alloc)
+	}
+	if _, err := pf.f.WriteAt(buf, pf.size.Load()); err != nil {
+		// Nothing of this batch is acknowledged, and the logical end
+		// does not move: the next batch overwrites what reached the
+		// file, and a crash before that leaves a torn tail that open cuts.
+		p.mu.Unlock()
+		return fmt.Errorf("store: pack write: %w", err)
+	}
+	end := pf.size.Add(int64(len(buf)))
+	for _, a := range adds {
+		pf.entries[a.d] = packLoc{pack: pf.n, off: a.off, n: a.n}
+	}
+	p.mu.Unlock()
+
+	if err := pf.syncThrough(end); err != nil {
+		p.mu.Lock()
+		p.abandon(pf) // after a failed fsync, start a new pack
+		p.mu.Unlock()
+		return err
+	}
+	p.mu.Lock()
+	for _, a := range adds {
+		p.add(a.d, packLoc{pack: pf.n, off: a.off, n: a.n})
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// trimPack cuts a full pack to its logical end, releasing the
+// preallocated rest, and makes that durable.
+func trimPack(path string, end int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() == end {
+		return nil
+	}
+	return layout.TruncateSync(path, end)
+}
+
+// abandon stops writing to pf (with p.mu held). It has no index: the next
+// open scans it and cuts whatever torn tail it has, none of it acknowledged.
+func (p *packs) abandon(pf *packFile) {
+	if p.cur == pf {
+		p.cur = nil
+		pf.f.Close()
+	}
+}
+
+// packAdd is a blob written to a pack but not yet indexed.
+type packAdd struct {
+	d   [32]byte
+	off int64
+	n   int64
+}
+
+// finishCurrent finishes the pack being filled, if any (see finish); the
+// next put starts a new one.
+func (p *packs) finishCurrent() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.finish()
+}
+
+// finish finishes the current pack — everything written to it made
+// durable, trimmed, its index written — so it is full from now on. Called
+// with p.mu held.
+func (p *packs) finish() error {
+	pf := p.cur
+	if pf == nil {
+		return nil
+	}
+	if err := pf.syncThrough(pf.size.Load()); err != nil {
+		p.abandon(pf)
+		return err
+	}
+	if err := trimPack(p.path(pf.n), pf.size.Load()); err != nil {
+		return err
+	}
+	if err := p.indexUnlessDamaged(pf.n, pf.entries); err != nil {
+		return err
+	}
+	if err := pf.f.Close(); err != nil {
+		return err
+	}
+	p.cur = nil
+	return nil
+}
+
+// roll finishes the current pack and starts the next. Called with p.mu
+// held.
+func (p *packs) roll() error {
+	if err := p.finish(); err != nil {
+		return err
+	}
+	n := p.lastN + 1
+	f, err := os.OpenFile(p.path(n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: new pack: %w", err)
+	}
+	alloc := growAlloc(0, int64(len(packMagic)), p.maxBytes)
+	preallocate(f, alloc)
+	if _, err := f.WriteAt([]byte(packMagic), 0); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = layout.SyncDir(p.dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(p.path(n))
+		return fmt.Errorf("store: new pack: %w", err)
+	}
+	p.lastN = n
+	p.cur = newPackFile(n, f, int64(len(packMagic)), map[[32]byte]packLoc{})
+	p.cur.alloc = alloc
+	return nil
+}
+
+// growAlloc is the allocation a pack needs to hold need bytes, having
+// alloc: doubling from packAllocStart, so the space reserved ahead of the
+// data stays in proportion to it, never past maxBytes unless need is (one
+// batch may overshoot a pack's nominal size).
+func growAlloc(alloc, need, maxBytes int64) int64 {
+	if alloc < packAllocStart {
+		alloc = packAllocStart
+	}
+	for alloc < need && alloc < maxBytes {
+		alloc *= 2
+	}
+	return max(min(alloc, maxBytes), need)
+}
+
+// open returns a reader over a packed blob.
+func (p *packs) open(loc packLoc) (BlobReader, error) {
+	f, err := os.Open(p.path(loc.pack))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
+}
+
+// each calls fn for every packed blob.
+func (p *packs) each(fn func(d [32]byte, n int64) error) error {
+	p.mu.Lock()
+	ds := make([][32]byte, 0, len(p.index))
+	ns := make([]int64, 0, len(p.index))
+	for d, loc := range p.index {
+		ds = append(ds, d)
+		ns = append(ns, loc.n)
+	}
+	p.mu.Unlock()
+	for i := range ds {
+		if err := fn(ds[i], ns[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *packs) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil {
+		err := p.cur.f.Close()
+		p.cur = nil
+		return err
+	}
+	return nil
+}
+
+// packBlob reads one blob inside a pack file.
+type packBlob struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (b *packBlob) Close() error { return b.f.Close() }

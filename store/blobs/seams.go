@@ -1,0 +1,33 @@
+package blobs
+
+import "github.com/ipfs/go-cid"
+
+// Seams for the tests of code built on the blob store (the store's
+// garbage-collection tests, which mark with real recordings): a pack
+// size that makes packs roll quickly, where a blob lies, and a simulated
+// crash at a step of a repack. Production code calls none of them.
+
+// SetPackBytes sets the size at which packs roll. Call it before any put.
+func (b *FSBlobs) SetPackBytes(n int64) { b.packs.maxBytes = n }
+
+// CurrentPack is the number of the pack being filled (0 when none).
+func (b *FSBlobs) CurrentPack() int { n, _ := b.packs.current(); return n }
+
+// PackOf is the pack blob c is indexed in; ok is false for a loose or
+// missing blob.
+func (b *FSBlobs) PackOf(c cid.Cid) (pack int, ok bool) {
+	d, _ := digestOf(c)
+	loc, ok := b.packs.has(d)
+	return loc.pack, ok
+}
+
+// FullPacks lists the full packs (those with an index on disk).
+func (b *FSBlobs) FullPacks() ([]int, error) { return b.packs.fullPacks() }
+
+// SetGCHook makes fn run at each step of a repack: an error it returns
+// stops the collection there, as a crash would, and Collect's error wraps
+// ErrGCHook.
+func (b *FSBlobs) SetGCHook(fn func(step string) error) { b.packs.gcHook = fn }
+
+// ErrGCHook marks an error a test's GC hook returned.
+var ErrGCHook = errGCHook

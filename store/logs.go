@@ -1,0 +1,30 @@
+package store
+
+import (
+	"github.com/flightrec/flightrec/store/log"
+)
+
+// The per-recording log's vocabulary, for callers of the facade
+// (store/log defines it).
+type (
+	Record       = log.Record
+	BlobRef      = log.BlobRef
+	Redaction    = log.Redaction
+	Locator      = log.Locator
+	Log          = log.Log
+	LogOptions   = log.LogOptions
+	LogDamage    = log.LogDamage
+	DamagedError = log.DamagedError
+	Pos          = log.Pos
+	SegmentFile  = log.SegmentFile
+)
+
+var (
+	// ErrCorrupt is damage recovery must not cut away.
+	ErrCorrupt = log.ErrCorrupt
+	// ErrDamaged is a log with damage in it.
+	ErrDamaged = log.ErrDamaged
+)
+
+// ScanLog calls fn for every record of the log in dir (log.ScanLog).
+func ScanLog(dir string, fn func(Record, Locator) error) error { return log.ScanLog(dir, fn) }
