@@ -8,11 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightrec/flightrec/internal/httpx"
@@ -56,6 +58,9 @@ type Guard struct {
 	Edge *httpx.Edge
 	// Denied counts refusals by reason; nil counts nothing.
 	Denied *prometheus.CounterVec
+	// Shares checks share links presented as bearer credentials and keeps
+	// the viewer audit; nil knows no links and counts no views.
+	Shares *Shares
 
 	mu       sync.Mutex
 	cache    map[decisionKey]cachedDecision
@@ -86,8 +91,12 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the router answers 404 or 405 itself
 			return
 		}
+		if secret, ok := gd.shareSecret(r); ok {
+			gd.shared(w, r, route, rctx, secret, next)
+			return
+		}
 		if gd.Anonymous && gd.Tokens.Empty() {
-			next.ServeHTTP(w, r)
+			gd.pass(w, r, route, rctx, Viewer{}, next)
 			return
 		}
 		grant, err := gd.authenticate(r)
@@ -115,8 +124,62 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		admin := grant.Project == policy.AllProjects && slices.Contains(grant.Scopes, policy.ScopeAdmin)
+		gd.pass(w, r, route, rctx, Viewer{Token: grant.ID, Admin: admin}, next)
 	})
+}
+
+// readLike says whether a request's "no such recording" is a read's (its
+// next lists recordings) rather than a write's (its next opens one): a
+// GET, making a group (it reads its members) and commenting (about a
+// recording that exists, not a new one) are reads.
+func readLike(r *http.Request, route string) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups" ||
+		strings.HasPrefix(route, "/v1/recordings/{id}/comments")
+}
+
+// shareSecret returns a share link's secret sent as the bearer credential.
+func (gd *Guard) shareSecret(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, ok && gd.Shares != nil && strings.EqualFold(scheme, "Bearer") && IsShareSecret(tok)
+}
+
+// shared decides a request made with a share link: the link's own
+// recording, a route its kind opens, GET only. Every refusal is the bytes
+// of an unknown recording's 404, so a link cannot tell an expired,
+// revoked or forged link, another recording or another route apart.
+func (gd *Guard) shared(w http.ResponseWriter, r *http.Request, route string, rctx *chi.Context, secret string, next http.Handler) {
+	id, sh, ok := gd.Shares.Check(secret)
+	if !ok || rctx.URLParam("id") != id || !sh.Opens(r.Method, route) {
+		gd.count("share")
+		gd.log().Info("request denied", "method", r.Method, "route", route, "reason", "share link")
+		gd.Edge.Fail(w, r, wire.RecordingNotFound(readLike(r, route)), "route", route)
+		return
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	gd.pass(w, r, route, rctx, Viewer{Share: sh.ID}, next)
+}
+
+// pass serves an allowed request as v, adding a view to the recording's
+// viewer audit when the route is one (viewOf) and the reply a success.
+func (gd *Guard) pass(w http.ResponseWriter, r *http.Request, route string, rctx *chi.Context, v Viewer, next http.Handler) {
+	r = r.WithContext(WithViewer(r.Context(), v))
+	what := ""
+	if gd.Shares != nil && r.Method == http.MethodGet {
+		what = viewOf(route, r.URL.Query().Get("via"))
+	}
+	if what == "" {
+		next.ServeHTTP(w, r)
+		return
+	}
+	ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+	next.ServeHTTP(ww, r)
+	if st := ww.Status(); st >= 200 && st < 300 {
+		if err := gd.Shares.RecordView(rctx.URLParam("id"), v, what); err != nil {
+			gd.log().Error("writing the viewer audit failed", "route", route, "err", err)
+		}
+	}
 }
 
 func (gd *Guard) log() *slog.Logger {
@@ -299,7 +362,7 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 		e = wire.GroupNotFound()
 	case hidden:
 		// Making a group reads its members: its 404 is a read's.
-		e = wire.RecordingNotFound(r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups")
+		e = wire.RecordingNotFound(readLike(r, route))
 	case d.Need == policy.ScopeAdmin:
 		e = wire.New(http.StatusForbidden, "FORBIDDEN", "use an admin token for every project (--project '*')",
 			"this route needs an admin token for every project")

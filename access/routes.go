@@ -57,7 +57,7 @@ func Routes(r chi.Router, t *Tokens, edge *httpx.Edge) {
 			return
 		}
 		if err != nil {
-			edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin, share", "%v", err))
+			edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin, share, comment", "%v", err))
 			return
 		}
 		g.Hash = ""

@@ -1,6 +1,7 @@
 // Package audit is flightrec's audit log: an append-only, hash-chained
 // record of what retention did and why (pins, unpins, deletions, plans,
-// sweeps), in DATA/audit.log.
+// sweeps), and of share links and comments made and changed, in
+// DATA/audit.log.
 //
 // Each line is one entry in a canonical JSON encoding (canonical.go). Each
 // entry carries the hash of the one before it (prev) and its own hash over
@@ -43,6 +44,16 @@ const (
 	KindSweep  = "sweep"  // details{removed, blobs_removed, bytes_freed}
 	// recording, project, details{old_root, new_root, rules}
 	KindReRedact = "re_redact"
+	// recording, project, details{share, what, expires_at, by}: a share
+	// link made (never its secret)
+	KindShare = "share"
+	// recording, project, details{share, by}: a share link revoked
+	KindUnshare = "unshare"
+	// recording, project, details{comment, step, author, by}: a comment
+	// added, changed or deleted (never its text)
+	KindComment       = "comment"
+	KindCommentEdit   = "comment_edit"
+	KindCommentDelete = "comment_delete"
 )
 
 // Reasons for a deletion (Entry.Why); others may be added.

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/ipfs/go-cid"
 
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback/attest"
@@ -39,6 +41,8 @@ type Service struct {
 	retention func(ctx context.Context, row store.RecordingRow) wire.Retention
 	signer    *attest.Signer
 	cfg       Config
+	audit     *audit.Log
+	cmu       sync.Mutex // serializes read-modify-write of comments.json
 }
 
 // Deps are what a Service reads from; the caller builds them.
@@ -55,6 +59,8 @@ type Deps struct {
 	// expiry and pins: retention is not playback's), which its metadata
 	// carries as "retention".
 	Retention func(ctx context.Context, row store.RecordingRow) wire.Retention
+	// Audit records comments' changes; nil records nothing.
+	Audit *audit.Log
 }
 
 // Config tunes a Service. The zero value is the default.
@@ -83,7 +89,7 @@ func New(cfg Config, d Deps) *Service {
 		cfg.MaxVideoDuration = DefaultMaxVideoDuration
 	}
 	return &Service{st: d.Store, idx: d.Index, rd: d.Store.NewReader(), log: d.Log, edge: d.Edge,
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention}
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention, audit: d.Audit}
 }
 
 // Close releases cached segment handles.
@@ -111,6 +117,7 @@ func (s *Service) Routes(r chi.Router) {
 	rec.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
 	rec.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
 	rec.Get("/v1/recordings/{id}/at", s.handleAt)
+	s.commentRoutes(rec)
 	r.Get("/v1/search", s.handleSearch)
 	rec.With(s.finished).Get("/v1/recordings/{id}/bundle", s.handleBundle)
 	rec.With(s.finished).Get("/v1/recordings/{id}/attestation", s.handleAttestation)

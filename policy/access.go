@@ -13,13 +13,14 @@ const (
 	ScopeRead   = "read"
 	ScopePin    = "pin"
 	ScopeAdmin  = "admin"
-	// ScopeShare makes share links and cards that carry them (issue 23;
-	// POST …/evidence answers 501 until share links are built).
+	// ScopeShare makes and revokes a recording's share links.
 	ScopeShare = "share"
+	// ScopeComment comments on a recording's steps.
+	ScopeComment = "comment"
 )
 
 // Scopes lists every scope.
-var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin, ScopeShare}
+var Scopes = []string{ScopeIngest, ScopeRead, ScopePin, ScopeAdmin, ScopeShare, ScopeComment}
 
 // AllProjects is a token's project when it reaches every project.
 const AllProjects = "*"

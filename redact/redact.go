@@ -225,3 +225,16 @@ func (r *Redactor) RedactMeta(m Meta) (Meta, []Finding, error) {
 // (ingest compares it across a batch: an event redacted before a value was
 // learned is scrubbed again, RescrubKnown).
 func (r *Redactor) KnownCount() int { return len(r.known.vals) }
+
+// RedactString redacts free text written about a recording (a comment on
+// a step) with the recording's plan: the same string pass as a meta
+// event's values (URL scrubbing, the detectors, the known values), so a
+// card number or a secret in it is masked as it would be in the
+// recording.
+func (r *Redactor) RedactString(s string) (string, error) {
+	m, _, err := r.RedactMeta(Meta{Labels: map[string]string{"text": s}})
+	if err != nil {
+		return "", err
+	}
+	return m.Labels["text"], nil
+}

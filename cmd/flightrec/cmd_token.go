@@ -106,7 +106,7 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 	var ttl *time.Duration
 	if sub == "create" {
 		project = fs.String("project", "", "the project the token reaches, or * for every project")
-		scopes = fs.String("scope", "", "comma-separated scopes: ingest, read, pin, admin, share")
+		scopes = fs.String("scope", "", "comma-separated scopes: ingest, read, pin, admin, share, comment")
 		ttl = fs.Duration("ttl", 0, "how long the token is valid (0: until revoked)")
 		note = fs.String("note", "", "what the token is for (shown by list)")
 	}
@@ -155,7 +155,7 @@ func tokenCreate(tokens tokenStore, project, scopes string, ttl time.Duration, n
 	var ae *wire.Error
 	switch {
 	case errors.Is(err, access.ErrBadRequest), errors.As(err, &ae) && ae.Code == "BAD_REQUEST":
-		printErr(errOut, asJSON, wire.New(0, "USAGE", "scopes are ingest, read, pin, admin, share; a project is a name or *", "%v", err))
+		printErr(errOut, asJSON, wire.New(0, "USAGE", "scopes are ingest, read, pin, admin, share, comment; a project is a name or *", "%v", err))
 		return exitUsage
 	case err != nil:
 		printErr(errOut, asJSON, err)

@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -26,52 +27,61 @@ import (
 // routeScope is what each route needs, written out here independently of
 // the Rego policy, so the matrix checks the policy rather than repeating it.
 var routeScope = map[string]string{
-	"POST /v1/recordings":                   "ingest",
-	"POST /v1/recordings/{id}/events":       "ingest",
-	"POST /v1/recordings/{id}/finish":       "ingest",
-	"POST /v1/recordings/{id}/abort":        "ingest",
-	"POST /v1/recordings/{id}/repair":       "admin",
-	"GET /v1/recordings":                    "read",
-	"GET /v1/recordings/{id}":               "read",
-	"GET /v1/recordings/{id}/steps":         "read",
-	"GET /v1/recordings/{id}/steps/{n}":     "read",
-	"GET /v1/recordings/{id}/events":        "read",
-	"GET /v1/recordings/{id}/redaction":     "read",
-	"GET /v1/recordings/{id}/blobs/{cid}":   "read",
-	"GET /v1/diff":                          "read",
-	"GET /v1/recordings/{id}/retention":     "read",
-	"GET /v1/recordings/{id}/har":           "read",
-	"GET /v1/recordings/{id}/rrweb":         "read",
-	"GET /v1/recordings/{id}/bundle":        "read",
-	"GET /v1/recordings/{id}/attestation":   "read",
-	"GET /v1/recordings/{id}/evidence":      "read",
-	"POST /v1/recordings/{id}/evidence":     "share",
-	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
-	"GET /v1/recordings/{id}/video.webm":    "read",
-	"GET /v1/recordings/{id}/at":            "read",
-	"GET /v1/recordings/{id}/search":        "read",
-	"GET /v1/search":                        "read",
-	"POST /v1/recordings/{id}/pins":         "pin",
-	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
-	"POST /v1/retention/sweep":              "admin",
-	"POST /v1/index/rebuild":                "admin",
-	"GET /v1/audit":                         "admin",
-	"GET /v1/diff/group":                    "read",
-	"POST /v1/groups":                       "read",
-	"GET /v1/groups/{id}":                   "read",
-	"GET /v1/blobs/{cid}":                   "admin",
-	"GET /metrics":                          "admin",
-	"GET /v1/tokens":                        "admin",
-	"POST /v1/tokens":                       "admin",
-	"DELETE /v1/tokens/{id}":                "admin",
-	"GET /healthz":                          "",
-	"GET /readyz":                           "",
-	"GET /v1/openapi.json":                  "",
-	"GET /v1/attestation/key":               "",
-	"GET /":                                 "",
-	"GET /r/{id}":                           "",
-	"GET /compare":                          "",
-	"GET /ui/*":                             "",
+	"POST /v1/recordings":                           "ingest",
+	"POST /v1/recordings/{id}/events":               "ingest",
+	"POST /v1/recordings/{id}/finish":               "ingest",
+	"POST /v1/recordings/{id}/abort":                "ingest",
+	"POST /v1/recordings/{id}/repair":               "admin",
+	"GET /v1/recordings":                            "read",
+	"GET /v1/recordings/{id}":                       "read",
+	"GET /v1/recordings/{id}/steps":                 "read",
+	"GET /v1/recordings/{id}/steps/{n}":             "read",
+	"GET /v1/recordings/{id}/events":                "read",
+	"GET /v1/recordings/{id}/redaction":             "read",
+	"GET /v1/recordings/{id}/blobs/{cid}":           "read",
+	"GET /v1/diff":                                  "read",
+	"GET /v1/recordings/{id}/retention":             "read",
+	"GET /v1/recordings/{id}/har":                   "read",
+	"GET /v1/recordings/{id}/rrweb":                 "read",
+	"GET /v1/recordings/{id}/bundle":                "read",
+	"GET /v1/recordings/{id}/attestation":           "read",
+	"GET /v1/recordings/{id}/evidence":              "read",
+	"POST /v1/recordings/{id}/evidence":             "share",
+	"GET /v1/recordings/{id}/steps/{n}/dom":         "read",
+	"GET /v1/recordings/{id}/video.webm":            "read",
+	"GET /v1/recordings/{id}/at":                    "read",
+	"GET /v1/recordings/{id}/search":                "read",
+	"GET /v1/search":                                "read",
+	"POST /v1/recordings/{id}/pins":                 "pin",
+	"DELETE /v1/recordings/{id}/pins/{pin}":         "pin",
+	"POST /v1/retention/sweep":                      "admin",
+	"POST /v1/index/rebuild":                        "admin",
+	"GET /v1/audit":                                 "admin",
+	"GET /v1/diff/group":                            "read",
+	"POST /v1/groups":                               "read",
+	"GET /v1/groups/{id}":                           "read",
+	"GET /v1/blobs/{cid}":                           "admin",
+	"GET /metrics":                                  "admin",
+	"GET /v1/tokens":                                "admin",
+	"POST /v1/tokens":                               "admin",
+	"DELETE /v1/tokens/{id}":                        "admin",
+	"POST /v1/recordings/{id}/shares":               "share",
+	"GET /v1/recordings/{id}/shares":                "share",
+	"DELETE /v1/recordings/{id}/shares/{sid}":       "share",
+	"GET /v1/recordings/{id}/views":                 "admin",
+	"GET /v1/recordings/{id}/comments":              "read",
+	"POST /v1/recordings/{id}/comments":             "comment",
+	"PATCH /v1/recordings/{id}/comments/{comment}":  "comment",
+	"DELETE /v1/recordings/{id}/comments/{comment}": "comment",
+	"GET /s/{secret}":                               "",
+	"GET /healthz":                                  "",
+	"GET /readyz":                                   "",
+	"GET /v1/openapi.json":                          "",
+	"GET /v1/attestation/key":                       "",
+	"GET /":                                         "",
+	"GET /r/{id}":                                   "",
+	"GET /compare":                                  "",
+	"GET /ui/*":                                     "",
 }
 
 // fixture is two projects' recordings sharing a frame's bytes.
@@ -84,6 +94,7 @@ type fixture struct {
 	unknownRec string
 	group      map[string]string // project → a group of its recording
 	t0         map[string]int64  // project → its recording's first event time
+	videoLink  string            // the secret of a video share link of alpha's recording
 }
 
 // jpegOf is a small solid JPEG of colour c.
@@ -104,7 +115,13 @@ func jpegOf(t *testing.T, c color.RGBA) []byte {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	a, base := server(t, ingest.DefaultLimits)
+	return newFixtureLog(t, slog.New(slog.DiscardHandler))
+}
+
+// newFixtureLog is newFixture with its server logging to log.
+func newFixtureLog(t *testing.T, log *slog.Logger) *fixture {
+	t.Helper()
+	a, base := serverLog(t, ingest.DefaultLimits, log)
 	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now()),
 		group: map[string]string{}}
 	shared := jpegOf(t, color.RGBA{200, 30, 30, 255})
@@ -157,6 +174,7 @@ func newFixture(t *testing.T) *fixture {
 		r.decode(t, &g)
 		f.group[project] = g.ID
 	}
+	var err error
 	// The CIDs, read back before any token exists.
 	for _, project := range []string{"alpha", "beta"} {
 		var page struct{ Events []event.Envelope }
@@ -171,6 +189,9 @@ func newFixture(t *testing.T) *fixture {
 				f.alphaOnly = fr.ImageCID
 			}
 		}
+	}
+	if _, f.videoLink, err = a.Shares.Create(f.rec["alpha"], "alpha", "video", 0, "matrix"); err != nil {
+		t.Fatal(err)
 	}
 	if f.shared == "" || f.alphaOnly == "" || f.shared == f.alphaOnly {
 		t.Fatalf("fixture CIDs: shared %q, alpha only %q", f.shared, f.alphaOnly)
@@ -323,6 +344,26 @@ func (f *fixture) requests(method, route string) []cell {
 		add("search alpha", "alpha", "/v1/search?q=needle&project=alpha", nil)
 		add("search beta", "beta", "/v1/search?q=needle&project=beta", nil)
 		add("search all", "", "/v1/search?q=needle", nil)
+	case "POST /v1/recordings/{id}/shares":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/shares" }, []byte(`{"expires_in":"1d","what":"video"}`))
+	case "GET /v1/recordings/{id}/shares":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/shares" }, nil)
+	case "DELETE /v1/recordings/{id}/shares/{sid}":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/shares/000000000000" }, nil)
+	case "GET /v1/recordings/{id}/views":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/views" }, nil)
+	case "GET /v1/recordings/{id}/comments":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/comments" }, nil)
+	case "POST /v1/recordings/{id}/comments":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/comments" }, []byte(`{"step":1,"text":"matrix"}`))
+	case "PATCH /v1/recordings/{id}/comments/{comment}":
+		// No such comment: the handler's own 404 (COMMENT_NOT_FOUND).
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/comments/000000000000" }, []byte(`{"text":"x"}`))
+	case "DELETE /v1/recordings/{id}/comments/{comment}":
+		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/comments/000000000000" }, nil)
+	case "GET /s/{secret}":
+		// A live video link of alpha's recording: no token needed.
+		add("video link", "", "/s/"+f.videoLink, nil)
 	case "GET /v1/recordings/{id}/retention":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/retention" }, nil)
 	case "POST /v1/recordings/{id}/pins":

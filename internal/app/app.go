@@ -83,6 +83,9 @@ type Config struct {
 	// frames' video (playback), a path or a name looked up on $PATH; ""
 	// is "ffmpeg".
 	FFmpeg string
+	// PublicURL is the base of absolute links the server hands out (share
+	// links); "" takes the request's own host.
+	PublicURL string
 }
 
 // HTTPLimits bound how long a client may take to send a request, so a
@@ -150,6 +153,7 @@ type App struct {
 	Policy   *policy.Engine
 	Tokens   *access.Tokens
 	Guard    *access.Guard
+	Shares   *access.Shares
 	Audit    *audit.Log
 	Sweeper  *retention.Sweeper
 	Registry *prometheus.Registry
@@ -278,8 +282,8 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	if cfg.RetentionInterval > 0 {
 		go sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	pb := playback.New(playback.Config{MaxVideoDuration: cfg.MaxVideoDuration, FFmpeg: cfg.FFmpeg},
-		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer,
+	pb := playback.New(playback.Config{MaxVideoDuration: cfg.MaxVideoDuration, FFmpeg: cfg.FFmpeg, PublicURL: cfg.PublicURL},
+		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer, Audit: auditLog,
 			Retention: func(ctx context.Context, row store.RecordingRow) wire.Retention {
 				return sweeper.Status(ctx, row, time.Now())
 			}})
@@ -290,6 +294,10 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_built_total", Help: "DOM checkpoint sets built by replaying a recording from its first event."},
 		func() float64 { _, b := pb.DOMSetCounts(); return float64(b) }))
+	shareKey, err := st.Key(layout.ShareKeyName)
+	if err != nil {
+		return nil, err
+	}
 	denied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightrec_access_denied_total",
 		Help: "Requests refused by access control, by reason."}, []string{"reason"})
 	reg.MustRegister(denied)
@@ -299,14 +307,15 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	// The guard finds each request's route in the router it guards: the
 	// router is made first, its routes mounted once the guard exists.
 	router := chi.NewRouter()
+	shares := access.NewShares(st, shareKey, auditLog)
 	guard := &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied,
-		Public: publicRoutes(), Projects: pb, Router: router}
+		Public: publicRoutes(), Projects: pb, Router: router, Shares: shares}
 	// An index rebuild in flight stops first, so shutdown does not wait
 	// for it.
 	stopping := make(chan struct{})
 	opened.add(func() error { close(stopping); return nil })
 	a = &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, Guard: guard,
-		Audit: auditLog, Sweeper: sweeper, Registry: reg, lock: lock, log: log, edge: edge, cfg: cfg, router: router,
+		Shares: shares, Audit: auditLog, Sweeper: sweeper, Registry: reg, lock: lock, log: log, edge: edge, cfg: cfg, router: router,
 		stopping: stopping, opened: opened}
 	a.routes(router)
 	return a, nil
@@ -316,7 +325,9 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 // attestation key, and the player's pages (they carry no data; the API
 // calls they make are guarded).
 func publicRoutes() map[string]bool {
-	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true}
+	// A share link (/s/…) is checked by its own handler and again by the
+	// guard on the route it opens.
+	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true, "/s/{secret}": true}
 	for _, r := range ui.Public {
 		m[r] = true
 	}
@@ -350,6 +361,7 @@ func (a *App) routes(r *chi.Mux) {
 	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
 	access.Routes(r, a.Tokens, a.edge)
+	access.ShareRoutes(r, a.Shares, a.edge, a.cfg.PublicURL, r)
 	a.Sweeper.Routes(r, a.edge)
 	r.Post("/v1/index/rebuild", a.handleRebuild)
 	audit.Routes(r, a.Audit, a.edge)

@@ -32,10 +32,16 @@ import (
 // server starts the whole app on a loopback listener over a temp dir.
 func server(t *testing.T, lim ingest.Limits) (*app.App, string) {
 	t.Helper()
+	return serverLog(t, lim, slog.New(slog.DiscardHandler))
+}
+
+// serverLog is server logging to log.
+func serverLog(t *testing.T, lim ingest.Limits, log *slog.Logger) (*app.App, string) {
+	t.Helper()
 	var cfg app.Config
 	cfg.Store.Data = t.TempDir()
 	cfg.Ingest.Limits = lim
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	a, err := app.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 #   route       the route pattern, e.g. "/v1/recordings/{id}/steps"
 #   project     the project of the recording the request is about ("" when
 #               it names none: a list without ?project=, an admin route)
-#   token       {id, project ("*" for every project), scopes: [ingest, read, pin, admin, share]}
+#   token       {id, project ("*" for every project), scopes: [ingest, read, pin, admin, share, comment]}
 #
 # and gets {allow, need, reason}: need is the scope the route needs, so a
 # refusal can name it. A policy directory may replace this package (every
@@ -43,6 +43,14 @@ route_scopes := {
 	"GET /v1/groups/{id}": "read",
 	"POST /v1/recordings/{id}/pins": "pin",
 	"DELETE /v1/recordings/{id}/pins/{pin}": "pin",
+	"POST /v1/recordings/{id}/shares": "share",
+	"GET /v1/recordings/{id}/shares": "share",
+	"DELETE /v1/recordings/{id}/shares/{sid}": "share",
+	"GET /v1/recordings/{id}/views": "admin",
+	"GET /v1/recordings/{id}/comments": "read",
+	"POST /v1/recordings/{id}/comments": "comment",
+	"PATCH /v1/recordings/{id}/comments/{comment}": "comment",
+	"DELETE /v1/recordings/{id}/comments/{comment}": "comment",
 	"GET /v1/blobs/{cid}": "admin",
 	"GET /metrics": "admin",
 	"GET /v1/tokens": "admin",

@@ -126,6 +126,16 @@ func (l Layout) Derived(id string) string { return l.join("recordings", id, "der
 // Pins holds recording id's evidence pins (retention).
 func (l Layout) Pins(id string) string { return l.join("recordings", id, "pins.json") }
 
+// Shares holds recording id's share links, never their secrets (beside
+// its sealed log).
+func (l Layout) Shares(id string) string { return l.join("recordings", id, "shares.json") }
+
+// Comments holds the comments on recording id's steps, redacted.
+func (l Layout) Comments(id string) string { return l.join("recordings", id, "comments.json") }
+
+// Views is recording id's viewer audit, a view a line.
+func (l Layout) Views(id string) string { return l.join("recordings", id, "views.jsonl") }
+
 // Keys is the directory of the server's keys (mode 0700).
 func (l Layout) Keys() string { return l.join("keys") }
 
@@ -137,6 +147,12 @@ func (l Layout) AttestationKey() string { return l.Key("attestation.key") }
 
 // AttestationPub is the attestation key's public half (PKIX PEM).
 func (l Layout) AttestationPub() string { return l.Key("attestation.pub") }
+
+// ShareKeyName is the share links' HMAC key's name in Keys.
+const ShareKeyName = "share-link.key"
+
+// ShareKey is the deployment's HMAC key for share links (Store.Key).
+func (l Layout) ShareKey() string { return l.Key(ShareKeyName) }
 
 // Groups is the directory of groups of recordings.
 func (l Layout) Groups() string { return l.join("groups") }
@@ -255,6 +271,9 @@ func Listing() []string {
 		l.Signature("<id>"),
 		l.Derived("<id>"),
 		l.Pins("<id>"),
+		l.Shares("<id>"),
+		l.Comments("<id>"),
+		l.Views("<id>"),
 		dir(l.Removing("<id>")),
 		dir(l.Groups()),
 		l.Group("g<id>"),
@@ -262,6 +281,7 @@ func Listing() []string {
 		l.Key("<name>"),
 		l.AttestationKey(),
 		l.AttestationPub(),
+		l.ShareKey(),
 		l.Index(),
 		l.IndexAside(3333),
 		l.Tokens(),

@@ -6,8 +6,17 @@
 const FR = (() => {
   const tokenKey = "flightrec.token";
 
+  // A share link carries its secret in the address's fragment (#share=…),
+  // which no request, log or Referer header carries; the page sends it as
+  // its bearer credential and keeps it nowhere else.
+  const shareOf = () => (location.hash.match(/[#&]share=([^&]+)/) || [])[1] || "";
+  const shared = shareOf();
+  // A link pasted over the page's own address changes only the fragment,
+  // which loads nothing: load the page again as that link.
+  window.addEventListener("hashchange", () => { if (shareOf() !== shared) location.reload(); });
+
   function token() {
-    return sessionStorage.getItem(tokenKey) || "";
+    return shared || sessionStorage.getItem(tokenKey) || "";
   }
 
   function setToken(t) {
@@ -182,6 +191,6 @@ const FR = (() => {
     a.remove();
   }
 
-  return { token, setToken, api, fetchOK, mediaURL, el, duration, when, showError,
+  return { token, setToken, shared: () => shared !== "", api, fetchOK, mediaURL, el, duration, when, showError,
     put, rec, query, badge, bytes, pool, retention, download };
 })();

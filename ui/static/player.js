@@ -27,6 +27,9 @@
     logs: [],
   };
   const cache = new Map(); // step → Promise of its StepView, a few kept
+  // Hooks for the features in player-extras.js (deep links to a moment,
+  // speed, filmstrip, filters, cURL, comments), kept apart from this file.
+  const hooks = { initialStep: null, onStep: [], onReady: [], filterNet: null, filterLogs: null, netDetail: null };
 
   const errBox = $("#error");
   const video = $("#video");
@@ -377,7 +380,7 @@
       if (focusWasInList || opts.focus) btn.focus({ preventScroll: true });
     }
     document.body.dataset.step = String(n);
-    history.replaceState(null, "", "/r/" + encodeURIComponent(id) + "?step=" + n);
+    history.replaceState(null, "", "/r/" + encodeURIComponent(id) + "?step=" + n + location.hash);
     $("#dom-step").textContent = String(n);
     if (!opts.fromVideo) seekVideo();
     setDOM();
@@ -391,6 +394,7 @@
     }
     if (state.cur !== n) return; // a later selection won
     renderPanels(view);
+    for (const f of hooks.onStep) f(n, view);
   }
 
   // ---- video, or its frames --------------------------------------------------
@@ -406,6 +410,8 @@
     const [start, end] = stepTimes(state.cur);
     // A hair inside the chapter, so the time is unambiguously this step's.
     let t = start + Math.min(0.001, Math.max(0, (end - start) / 2));
+    // A moment the address named (?t=) once, rather than the step's start.
+    if (state.pendingT != null) { t = state.pendingT; state.pendingT = null; }
     if (isFinite(video.duration)) t = Math.min(t, video.duration);
     video.currentTime = Math.max(0, t);
   }
@@ -432,7 +438,7 @@
     if (!why) {
       // The element says only that it failed: ask the server why.
       try {
-        await FR.fetchOK(FR.rec(id, "/video.webm"), { headers: { Range: "bytes=0-0" } });
+        await FR.fetchOK(FR.rec(id, "/video.webm?via=player"), { headers: { Range: "bytes=0-0" } });
         why = new Error("the browser could not play the video");
       } catch (e) {
         why = e;
@@ -463,7 +469,7 @@
       followVideo();
       video.dataset.step = String(state.cur); // the step the picture is of (tests wait on it)
     });
-    FR.mediaURL(FR.rec(id, "/video.webm")).then((u) => { video.src = u; }, (e) => videoFailed(e));
+    FR.mediaURL(FR.rec(id, "/video.webm?via=player")).then((u) => { video.src = u; }, (e) => videoFailed(e));
   }
 
   function renderFrames() {
@@ -532,6 +538,8 @@
     for (const e of evs) if (by[e.kind]) by[e.kind].push(e);
     if (err) $("#receipt").replaceChildren(errorBox(err));
     else renderReceipt(by.receipt[by.receipt.length - 1], by.screenshot);
+    state.allNet = by.har;
+    state.allLogs = by.console;
     renderNetwork(by.har);
     renderConsole(by.console);
     renderSnapshots(by.snapshot);
@@ -590,10 +598,12 @@
   }
 
   // Network: only the rows in view, whatever the step holds.
-  function renderNetwork(hars) {
+  function renderNetwork(all) {
+    const hars = hooks.filterNet ? hooks.filterNet(all) : all;
     state.net = hars;
     $("#network-detail").hidden = true;
-    $("#network-count").textContent = hars.length ? "(" + hars.length + ")" : "";
+    $("#network-count").textContent = !all.length ? "" : hars.length === all.length ? "(" + all.length + ")" :
+      "(" + hars.length + " of " + all.length + ")";
     netList.reset(hars.length, netRow,
       FR.el("tr", { class: "none" }, FR.el("td", { colspan: "4", class: "muted", text: "No requests in this step." })));
   }
@@ -664,10 +674,12 @@
       content.text ? FR.el("pre", { class: "body" }, preview(content.text)) : empty("not recorded"));
     box.hidden = false;
     box.dataset.index = String(i);
+    if (hooks.netDetail) hooks.netDetail(box, ev);
   }
 
   // Console: long messages truncated, only the entries in view.
-  function renderConsole(logs) {
+  function renderConsole(all) {
+    const logs = hooks.filterLogs ? hooks.filterLogs(all) : all;
     state.logs = logs;
     const errors = logs.filter((l) => l.data && /^(error|assert|exception)$/.test(l.data.level)).length;
     $("#console-count").textContent = logs.length ? "(" + logs.length + (errors ? ", " + errors + " errors" : "") + ")" : "";
@@ -816,10 +828,13 @@
     renderSteps();
     if (state.steps.length) {
       // The failing step first, unless the address names one.
-      const first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[0].step);
+      let first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[0].step);
+      const asked = hooks.initialStep ? hooks.initialStep() : null;
+      if (asked != null && state.byStep.has(asked)) first = asked;
       await select(first);
     }
     ready(true);
+    for (const f of hooks.onReady) f();
     // What the selected step does not need waits until it is shown.
     renderDownloads(rec);
     renderRetention(rec.retention);
@@ -845,6 +860,11 @@
     }
     return out;
   }
+
+  // The player's surface for player-extras.js.
+  window.FRPlayer = { id, state, hooks, select, loadStep, stepTimes, blobURL, video,
+    rerender: () => { renderNetwork(state.allNet || []); renderConsole(state.allLogs || []); } };
+  if (window.FRPlayerExtras) window.FRPlayerExtras(window.FRPlayer);
 
   main().catch((e) => {
     FR.showError(errBox, e);

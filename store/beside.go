@@ -1,0 +1,100 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/flightrec/flightrec/store/layout"
+)
+
+// Files beside a recording: state about a recording that is not part of
+// what was recorded (share links, comments, the viewer audit). They live
+// in the recording's directory, outside its sealed log and manifest, so
+// they change without touching the root, and RemoveRecording deletes them
+// with the recording. Each is named by its layout method.
+const (
+	SharesFile   = "shares"
+	CommentsFile = "comments"
+	ViewsFile    = "views"
+)
+
+var besideFiles = map[string]func(layout.Layout, string) string{
+	SharesFile:   layout.Layout.Shares,
+	CommentsFile: layout.Layout.Comments,
+	ViewsFile:    layout.Layout.Views,
+}
+
+func (s *Store) besidePath(id, name string) (string, error) {
+	path, ok := besideFiles[name]
+	if !layout.ValidRecordingID(id) || !ok {
+		return "", fmt.Errorf("store: no file %q beside recording %q", name, id)
+	}
+	return path(s.Layout(), id), nil
+}
+
+// ReadBeside reads a file beside recording id (nil when there is none).
+// A recording that does not exist is ErrNotFound.
+func (s *Store) ReadBeside(id, name string) ([]byte, error) {
+	path, err := s.besidePath(id, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(s.metaPath(id)); serr != nil {
+			return nil, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+		}
+		return nil, nil
+	}
+	return b, err
+}
+
+// WriteBeside replaces a file beside recording id durably (atomic
+// rename). A recording that does not exist is ErrNotFound: a recording
+// removed meanwhile does not come back as a directory of side files.
+func (s *Store) WriteBeside(id, name string, b []byte) error {
+	path, err := s.besideWritable(id, name)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, b, 0o600)
+}
+
+// besideWritable is the path of a file beside recording id that may be
+// written now: the store is writable and the recording exists.
+func (s *Store) besideWritable(id, name string) (string, error) {
+	path, err := s.besidePath(id, name)
+	if err != nil {
+		return "", err
+	}
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(s.metaPath(id)); err != nil {
+		return "", fmt.Errorf("recording %s: %w", id, ErrNotFound)
+	}
+	return path, nil
+}
+
+// AppendBeside appends b to a file beside recording id and fsyncs it
+// (ErrNotFound when the recording does not exist).
+func (s *Store) AppendBeside(id, name string, b []byte) error {
+	path, err := s.besideWritable(id, name)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: %s of %s: %w", name, id, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
