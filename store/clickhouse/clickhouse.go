@@ -110,6 +110,10 @@ type DB struct {
 	// clock makes updated_at strictly increasing within the process, so
 	// two PutRecordings of one id never tie (argMax would then pick either).
 	clock atomic.Int64
+
+	// listWindow is the width (ns) of the window of creation times the
+	// last listing needed (see Recordings): the next one starts there.
+	listWindow atomic.Int64
 }
 
 // Options are what a DSN configures beyond the connection itself.
@@ -314,6 +318,13 @@ func createDatabase(ctx context.Context, opts *clickhouse.Options, cluster, data
 
 // Database is the database the index lives in.
 func (db *DB) Database() string { return db.database }
+
+// DiskBytes is the size on disk of the index's active parts.
+func (db *DB) DiskBytes(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := db.conn.QueryRow(ctx, `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ?`, db.database).Scan(&n)
+	return n, err
+}
 
 // Close waits for the writer to finish the inserts it has taken and
 // closes the connections.
