@@ -179,6 +179,37 @@ func TestUIPlayerLong(t *testing.T) {
 	if r := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=tiny", nil); r.status != 400 || r.errCode(t) != "BAD_PARAMETER" {
 		t.Errorf("form=tiny: %d %s", r.status, r.body)
 	}
+	// Pages of it: by offset; around a step; by default around the first
+	// failing step. Each says where it sits and names the failures of the
+	// whole timeline.
+	for _, c := range []struct {
+		query       string
+		offset, len int
+	}{
+		{"offset=9900&limit=500", 9900, 100},
+		{"offset=0&limit=300", 0, 300},
+		// Step s is at position s-1.
+		{"around=9000&limit=300", 9000 - 1 - 150, 300},
+		{"around=9999&limit=300", n - 300, 300},
+		{"limit=300", failed - 1 - 150, 300},
+		{"around=123456&limit=300", failed - 1 - 150, 300},
+	} {
+		var p playback.CompactTimeline
+		do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact&"+c.query, nil).decode(t, &p)
+		if p.Offset != c.offset || len(p.Step) != c.len || len(p.Target) != c.len || p.Total != n ||
+			p.Step[0] != ct.Step[c.offset] || p.Target[c.len-1] != ct.Target[c.offset+c.len-1] ||
+			len(p.Failed) != 1 || p.Failed[0] != failed {
+			t.Errorf("page %s: offset %d, %d steps of %d, failed %v", c.query, p.Offset, len(p.Step), p.Total, p.Failed)
+		}
+	}
+	for _, q := range []string{"limit=0", "offset=-1", "around=x", "offset=5&around=5", "limit=10001"} {
+		if r := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact&"+q, nil); r.status != 400 || r.errCode(t) != "BAD_PARAMETER" {
+			t.Errorf("page %s: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?limit=5", nil); r.status != 400 || r.errCode(t) != "BAD_PARAMETER" {
+		t.Errorf("a page of the full form: %d %s", r.status, r.body)
+	}
 
 	tab := newUITab(t, 1280, 800)
 	stepRows := func() int { return uiEval[int](tab, `document.querySelectorAll("#steps button.step").length`) }
@@ -240,8 +271,20 @@ func TestUIPlayerLong(t *testing.T) {
 	}
 
 	// Scrolling the list to its end reaches the last step, which a click
-	// selects; the page still holds a few rows.
+	// selects; the page still holds a few rows. The end may still be
+	// placeholders when the scroll lands (the timeline's pages arrive after
+	// flightrec-ready): their rows must take their place without moving
+	// the view.
 	uiEval[bool](tab, `(() => { const p = document.getElementById("steps-pane"); p.scrollTop = p.scrollHeight; return true; })()`)
+
+	defer func() {
+		if t.Failed() {
+			t.Logf("the list: %s", uiEval[string](tab, `(() => {
+			const p = document.getElementById("steps-pane"), b = document.querySelectorAll("#steps li");
+			return JSON.stringify({top: p.scrollTop, sh: p.scrollHeight, ch: p.clientHeight, rows: b.length, err: document.getElementById("error").textContent,
+				first: b[0] && b[0].outerHTML, last: b.length && b[b.length-2].outerHTML}); })()`))
+		}
+	}()
 	tab.waitFor("the last step's row", fmt.Sprintf(`document.querySelector('#steps button[data-step="%d"]') ? "ok" : ""`, n), 15*time.Second)
 	tab.click(fmt.Sprintf(`#steps button[data-step="%d"]`, n))
 	if got := tab.selected(); got != n {
