@@ -312,7 +312,7 @@ func runScale(b *testing.B, dsn string) {
 		}
 	}
 	b.Logf("total %s; this process's CPU (SQLite's indexing and the ClickHouse client) %s",
-		time.Since(start).Round(time.Second), (processCPU()-cpu0).Round(time.Second))
+		time.Since(start).Round(time.Second), (processCPU() - cpu0).Round(time.Second))
 }
 
 // processCPU is the CPU time this process has used: on a shared machine
