@@ -104,7 +104,8 @@ func (db *DB) queryRecordings(ctx context.Context, q string, args ...any) ([]sto
 
 // fillCounters sums the recordings' counters over their steps' totals
 // (each step's row with the most events: see stepsTable) and reads their
-// cursors.
+// cursors, in one query (UNION ALL, the cursor rows marked by a zero
+// steps count) to save a round trip per listing.
 func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error {
 	if len(recs) == 0 {
 		return nil
@@ -116,53 +117,39 @@ func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error
 		at[r.ID] = i
 	}
 	in := placeholders(len(ids))
-	rows, err := db.conn.Query(ctx, `SELECT recording, sum(events), sum(bytes), count(), min(first_ts), max(last_ts)
+	rows, err := db.conn.Query(ctx, `SELECT recording, sum(events), sum(bytes), count(), min(first_ts), max(last_ts), toUInt64(0)
 		FROM (SELECT recording, step, events, bytes, first_ts, last_ts FROM steps WHERE recording IN (`+in+`)
 			ORDER BY recording, step, events DESC LIMIT 1 BY recording, step)
-		GROUP BY recording`, anys(ids)...)
+		GROUP BY recording
+		UNION ALL
+		SELECT recording, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), max(through)
+		FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`, append(anys(ids), anys(ids)...)...)
 	if err != nil {
 		return fmt.Errorf("counters: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			id                                string
-			events, bytes, steps, first, last uint64
+			id                                         string
+			events, bytes, steps, first, last, through uint64
 		)
-		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last); err != nil {
+		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last, &through); err != nil {
 			return fmt.Errorf("counters: %w", err)
 		}
-		if i, ok := at[id]; ok {
-			r := &recs[i]
-			r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
-			r.FirstTS, r.LastTS = int64(first), int64(last)
+		i, ok := at[id]
+		if !ok {
+			continue
 		}
+		r := &recs[i]
+		if steps == 0 { // a cursor row: a recording with steps has at least one
+			r.IndexedTo = through
+			continue
+		}
+		r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
+		r.FirstTS, r.LastTS = int64(first), int64(last)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("counters: %w", err)
-	}
-	rows.Close()
-
-	cur, err := db.conn.Query(ctx, `SELECT recording, max(through) FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`,
-		anys(ids)...)
-	if err != nil {
-		return fmt.Errorf("cursors: %w", err)
-	}
-	defer cur.Close()
-	for cur.Next() {
-		var (
-			id      string
-			through uint64
-		)
-		if err := cur.Scan(&id, &through); err != nil {
-			return fmt.Errorf("cursors: %w", err)
-		}
-		if i, ok := at[id]; ok {
-			recs[i].IndexedTo = through
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return fmt.Errorf("cursors: %w", err)
 	}
 	return nil
 }
