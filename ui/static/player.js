@@ -384,7 +384,7 @@
   // shows; the rest arrive after flightrec-ready in pages of PAGE, each
   // small enough to parse and add well within a frame.
   const FIRST_PAGE = 300;
-  const PAGE = 2000;
+  const PAGE = 500;
   const pending = new Map(); // page start → Promise
 
   function timelineURL(params) {
