@@ -6,8 +6,11 @@ package playback
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -350,12 +353,21 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
+	var page *timelinePage
 	if form == "compact" {
-		if b := s.compact.get(row.ID, row.IndexedTo); b != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(b)
+		var err error
+		if page, err = pageParams(r); err != nil {
+			s.edge.Fail(w, r, err)
 			return
 		}
+		if c := s.compact.get(row.ID, row.IndexedTo); c != nil {
+			writeCompact(w, c, page)
+			return
+		}
+	} else if r.URL.Query().Has("limit") || r.URL.Query().Has("offset") || r.URL.Query().Has("around") {
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "add form=compact, or leave out offset, around and limit",
+			"only the compact timeline comes in pages"))
+		return
 	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
@@ -366,13 +378,12 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		steps = []store.StepRow{}
 	}
 	if form == "compact" {
-		b, err := s.compact.put(compactTimeline(row, steps))
+		c, err := s.compact.put(compactTimeline(row, steps))
 		if err != nil {
 			s.edge.Fail(w, r, err)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
+		writeCompact(w, c, page)
 		return
 	}
 	httpx.JSON(w, http.StatusOK, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
@@ -402,8 +413,94 @@ type CompactTimeline struct {
 	Console []int64 `json:"console"`
 	DOM     []int64 `json:"dom"`
 	// Failed lists the steps whose outcome is "failed", for a player to
-	// open at the first without scanning.
-	Failed []int `json:"failed"`
+	// open at the first without scanning; FirstDOM is the first step with
+	// a DOM event, if any. Both are of the whole timeline, in a page too.
+	Failed   []int `json:"failed"`
+	FirstDOM *int  `json:"first_dom,omitempty"`
+	// Offset is the position in the timeline of the columns' first entry,
+	// and Total the number of steps in the timeline: a page (limit=N) is
+	// the steps from Offset on, the whole timeline has Offset 0.
+	Offset int `json:"offset"`
+	Total  int `json:"total"`
+}
+
+// timelinePage is a page of the compact timeline: limit steps from
+// offset; or, without an offset, about limit steps around the step around
+// names or, if it names none, around the first failing step, else from
+// the start.
+type timelinePage struct {
+	offset, limit int
+	placed        bool // offset was given
+	around        *int
+}
+
+// maxTimelinePage bounds limit: a page is meant to be parsed within a
+// frame or two, and the whole timeline is there without one.
+const maxTimelinePage = 10_000
+
+// pageParams reads offset, around and limit; a request with none of them
+// is the whole timeline (nil).
+func pageParams(r *http.Request) (*timelinePage, error) {
+	q := r.URL.Query()
+	if !q.Has("limit") && !q.Has("offset") && !q.Has("around") {
+		return nil, nil
+	}
+	var (
+		p   timelinePage
+		err error
+	)
+	if p.limit, err = intParam(q.Get("limit"), 500, 1, maxTimelinePage); err != nil {
+		return nil, badParam("limit", fmt.Sprintf("an integer from 1 to %d", maxTimelinePage))
+	}
+	if p.offset, err = intParam(q.Get("offset"), 0, 0, math.MaxInt32); err != nil {
+		return nil, badParam("offset", "a position in the timeline, 0 or more")
+	}
+	p.placed = q.Has("offset")
+	if q.Has("around") {
+		a, err := intParam(q.Get("around"), 0, math.MinInt32, math.MaxInt32)
+		if err != nil {
+			return nil, badParam("around", "a step number")
+		}
+		if q.Has("offset") {
+			return nil, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send offset or around, not both",
+				"offset and around both place the page")
+		}
+		p.around = &a
+	}
+	return &p, nil
+}
+
+// writeCompact writes the whole compact timeline (page nil), kept encoded,
+// or a page of it.
+func writeCompact(w http.ResponseWriter, c *compactEntry, page *timelinePage) {
+	w.Header().Set("Content-Type", "application/json")
+	if page == nil {
+		w.Write(c.body)
+		return
+	}
+	t := c.timeline
+	n := len(t.Step)
+	from := page.offset
+	if !page.placed {
+		i, ok := 0, false
+		if page.around != nil {
+			i, ok = slices.BinarySearch(t.Step, *page.around)
+		}
+		if !ok {
+			i = 0
+			if len(t.Failed) > 0 {
+				i, _ = slices.BinarySearch(t.Step, t.Failed[0])
+			}
+		}
+		from = max(0, min(i-page.limit/2, n-page.limit))
+	}
+	from = min(from, n)
+	to := min(n, from+page.limit)
+	t.Offset = from
+	t.Step, t.Start, t.End = t.Step[from:to], t.Start[from:to], t.End[from:to]
+	t.Action, t.Target, t.Outcome, t.ErrorCode = t.Action[from:to], t.Target[from:to], t.Outcome[from:to], t.ErrorCode[from:to]
+	t.HAR, t.Console, t.DOM = t.HAR[from:to], t.Console[from:to], t.DOM[from:to]
+	_ = json.NewEncoder(w).Encode(t)
 }
 
 func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimeline {
@@ -411,7 +508,7 @@ func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimel
 	c := CompactTimeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Form: "compact",
 		Step: make([]int, n), Start: make([]int64, n), End: make([]int64, n),
 		Action: make([]string, n), Target: make([]string, n), Outcome: make([]string, n), ErrorCode: make([]string, n),
-		HAR: make([]int64, n), Console: make([]int64, n), DOM: make([]int64, n), Failed: []int{}}
+		HAR: make([]int64, n), Console: make([]int64, n), DOM: make([]int64, n), Failed: []int{}, Total: n}
 	if n > 0 {
 		c.T0 = steps[0].StartTS
 	}
@@ -422,6 +519,9 @@ func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimel
 		c.HAR[i], c.Console[i], c.DOM[i] = s.Counts[event.KindHAR], s.Counts[event.KindConsole], s.Counts[event.KindDOM]
 		if s.Outcome == "failed" {
 			c.Failed = append(c.Failed, s.Step)
+		}
+		if c.FirstDOM == nil && c.DOM[i] > 0 {
+			c.FirstDOM = &s.Step
 		}
 	}
 	return c

@@ -18,47 +18,55 @@ const compactCacheBytes = 32 << 20
 type compactCache struct {
 	mu    sync.Mutex
 	total int
-	byID  map[string]compactEntry
+	byID  map[string]*compactEntry
 }
 
+// compactEntry is a compact timeline, and its whole encoding; pages are
+// cut from the timeline (writeCompact). An entry is never changed once
+// made, so readers share it.
 type compactEntry struct {
-	indexed uint64
-	body    []byte
+	indexed  uint64
+	timeline CompactTimeline
+	body     []byte
 }
 
-func (c *compactCache) get(id string, indexed uint64) []byte {
+func (c *compactCache) get(id string, indexed uint64) *compactEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byID[id]; ok && e.indexed == indexed {
-		return e.body
+		return e
 	}
 	return nil
 }
 
-// put encodes t and keeps it, returning the encoding.
-func (c *compactCache) put(t CompactTimeline) ([]byte, error) {
+// put encodes t and keeps both, returning the entry. The budget counts
+// the encoding twice, for the columns beside it.
+func (c *compactCache) put(t CompactTimeline) (*compactEntry, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
 	b = append(b, '\n')
-	if len(b) > compactCacheBytes/4 {
-		return b, nil
+	e := &compactEntry{indexed: t.IndexedThrough, timeline: t, body: b}
+	if 2*len(b) > compactCacheBytes/4 {
+		return e, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID == nil {
-		c.byID = map[string]compactEntry{}
+		c.byID = map[string]*compactEntry{}
 	}
-	c.total -= len(c.byID[t.Recording].body)
-	for id, e := range c.byID {
-		if c.total+len(b) <= compactCacheBytes {
+	if old, ok := c.byID[t.Recording]; ok {
+		c.total -= 2 * len(old.body)
+	}
+	for id, old := range c.byID {
+		if c.total+2*len(b) <= compactCacheBytes {
 			break
 		}
-		c.total -= len(e.body)
+		c.total -= 2 * len(old.body)
 		delete(c.byID, id)
 	}
-	c.byID[t.Recording] = compactEntry{indexed: t.IndexedThrough, body: b}
-	c.total += len(b)
-	return b, nil
+	c.byID[t.Recording] = e
+	c.total += 2 * len(b)
+	return e, nil
 }

@@ -327,10 +327,15 @@ func (p *uiTab) domFrame(n int, at string, has func(*cdp.Node) bool) (doc *cdp.N
 			ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 			box, err := chromedp.Call(ctx, dom.GetBoxModel, dom.GetBoxModelParams{NodeID: frame.NodeID})
 			cancel()
-			if err != nil {
+			switch {
+			case err == nil:
+				return doc, box.Model.Content[0], box.Model.Content[1]
+			case time.Now().After(deadline):
 				p.t.Fatalf("the DOM frame's box: %v", err)
 			}
-			return doc, box.Model.Content[0], box.Model.Content[1]
+			// The page replaced the frame's node between reading the
+			// document and asking for its box (the player re-rendered):
+			// read the document again.
 		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the DOM frame did not show step %d %s: src %q", n, at, src)

@@ -15,11 +15,17 @@
 //     identity the engine collapses on when it merges, and every read
 //     collapses what is not merged yet (LIMIT 1 BY seq) before it counts,
 //     so a replayed row never counts twice, in any answer.
-//   - recordings holds one row per PutRecording, versioned by updated_at
-//     (ReplacingMergeTree(updated_at)); reads take each id's newest row with
-//     argMax. Counters (events, bytes, steps, first and last ts) are not
-//     stored: they are aggregated from the recording's events at read time,
-//     which only touches that recording's range of the events key.
+//   - recordings_by_id (ordered by id) and recordings_list (ordered by
+//     created_at, id) each hold one row per PutRecording, versioned by
+//     updated_at (ReplacingMergeTree(updated_at)); reads take each id's
+//     newest row with argMax. The list reads a window of the newest
+//     creation times in recordings_list and confirms the page by id (see
+//     Recordings).
+//   - steps holds each step's totals, recomputed from events by the writer
+//     for the steps each insert touched, versioned by their event count
+//     (the row with the most is the newest): the timeline is a recording's
+//     range of steps, and the counters (events, bytes, steps, first and
+//     last ts) are sums over it.
 //   - cursors holds each recording's indexed_through; the cursor is the
 //     maximum ever written, so it never moves back. IndexEvents writes the
 //     rows first and the cursor second: a crash in between leaves rows
@@ -36,11 +42,16 @@
 // # A cluster
 //
 // `flightrec clickhouse ddl --cluster NAME` prints the cluster schema:
-// Replicated*MergeTree tables events_local, recordings_local and
-// cursors_local on every node (ZooKeeper paths by the {shard} and {replica}
-// macros of each server's config) and Distributed tables events, recordings
-// and cursors over them, sharded by cityHash64 of the recording id, so all
-// of a recording's rows live on one shard, where its duplicates collapse.
+// Replicated*MergeTree tables events_local, recordings_by_id_local,
+// recordings_list_local, steps_local and cursors_local on every node
+// (ZooKeeper paths by the {shard} and {replica} macros of each server's
+// config) and Distributed tables of the same names without _local over
+// them, sharded by cityHash64 of the recording id, so all of a recording's
+// rows live on one shard, where its duplicates collapse. (The steps'
+// totals are recomputed by reading events through the Distributed table
+// right after inserting them: a read served by a replica that has not
+// fetched the new part yet leaves those totals short until the step's
+// next insert. A single server has no such lag.)
 // Run the output once with clickhouse-client --multiquery, then point
 // flightrec at any node with ?cluster=NAME in the DSN: the index then
 // creates nothing itself, reads and inserts through the Distributed tables
@@ -110,6 +121,10 @@ type DB struct {
 	// clock makes updated_at strictly increasing within the process, so
 	// two PutRecordings of one id never tie (argMax would then pick either).
 	clock atomic.Int64
+
+	// listWindow is the width (ns) of the window of creation times the
+	// last listing needed (see Recordings): the next one starts there.
+	listWindow atomic.Int64
 }
 
 // Options are what a DSN configures beyond the connection itself.
@@ -314,6 +329,13 @@ func createDatabase(ctx context.Context, opts *clickhouse.Options, cluster, data
 
 // Database is the database the index lives in.
 func (db *DB) Database() string { return db.database }
+
+// DiskBytes is the size on disk of the index's active parts.
+func (db *DB) DiskBytes(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := db.conn.QueryRow(ctx, `SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ?`, db.database).Scan(&n)
+	return n, err
+}
 
 // Close waits for the writer to finish the inserts it has taken and
 // closes the connections.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -100,8 +102,10 @@ func (db *DB) queryRecordings(ctx context.Context, q string, args ...any) ([]sto
 	return out, nil
 }
 
-// fillCounters aggregates the recordings' counters from their events, each
-// seq once, and reads their cursors.
+// fillCounters sums the recordings' counters over their steps' totals
+// (each step's row with the most events: see stepsTable) and reads their
+// cursors, in one query (UNION ALL, the cursor rows marked by a zero
+// steps count) to save a round trip per listing.
 func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error {
 	if len(recs) == 0 {
 		return nil
@@ -113,52 +117,39 @@ func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error
 		at[r.ID] = i
 	}
 	in := placeholders(len(ids))
-	rows, err := db.conn.Query(ctx, `SELECT recording, count(), sum(size), uniqExact(step), min(ts), max(ts)
-		FROM (SELECT recording, seq, size, step, ts FROM events WHERE recording IN (`+in+`) LIMIT 1 BY recording, seq)
-		GROUP BY recording`, anys(ids)...)
+	rows, err := db.conn.Query(ctx, `SELECT recording, sum(events), sum(bytes), count(), min(first_ts), max(last_ts), toUInt64(0)
+		FROM (SELECT recording, step, events, bytes, first_ts, last_ts FROM steps WHERE recording IN (`+in+`)
+			ORDER BY recording, step, events DESC LIMIT 1 BY recording, step)
+		GROUP BY recording
+		UNION ALL
+		SELECT recording, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), max(through)
+		FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`, append(anys(ids), anys(ids)...)...)
 	if err != nil {
 		return fmt.Errorf("counters: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			id                                string
-			events, bytes, steps, first, last uint64
+			id                                         string
+			events, bytes, steps, first, last, through uint64
 		)
-		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last); err != nil {
+		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last, &through); err != nil {
 			return fmt.Errorf("counters: %w", err)
 		}
-		if i, ok := at[id]; ok {
-			r := &recs[i]
-			r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
-			r.FirstTS, r.LastTS = int64(first), int64(last)
+		i, ok := at[id]
+		if !ok {
+			continue
 		}
+		r := &recs[i]
+		if steps == 0 { // a cursor row: a recording with steps has at least one
+			r.IndexedTo = through
+			continue
+		}
+		r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
+		r.FirstTS, r.LastTS = int64(first), int64(last)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("counters: %w", err)
-	}
-	rows.Close()
-
-	cur, err := db.conn.Query(ctx, `SELECT recording, max(through) FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`,
-		anys(ids)...)
-	if err != nil {
-		return fmt.Errorf("cursors: %w", err)
-	}
-	defer cur.Close()
-	for cur.Next() {
-		var (
-			id      string
-			through uint64
-		)
-		if err := cur.Scan(&id, &through); err != nil {
-			return fmt.Errorf("cursors: %w", err)
-		}
-		if i, ok := at[id]; ok {
-			recs[i].IndexedTo = through
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return fmt.Errorf("cursors: %w", err)
 	}
 	return nil
 }
@@ -168,7 +159,7 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 	if err := db.ready(ctx); err != nil {
 		return store.RecordingRow{}, err
 	}
-	recs, err := db.queryRecordings(ctx, `SELECT `+latest+` FROM recordings WHERE id = ? GROUP BY id`, id)
+	recs, err := db.queryRecordings(ctx, `SELECT `+latest+` FROM recordings_by_id WHERE id = ? GROUP BY id`, id)
 	if err != nil {
 		return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
 	}
@@ -193,10 +184,16 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 // Recordings lists recordings newest first (created_at, then id, both
 // descending, so the order is total and pages never overlap).
 //
-// Filters apply to each recording's newest row. The project and time
-// bounds, which lead the table's key, first narrow the ids to those with
-// any row in range (a superset: a recording's newest row is one of its
-// rows), so a project's listing reads that project's part of the key.
+// Filters apply to each recording's newest row. 18.16 cannot read a table
+// backwards in key order, so a listing reads a window of the newest part
+// of recordings_list's key (created_at ≥ lo): the window's rows give each
+// recording in it a newest row and the page, whose ids recordings_by_id
+// then confirms against all their rows. A full page from a window is the
+// answer, since every row outside it is older than every row in the page;
+// a short one widens the window (×32, from the width the last listing
+// needed) until it holds the page or reaches the oldest recording. The
+// last window is unbounded below, and then the list's newest rows are
+// every recording's newest rows, so it is exact whatever the data.
 func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.RecordingRow, error) {
 	if err := db.ready(ctx); err != nil {
 		return nil, err
@@ -206,15 +203,22 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		candArgs     []any
 		havingArgs   []any
 	)
+	// floor is the oldest created_at a listing can need.
+	var floor uint64
+	// anchor is the newest: now (with an hour for clocks ahead), or the
+	// filter's upper bound.
+	anchor := uint64(time.Now().Add(time.Hour).UnixNano())
 	if f.Project != "" {
 		cand, candArgs = append(cand, `project = ?`), append(candArgs, f.Project)
 		having, havingArgs = append(having, `r_project = ?`), append(havingArgs, f.Project)
 	}
 	if f.Since != 0 {
-		cand, candArgs = append(cand, `created_at >= ?`), append(candArgs, clampTS(f.Since))
-		having, havingArgs = append(having, `r_created_at >= ?`), append(havingArgs, clampTS(f.Since))
+		floor = clampTS(f.Since)
+		cand, candArgs = append(cand, `created_at >= ?`), append(candArgs, floor)
+		having, havingArgs = append(having, `r_created_at >= ?`), append(havingArgs, floor)
 	}
 	if f.Until != 0 {
+		anchor = min(anchor, clampTS(f.Until))
 		cand, candArgs = append(cand, `created_at < ?`), append(candArgs, clampTS(f.Until))
 		having, havingArgs = append(having, `r_created_at < ?`), append(havingArgs, clampTS(f.Until))
 	}
@@ -236,7 +240,7 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		// restarting from the top.
 		var created []uint64
 		rows, err := db.conn.Query(ctx,
-			`SELECT argMax(created_at, updated_at) FROM recordings WHERE id = ? GROUP BY id`, f.After)
+			`SELECT argMax(created_at, updated_at) FROM recordings_by_id WHERE id = ? GROUP BY id`, f.After)
 		if err != nil {
 			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
 		}
@@ -255,26 +259,44 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		if len(created) == 0 {
 			return nil, nil
 		}
+		anchor = min(anchor, created[0]+1)
+		cand, candArgs = append(cand, `created_at <= ?`), append(candArgs, created[0])
 		having = append(having, `(r_created_at < ? OR (r_created_at = ? AND id < ?))`)
 		havingArgs = append(havingArgs, created[0], created[0], f.After)
 	}
-	q := `SELECT ` + latest + ` FROM recordings`
-	args := candArgs
-	if len(cand) > 0 {
-		q += ` WHERE id IN (SELECT id FROM recordings WHERE ` + strings.Join(cand, ` AND `) + `)`
-	}
-	q += ` GROUP BY id`
+	limit := store.PageSize(f.Limit, store.DefaultRecordingsPage, store.MaxRecordingsPage)
+	havingSQL := ""
 	if len(having) > 0 {
-		q += ` HAVING ` + strings.Join(having, ` AND `)
+		havingSQL = ` HAVING ` + strings.Join(having, ` AND `)
 	}
-	q += ` ORDER BY r_created_at DESC, id DESC LIMIT ?`
-	args = append(append(args, havingArgs...), store.PageSize(f.Limit, store.DefaultRecordingsPage, store.MaxRecordingsPage))
-	out, err := db.queryRecordings(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+	page := ` GROUP BY id` + havingSQL + ` ORDER BY r_created_at DESC, id DESC LIMIT ?`
+	for width := max(db.listWindow.Load(), minListWindow); ; width *= 32 {
+		where, args := slices.Clone(cand), slices.Clone(candArgs)
+		bounded := anchor > floor && anchor-floor > uint64(width)
+		if bounded {
+			where, args = append(where, `created_at >= ?`), append(args, anchor-uint64(width))
+		}
+		q := `SELECT ` + latest + ` FROM recordings_by_id WHERE id IN (SELECT id FROM (SELECT ` + latest +
+			` FROM recordings_list`
+		if len(where) > 0 {
+			q += ` WHERE ` + strings.Join(where, ` AND `)
+		}
+		q += page + `))` + page
+		args = append(append(append(append(args, havingArgs...), limit), havingArgs...), limit)
+		out, err := db.queryRecordings(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
+		}
+		if len(out) == limit || !bounded {
+			db.listWindow.Store(width)
+			return out, nil
+		}
 	}
-	return out, nil
 }
+
+// minListWindow is the narrowest window of creation times (ns) a listing
+// reads first: a day.
+const minListWindow = int64(24 * time.Hour)
 
 // clampTS maps a filter's int64 ns onto the UInt64 column: no stored time
 // is negative, so a negative bound compares like 0.
@@ -285,22 +307,17 @@ func clampTS(ts int64) uint64 {
 	return uint64(ts)
 }
 
-// timelineSQL aggregates one recording's events by step, each seq once
-// (LIMIT 1 BY seq collapses copies not yet merged). The recording's rows
-// are one range of the events key, read in step order. The receipt
-// summary is the step's highest-seq receipt.
+// timelineSQL reads one recording's steps' totals (see stepsTable), each
+// step's row with the most events, in step order: the recording's rows
+// are one range of the steps key.
 var timelineSQL = func() string {
-	counts := make([]string, len(event.Kinds))
-	for i, k := range event.Kinds {
-		counts[i] = fmt.Sprintf("countIf(kind = %s)", quoteString(string(k)))
+	counts := make([]string, len(stepKinds))
+	for i, k := range stepKinds {
+		counts[i] = "n_" + string(k)
 	}
-	return `SELECT step, min(ts), max(ts), count(), min(seq), max(seq),
-		argMaxIf(action, seq, kind = 'receipt'), argMaxIf(text, seq, kind = 'receipt'),
-		argMaxIf(outcome, seq, kind = 'receipt'), argMaxIf(error_code, seq, kind = 'receipt'),
+	return `SELECT step, first_ts, last_ts, events, first_seq, last_seq, action, target, outcome, error_code,
 		` + strings.Join(counts, ", ") + `
-		FROM (SELECT step, seq, ts, kind, action, text, outcome, error_code
-			FROM events WHERE recording = ? LIMIT 1 BY seq)
-		GROUP BY step ORDER BY step`
+		FROM steps WHERE recording = ? ORDER BY step, events DESC LIMIT 1 BY step`
 }()
 
 // Timeline returns a recording's steps in order; an unknown recording has
@@ -315,8 +332,8 @@ func (db *DB) Timeline(ctx context.Context, recording string) ([]store.StepRow, 
 	}
 	defer rows.Close()
 	var out []store.StepRow
-	counts := make([]uint64, len(event.Kinds))
-	dst := make([]any, 0, 10+len(event.Kinds))
+	counts := make([]uint64, len(stepKinds))
+	dst := make([]any, 0, 10+len(stepKinds))
 	for rows.Next() {
 		var (
 			s                          store.StepRow
@@ -336,7 +353,7 @@ func (db *DB) Timeline(ctx context.Context, recording string) ([]store.StepRow, 
 		s.Counts = make(map[event.Kind]int64)
 		for i, c := range counts {
 			if c != 0 {
-				s.Counts[event.Kinds[i]] = int64(c)
+				s.Counts[stepKinds[i]] = int64(c)
 			}
 		}
 		out = append(out, s)
@@ -440,7 +457,7 @@ func (db *DB) HasBlob(ctx context.Context, recording, cid string) (bool, error) 
 // latestWhere selects the ids of recordings whose newest row satisfies
 // cond (an expression over latest's aliases).
 func latestWhere(cond string) string {
-	return `SELECT id FROM (SELECT ` + latest + ` FROM recordings GROUP BY id) WHERE ` + cond
+	return `SELECT id FROM (SELECT ` + latest + ` FROM recordings_by_id GROUP BY id) WHERE ` + cond
 }
 
 // Search finds events across recordings, ordered by recording id and seq,
@@ -511,8 +528,8 @@ func (db *DB) Expired(ctx context.Context, before int64, limit int) ([]string, e
 	if limit <= 0 {
 		limit = store.MaxRecordingsPage
 	}
-	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings
-		WHERE id IN (SELECT id FROM recordings WHERE created_at < ?) GROUP BY id)
+	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings_by_id
+		WHERE id IN (SELECT id FROM recordings_list WHERE created_at < ?) GROUP BY id)
 		WHERE r_state = ? AND r_created_at < ? ORDER BY r_created_at, id LIMIT ?`,
 		clampTS(before), store.StateFinished, clampTS(before), limit)
 	if err != nil {

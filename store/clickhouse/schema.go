@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // schemaVersion is the version the migrations bring a database to. Bump it
@@ -15,7 +17,7 @@ import (
 // released step, and make every step idempotent (IF NOT EXISTS; 18.16 has
 // no ADD COLUMN IF NOT EXISTS, so a column step must check system.columns),
 // since two processes may run the same step at once.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // table is one table of the schema, described once for both the
 // single-server DDL (migrations) and the cluster DDL (ClusterDDL).
@@ -26,6 +28,8 @@ type table struct {
 	// version column, if any.
 	engine, version string
 	orderBy         string
+	// settings is the table's SETTINGS clause, if any.
+	settings string
 	// shardKey is the Distributed table's sharding expression: every row
 	// of one recording lives on one shard, so ReplacingMergeTree collapses
 	// its duplicates there and a recording's reads touch one shard.
@@ -64,33 +68,74 @@ var (
 		orderBy:  "recording, step, seq",
 		shardKey: "cityHash64(recording)",
 	}
-	recordingsTable = table{
-		name: "recordings",
-		columns: [][2]string{
-			{"id", "String"},
-			{"project", "String"},
-			{"flow", "String"},
-			{"labels", "String"},   // JSON object
-			{"executor", "String"}, //
-			{"versions", "String"}, // JSON object
-			{"plan_digest", "String"},
-			{"created_at", "UInt64"},
-			{"finished_at", "UInt64"},
-			{"verdict", "String"},
-			{"failure_signature", "String"},
-			{"state", "String"},
-			{"root", "String"},
-			{"updated_at", "UInt64"}, // the row's version: the newest wins
-		},
-		// Ordered for listing: by project, then time. A recording's
-		// project and creation time are set when it opens, so its rows
-		// share a key and the engine collapses them; reads never rely on
-		// that (they take argMax by id), since a placeholder row (events
-		// indexed before the metadata) has neither.
+	// recordingColumns are the columns of a recording's metadata row, in
+	// both tables that hold it.
+	recordingColumns = [][2]string{
+		{"id", "String"},
+		{"project", "String"},
+		{"flow", "String"},
+		{"labels", "String"},   // JSON object
+		{"executor", "String"}, //
+		{"versions", "String"}, // JSON object
+		{"plan_digest", "String"},
+		{"created_at", "UInt64"},
+		{"finished_at", "UInt64"},
+		{"verdict", "String"},
+		{"failure_signature", "String"},
+		{"state", "String"},
+		{"root", "String"},
+		{"updated_at", "UInt64"}, // the row's version: the newest wins
+	}
+	// Every PutRecording writes one row, versioned by updated_at, into two
+	// tables that differ only in their key, since 18.16 reads a MergeTree
+	// in order of nothing but its key:
+	//
+	//   - recordings_by_id, ordered by id: one recording's rows are one
+	//     range of the key (Recording, a page's rows, paging's After);
+	//   - recordings_list, ordered by (created_at, id) in granules of 1,024
+	//     rows: the newest recordings are the end of the key, so a listing
+	//     reads a window of recent granules, not the whole table.
+	//
+	// Reads take each id's newest row with argMax; a placeholder row
+	// (events indexed before the metadata) has version 0 and created_at 0.
+	// Schema version 1 had one table, recordings, ordered by (project,
+	// created_at, id): the migration copies it into both and drops it.
+	recordingsByIDTable = table{
+		name:     "recordings_by_id",
+		columns:  recordingColumns,
 		engine:   "ReplacingMergeTree",
 		version:  "updated_at",
-		orderBy:  "project, created_at, id",
+		orderBy:  "id",
 		shardKey: "cityHash64(id)",
+	}
+	recordingsListTable = table{
+		name:     "recordings_list",
+		columns:  recordingColumns,
+		engine:   "ReplacingMergeTree",
+		version:  "updated_at",
+		orderBy:  "created_at, id",
+		settings: "index_granularity = 1024",
+		shardKey: "cityHash64(id)",
+	}
+	// stepsTable holds each step's totals (the timeline's rows, and the
+	// recordings' counters summed over them), derived from events: after
+	// each insert of events, the writer recomputes the totals of every
+	// step the insert touched from the events table itself, each seq once
+	// (LIMIT 1 BY seq), and inserts them. A step's events only ever grow
+	// (until the recording is deleted, with its steps), so the row seen
+	// with the most events is the latest: the version is events, and reads
+	// take each step's row with the most. Recomputing from the table,
+	// rather than adding up the batch, keeps the totals exact under
+	// replayed rows; a crash between the events and their totals leaves
+	// the cursor behind, so the projector sends the rows again and the
+	// totals follow.
+	stepsTable = table{
+		name:     "steps",
+		columns:  stepColumns(),
+		engine:   "ReplacingMergeTree",
+		version:  "events",
+		orderBy:  "recording, step",
+		shardKey: "cityHash64(recording)",
 	}
 	cursorsTable = table{
 		name:     "cursors",
@@ -100,8 +145,58 @@ var (
 		orderBy:  "recording",
 		shardKey: "cityHash64(recording)",
 	}
-	tables = []table{eventsTable, recordingsTable, cursorsTable}
+	tables = []table{eventsTable, recordingsByIDTable, recordingsListTable, stepsTable, cursorsTable}
 )
+
+// stepKinds are the kinds counted in a step's n_<kind> columns, as schema
+// version 2 created them. A new event kind needs a migration that adds its
+// column (TestStepKinds keeps this list and event.Kinds together).
+var stepKinds = []event.Kind{event.KindReceipt, event.KindSnapshot, event.KindDOM, event.KindHAR, event.KindConsole,
+	event.KindFrame, event.KindVideo, event.KindScreenshot, event.KindCheck, event.KindMeta}
+
+// stepColumns are the steps table's columns: a step's totals as the
+// timeline reports them, its receipt's summary, and a count per kind.
+func stepColumns() [][2]string {
+	cols := [][2]string{
+		{"recording", "String"},
+		{"step", "Int64"},
+		{"events", "UInt64"},
+		{"bytes", "UInt64"},
+		{"first_ts", "UInt64"},
+		{"last_ts", "UInt64"},
+		{"first_seq", "UInt64"},
+		{"last_seq", "UInt64"},
+		{"action", "String"},
+		{"target", "String"},
+		{"outcome", "String"},
+		{"error_code", "String"},
+	}
+	for _, k := range stepKinds {
+		cols = append(cols, [2]string{"n_" + string(k), "UInt64"})
+	}
+	return cols
+}
+
+// stepTotalsSQL selects, in the steps table's column order, the totals of
+// the steps of events whose rows where selects (all, if empty), each seq
+// once (LIMIT 1 BY collapses copies not merged yet). The receipt summary
+// is the step's highest-seq receipt.
+func stepTotalsSQL(where string) string {
+	counts := make([]string, len(stepKinds))
+	for i, k := range stepKinds {
+		counts[i] = fmt.Sprintf("countIf(kind = %s)", quoteString(string(k)))
+	}
+	if where != "" {
+		where = " WHERE " + where
+	}
+	return `SELECT recording, step, count(), sum(size), min(ts), max(ts), min(seq), max(seq),
+		argMaxIf(action, seq, kind = 'receipt'), argMaxIf(text, seq, kind = 'receipt'),
+		argMaxIf(outcome, seq, kind = 'receipt'), argMaxIf(error_code, seq, kind = 'receipt'),
+		` + strings.Join(counts, ", ") + `
+		FROM (SELECT recording, step, seq, ts, size, kind, action, text, outcome, error_code
+			FROM events` + where + ` LIMIT 1 BY recording, seq)
+		GROUP BY recording, step`
+}
 
 // columnList is the table's columns, comma-separated, in order.
 func (t table) columnList() string {
@@ -130,14 +225,55 @@ func (t table) createSQL() string {
 	if t.version != "" {
 		engine += "(" + t.version + ")"
 	}
-	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s\n(\n%s)\nENGINE = %s\nORDER BY (%s)",
-		t.name, t.columnDefs(), engine, t.orderBy)
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s\n(\n%s)\nENGINE = %s\nORDER BY (%s)%s",
+		t.name, t.columnDefs(), engine, t.orderBy, t.settingsClause())
+}
+
+func (t table) settingsClause() string {
+	if t.settings == "" {
+		return ""
+	}
+	return "\nSETTINGS " + t.settings
 }
 
 // migrations[i] takes the schema from version i to i+1.
 var migrations = [][]string{
-	{eventsTable.createSQL(), recordingsTable.createSQL(), cursorsTable.createSQL()},
+	{eventsTable.createSQL(), legacyRecordingsSQL, cursorsTable.createSQL()},
+	{
+		recordingsByIDTable.createSQL(), recordingsListTable.createSQL(), stepsTable.createSQL(),
+		// Copy version 1's recordings into both tables, then drop it; a
+		// second process migrating at once may find it gone (see
+		// ignoreMissing), after the first copied it.
+		"INSERT INTO recordings_by_id (" + recordingsByIDTable.columnList() + ") SELECT " +
+			recordingsByIDTable.columnList() + " FROM recordings",
+		"INSERT INTO recordings_list (" + recordingsListTable.columnList() + ") SELECT " +
+			recordingsListTable.columnList() + " FROM recordings",
+		"DROP TABLE IF EXISTS recordings",
+		// Every step's totals, from the events already indexed.
+		"INSERT INTO steps (" + stepsTable.columnList() + ") " + stepTotalsSQL(""),
+	},
 }
+
+// legacyRecordingsSQL is schema version 1's recordings table, as released.
+const legacyRecordingsSQL = `CREATE TABLE IF NOT EXISTS recordings
+(
+    id                String,
+    project           String,
+    flow              String,
+    labels            String,
+    executor          String,
+    versions          String,
+    plan_digest       String,
+    created_at        UInt64,
+    finished_at       UInt64,
+    verdict           String,
+    failure_signature String,
+    state             String,
+    root              String,
+    updated_at        UInt64
+)
+ENGINE = ReplacingMergeTree(updated_at)
+ORDER BY (project, created_at, id)`
 
 const createMigrationsSQL = `CREATE TABLE IF NOT EXISTS schema_migrations
 (
@@ -166,7 +302,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 	for ; v < schemaVersion; v++ {
 		for _, stmt := range migrations[v] {
-			if err := db.execDDL(ctx, stmt); err != nil {
+			if err := ignoreMissing(stmt, db.execDDL(ctx, stmt)); err != nil {
 				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 			}
 		}
@@ -175,6 +311,18 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ignoreMissing forgives a copy out of version 1's recordings table that
+// another process, migrating at the same time, has already copied and
+// dropped.
+func ignoreMissing(stmt string, err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && (ex.Code == 60 || ex.Code == 218) && // UNKNOWN_TABLE, TABLE_IS_DROPPED
+		strings.HasSuffix(stmt, " FROM recordings") {
+		return nil
+	}
+	return err
 }
 
 // recordVersion notes in schema_migrations that version v is in place.
@@ -223,6 +371,12 @@ func (db *DB) checkClusterTables(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("list tables: %w", err)
 	}
+	if have["recordings_local"] && !have["recordings_by_id_local"] {
+		return fmt.Errorf("the cluster holds flightrec's index schema version 1, and this binary needs version %d: "+
+			"create the new tables with `flightrec clickhouse ddl --cluster %s --database %s | clickhouse-client --multiquery`, "+
+			"then rebuild the index with `flightrec reindex` (the old recordings tables can be dropped after)",
+			schemaVersion, db.cluster, db.database)
+	}
 	for _, t := range tables {
 		for _, name := range []string{t.name, t.name + "_local"} {
 			if !have[name] {
@@ -265,8 +419,8 @@ func ClusterDDL(cluster, database string) (string, error) {
 		if t.version != "" {
 			args += ", " + t.version
 		}
-		fmt.Fprintf(&b, "\nCREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s\n(\n%s)\nENGINE = Replicated%s(%s)\nORDER BY (%s);\n",
-			database, local, cluster, t.columnDefs(), t.engine, args, t.orderBy)
+		fmt.Fprintf(&b, "\nCREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s\n(\n%s)\nENGINE = Replicated%s(%s)\nORDER BY (%s)%s;\n",
+			database, local, cluster, t.columnDefs(), t.engine, args, t.orderBy, t.settingsClause())
 		fmt.Fprintf(&b, "\nCREATE TABLE IF NOT EXISTS %s.%s ON CLUSTER %s AS %s.%s\nENGINE = Distributed(%s, %s, %s, %s);\n",
 			database, t.name, cluster, database, local, cluster, database, local, t.shardKey)
 	}

@@ -15,40 +15,68 @@ import (
 )
 
 // PutRecording inserts a new version of a recording's metadata, state and
-// root. The counters are aggregated from events and the cursor lives in
+// root. The counters are summed from steps and the cursor lives in
 // cursors, so neither is touched.
 func (db *DB) PutRecording(ctx context.Context, r store.RecordingRow) error {
-	if r.ID == "" {
-		return errors.New("clickhouse index: put recording: empty id")
+	return db.PutRecordings(ctx, []store.RecordingRow{r})
+}
+
+// PutRecordings is PutRecording of several recordings in one insert per
+// table: what loading many recordings at once (a reindex, the scale
+// benchmark) wants, since every insert makes a part.
+func (db *DB) PutRecordings(ctx context.Context, rs []store.RecordingRow) error {
+	vs := make([]recordingValues, len(rs))
+	for i, r := range rs {
+		if r.ID == "" {
+			return errors.New("clickhouse index: put recording: empty id")
+		}
+		if r.CreatedAt < 0 || r.FinishedAt < 0 {
+			return fmt.Errorf("clickhouse index: put recording %s: negative timestamp", r.ID)
+		}
+		labels, err := json.Marshal(r.Labels)
+		if err != nil {
+			return fmt.Errorf("clickhouse index: put recording %s: labels: %w", r.ID, err)
+		}
+		versions, err := json.Marshal(r.Versions)
+		if err != nil {
+			return fmt.Errorf("clickhouse index: put recording %s: versions: %w", r.ID, err)
+		}
+		state := r.State
+		if state == "" {
+			state = store.StateOpen
+		}
+		vs[i] = recordingValues{
+			id: r.ID, project: r.Project, flow: r.Flow, labels: string(labels), executor: r.Executor,
+			versions: string(versions), planDigest: r.PlanDigest, createdAt: uint64(r.CreatedAt),
+			finishedAt: uint64(r.FinishedAt), verdict: r.Verdict, failureSignature: r.FailureSignature,
+			state: state, root: r.Root, updatedAt: db.version(),
+		}
+	}
+	if len(vs) == 0 {
+		return nil
 	}
 	if err := db.ready(ctx); err != nil {
 		return err
 	}
-	if r.CreatedAt < 0 || r.FinishedAt < 0 {
-		return fmt.Errorf("clickhouse index: put recording %s: negative timestamp", r.ID)
+	if err := db.insertRecording(ctx, vs...); err != nil {
+		what := "recording " + rs[0].ID
+		if len(rs) > 1 {
+			what = describeIDs(recordingIDs(rs))
+		}
+		return fmt.Errorf("clickhouse index: put %s: %w", what, err)
 	}
-	labels, err := json.Marshal(r.Labels)
-	if err != nil {
-		return fmt.Errorf("clickhouse index: put recording %s: labels: %w", r.ID, err)
+	for _, r := range rs {
+		db.placed.Store(r.ID, struct{}{})
 	}
-	versions, err := json.Marshal(r.Versions)
-	if err != nil {
-		return fmt.Errorf("clickhouse index: put recording %s: versions: %w", r.ID, err)
-	}
-	state := r.State
-	if state == "" {
-		state = store.StateOpen
-	}
-	if err := db.insertRecording(ctx, recordingValues{
-		id: r.ID, project: r.Project, flow: r.Flow, labels: string(labels), executor: r.Executor,
-		versions: string(versions), planDigest: r.PlanDigest, createdAt: uint64(r.CreatedAt),
-		finishedAt: uint64(r.FinishedAt), verdict: r.Verdict, failureSignature: r.FailureSignature,
-		state: state, root: r.Root, updatedAt: db.version(),
-	}); err != nil {
-		return fmt.Errorf("clickhouse index: put recording %s: %w", r.ID, err)
-	}
-	db.placed.Store(r.ID, struct{}{})
 	return nil
+}
+
+func recordingIDs(rs []store.RecordingRow) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
 }
 
 type recordingValues struct {
@@ -58,17 +86,29 @@ type recordingValues struct {
 	updatedAt                                                 uint64
 }
 
-func (db *DB) insertRecording(ctx context.Context, v recordingValues) error {
-	b, err := db.conn.PrepareBatch(ctx, "INSERT INTO recordings ("+recordingsTable.columnList()+")")
-	if err != nil {
-		return err
+// insertRecording writes the rows into recordings_by_id, then
+// recordings_list. A listing that finds a row in the list newer than the
+// one by id (a PutRecording between the two inserts) reads that page again
+// without its window (see Recordings); a failure between them fails the
+// call, and the caller's retry writes both again.
+func (db *DB) insertRecording(ctx context.Context, vs ...recordingValues) error {
+	for _, t := range []table{recordingsByIDTable, recordingsListTable} {
+		b, err := db.conn.PrepareBatch(ctx, "INSERT INTO "+t.name+" ("+t.columnList()+")")
+		if err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if err := b.Append(v.id, v.project, v.flow, v.labels, v.executor, v.versions, v.planDigest,
+				v.createdAt, v.finishedAt, v.verdict, v.failureSignature, v.state, v.root, v.updatedAt); err != nil {
+				_ = b.Abort()
+				return err
+			}
+		}
+		if err := b.Send(); err != nil {
+			return err
+		}
 	}
-	if err := b.Append(v.id, v.project, v.flow, v.labels, v.executor, v.versions, v.planDigest,
-		v.createdAt, v.finishedAt, v.verdict, v.failureSignature, v.state, v.root, v.updatedAt); err != nil {
-		_ = b.Abort()
-		return err
-	}
-	return b.Send()
+	return nil
 }
 
 // IndexEvents inserts rows and then moves the recording's cursor to
@@ -285,6 +325,9 @@ func (w *writer) flush(batch []*writeReq) error {
 	if first != nil {
 		return first
 	}
+	if err := w.db.recomputeSteps(ctx, batch); err != nil {
+		return err
+	}
 	b, err := w.db.conn.PrepareBatch(ctx, "INSERT INTO cursors ("+cursorsTable.columnList()+")")
 	if err != nil {
 		return fmt.Errorf("insert cursor: %w", err)
@@ -297,6 +340,43 @@ func (w *writer) flush(batch []*writeReq) error {
 	}
 	if err := b.Send(); err != nil {
 		return fmt.Errorf("insert cursor: %w", err)
+	}
+	return nil
+}
+
+// recomputeSteps writes the totals of every step the batch's rows fall in,
+// recomputed from the events table (see stepsTable): for each recording,
+// the steps from its batch's lowest to its highest, one range of the
+// events key each.
+func (db *DB) recomputeSteps(ctx context.Context, batch []*writeReq) error {
+	type span struct{ lo, hi int }
+	spans := map[string]span{}
+	for _, r := range batch {
+		for i := range r.rows {
+			step := r.rows[i].Step
+			s, ok := spans[r.recording]
+			if !ok {
+				s = span{step, step}
+			}
+			spans[r.recording] = span{min(s.lo, step), max(s.hi, step)}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(spans))
+	for id := range spans {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	conds := make([]string, len(ids))
+	for i, id := range ids {
+		s := spans[id]
+		conds[i] = fmt.Sprintf("(recording = %s AND step >= %d AND step <= %d)", quoteString(id), s.lo, s.hi)
+	}
+	q := "INSERT INTO steps (" + stepsTable.columnList() + ") " + stepTotalsSQL(strings.Join(conds, " OR "))
+	if err := db.conn.Exec(ctx, q); err != nil {
+		return fmt.Errorf("step totals: %w", err)
 	}
 	return nil
 }
@@ -375,8 +455,10 @@ func (c *eventColumns) slices() []any {
 // the order DeleteRecording removes them: the recording leaves listings
 // first, its cursor last.
 var mutable = []struct{ table, column string }{
-	{recordingsTable.name, "id"},
+	{recordingsListTable.name, "id"},
+	{recordingsByIDTable.name, "id"},
 	{eventsTable.name, "recording"},
+	{stepsTable.name, "recording"},
 	{cursorsTable.name, "recording"},
 }
 

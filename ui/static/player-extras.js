@@ -18,6 +18,13 @@ window.FRPlayerExtras = (P) => {
 
   // ---- a moment in the address ----------------------------------------------
 
+  // loaded is the steps the page holds, in order: a long recording's
+  // timeline arrives in pages (player.js), so state.steps has holes until
+  // every page is there.
+  function loaded() {
+    return state.steps.filter(Boolean);
+  }
+
   // firstTS is the recording's start, the origin of ?t= and of the video.
   function firstTS() {
     return state.rec.first_ts || (state.steps[0] && state.steps[0].start_ts) || 0;
@@ -40,11 +47,12 @@ window.FRPlayerExtras = (P) => {
   // it, else the last one started before it.
   function stepAt(t) {
     let pick = null;
-    for (const s of state.steps) {
+    const steps = loaded();
+    for (const s of steps) {
       if (s.start_ts <= t && t <= s.end_ts) return s.step;
       if (s.start_ts <= t) pick = s.step;
     }
-    return pick == null && state.steps.length ? state.steps[0].step : pick;
+    return pick == null && steps.length ? steps[0].step : pick;
   }
 
   P.hooks.initialStep = () => {
@@ -94,8 +102,9 @@ window.FRPlayerExtras = (P) => {
   // stretch of at least IDLE seconds with no step: the next step's start
   // (seconds into the video), else null.
   function idleEnd(t) {
-    for (let i = 0; i + 1 < state.steps.length; i++) {
-      const a = state.steps[i], b = state.steps[i + 1];
+    const steps = loaded();
+    for (let i = 0; i + 1 < steps.length; i++) {
+      const a = steps[i], b = steps[i + 1];
       if (t > a.end_ts && t < b.start_ts && (b.start_ts - a.end_ts) / 1e9 >= IDLE) {
         return (b.start_ts - firstTS()) / 1e9;
       }
@@ -128,7 +137,7 @@ window.FRPlayerExtras = (P) => {
   function renderTimeline() {
     const box = $("#timeline");
     const t0 = firstTS();
-    const steps = state.steps;
+    const steps = loaded();
     const last = steps.length ? steps[steps.length - 1].end_ts : t0;
     const span = Math.max(1, last - t0);
     const per = Math.max(1, Math.ceil(steps.length / SEGMENTS));

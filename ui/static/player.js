@@ -12,7 +12,11 @@
   const id = decodeURIComponent((location.pathname.match(/^\/r\/([^/]+)/) || [])[1] || "");
   const state = {
     rec: null,
+    // steps holds the timeline by position; a position whose page has not
+    // arrived yet is a hole (undefined) until it does.
     steps: [],
+    t0: 0, // the first step's start_ts
+    paging: false, // true once the first page is shown: holes drawn load their pages
     byStep: new Map(),
     index: new Map(), // step → its position in steps
     firstDOM: null, // the first step with a DOM event
@@ -167,12 +171,17 @@
       v.nodes = keep;
       setH(top, above);
       setH(bot, below);
+      // A placeholder (aria-busy: its row's data is on the way) is not
+      // measured: the row that replaces it is what takes the space.
       let sum = 0;
+      let measured = 0;
       for (const [k, node] of keep) {
+        if (node.getAttribute("aria-busy") === "true") continue;
         v.h[k] = node.offsetHeight || v.h[k];
         sum += v.h[k];
+        measured++;
       }
-      if (!v.est && sum) v.est = sum / keep.size;
+      if (!v.est && sum) v.est = sum / measured;
     };
     // reset shows n rows from the top; empty is shown when n is 0.
     v.reset = (n, row, empty) => {
@@ -180,6 +189,18 @@
       list.replaceChildren();
       scroller.scrollTop = 0;
       v.draw();
+    };
+    // rebuild builds the drawn rows from..to-1 again (a page of steps
+    // arrived for rows drawn as placeholders), each in its place: taking
+    // them out first would shorten the list for a moment, and the browser
+    // would pull a view at the end of it back by as much.
+    v.rebuild = (from, to) => {
+      for (const [k, node] of v.nodes) {
+        if (k < from || k >= to) continue;
+        const fresh = v.row(k);
+        node.replaceWith(fresh);
+        v.nodes.set(k, fresh);
+      }
     };
     // show scrolls the least that brings row i into view, and draws.
     v.show = (i) => {
@@ -309,6 +330,18 @@
 
   function stepRow(i) {
     const s = state.steps[i];
+    if (!s) {
+      // Its page comes after flightrec-ready (loadRest), or now if the
+      // user scrolled here first: a placeholder until then.
+      if (state.paging) ensure(i);
+      // It is built like a row, so that it is as high as one: the list's
+      // height estimate may come from placeholders.
+      return FR.el("li", { class: "pending", "aria-posinset": i + 1, "aria-setsize": state.steps.length, "aria-busy": "true" },
+        FR.el("button", { type: "button", class: "step", disabled: true, tabindex: "-1" },
+          FR.el("span", { class: "n", text: "…" }),
+          FR.el("span", { class: "what" }, FR.el("span", { class: "action muted", text: "loading" })),
+          FR.el("span", { class: "meta" }, FR.badge("…", "none"))));
+    }
     const failed = s.outcome === "failed";
     const what = s.action ? s.action + (s.target ? " " + s.target : "") : (s.step === 0 ? "setup" : "(no receipt)");
     const c = s.counts || {};
@@ -339,10 +372,82 @@
     return document.querySelector('#steps button[data-step="' + n + '"]');
   }
 
-  function neighbour(delta) {
+  // neighbour is the step delta positions from the current one, once its
+  // page is there.
+  async function neighbour(delta) {
     const i = state.index.get(state.cur);
     const j = Math.max(0, Math.min(state.steps.length - 1, i + delta));
+    if (!state.steps[j]) await ensure(j);
     return state.steps[j] ? state.steps[j].step : null;
+  }
+
+  // ---- the timeline, in pages ------------------------------------------------
+
+  // The page that opens the player is FIRST_PAGE steps around the step it
+  // shows; the rest arrive after flightrec-ready in pages of PAGE, each
+  // small enough to parse and add well within a frame.
+  const FIRST_PAGE = 300;
+  const PAGE = 500;
+  const pending = new Map(); // page start → Promise
+
+  function timelineURL(params) {
+    return FR.rec(id, "/steps?form=compact&" + new URLSearchParams(params));
+  }
+
+  // addPage puts a page of the compact timeline (GET …/steps?form=compact)
+  // into the timeline, and has its rows drawn again.
+  function addPage(tl) {
+    if (state.steps.length !== tl.total) state.steps.length = tl.total;
+    state.t0 = tl.t0;
+    for (let k = 0; k < tl.step.length; k++) {
+      const i = tl.offset + k;
+      const s = {
+        step: tl.step[k],
+        start_ts: tl.t0 + tl.start[k] * 1000,
+        end_ts: tl.t0 + tl.end[k] * 1000,
+        action: tl.action[k],
+        target: tl.target[k],
+        outcome: tl.outcome[k],
+        error_code: tl.error_code[k],
+        counts: { har: tl.har[k], console: tl.console[k], dom: tl.dom[k] },
+      };
+      state.steps[i] = s;
+      state.byStep.set(s.step, s);
+      state.index.set(s.step, i);
+    }
+    stepList.rebuild(tl.offset, tl.offset + tl.step.length);
+  }
+
+  // ensure loads the page holding position i, once.
+  function ensure(i) {
+    const from = Math.floor(i / PAGE) * PAGE;
+    if (!pending.has(from)) {
+      const p = FR.api(timelineURL({ offset: from, limit: PAGE })).then((tl) => {
+        addPage(tl);
+        stepList.draw();
+      });
+      p.catch(() => pending.delete(from));
+      pending.set(from, p);
+    }
+    return pending.get(from);
+  }
+
+  // loadRest loads every page not there yet, one at a time, so the page
+  // stays responsive meanwhile.
+  async function loadRest() {
+    for (let from = 0; from < state.steps.length; from += PAGE) {
+      let full = true;
+      for (let i = from; i < Math.min(from + PAGE, state.steps.length); i++) {
+        if (!state.steps[i]) { full = false; break; }
+      }
+      if (full) continue;
+      try {
+        await ensure(from);
+      } catch (e) {
+        FR.showError(errBox, e);
+        return;
+      }
+    }
   }
 
   function loadStep(n) {
@@ -401,7 +506,7 @@
 
   function stepTimes(n) {
     const s = state.byStep.get(n);
-    const first = state.rec.first_ts || (state.steps[0] && state.steps[0].start_ts) || 0;
+    const first = state.rec.first_ts || state.t0 || 0;
     return [(s.start_ts - first) / 1e9, (s.end_ts - first) / 1e9];
   }
 
@@ -419,12 +524,13 @@
   // followVideo selects the step that holds the video's time.
   function followVideo() {
     if (!state.rec || !state.steps.length) return;
-    const first = state.rec.first_ts || state.steps[0].start_ts;
+    const first = state.rec.first_ts || state.t0;
     const t = first + video.currentTime * 1e9;
     const cur = state.byStep.get(state.cur);
     if (cur && cur.start_ts <= t && t <= cur.end_ts) return;
     let pick = null;
     for (const s of state.steps) {
+      if (!s) continue; // not loaded yet
       if (s.start_ts <= t && t <= s.end_ts) { pick = s; break; }
       if (s.start_ts <= t) pick = s;
     }
@@ -767,8 +873,10 @@
       if (t && t.tagName === "VIDEO") return; // the player's own keys
       if (state.cur == null) return;
       ev.preventDefault();
-      const n = neighbour(delta);
-      if (n != null && n !== state.cur) select(n);
+      const from = state.cur;
+      neighbour(delta).then((n) => {
+        if (n != null && n !== state.cur && state.cur === from) select(n);
+      }, (e) => FR.showError(errBox, e));
     });
     for (const b of document.querySelectorAll("#dom-at button")) {
       b.addEventListener("click", () => {
@@ -811,24 +919,24 @@
     const want = parseInt(new URLSearchParams(location.search).get("step"), 10);
     if (want >= 0) loadStep(want);
     try {
-      [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(FR.rec(id, "/steps?form=compact"))]);
+      // The first page is around the step the address names, else around
+      // the first failing step (the server knows it), else the start.
+      const first = { limit: FIRST_PAGE };
+      if (want >= 0) first.around = want;
+      [rec, tl] = await Promise.all([FR.api(FR.rec(id)), FR.api(timelineURL(first))]);
     } catch (e) {
       FR.showError(errBox, e);
       ready(false);
       return;
     }
     state.rec = rec;
-    state.steps = fromColumns(tl);
-    state.steps.forEach((s, i) => {
-      state.byStep.set(s.step, s);
-      state.index.set(s.step, i);
-      if (state.firstDOM == null && s.counts.dom > 0) state.firstDOM = s.step;
-    });
+    addPage(tl);
+    state.firstDOM = tl.first_dom == null ? null : tl.first_dom;
     renderTitle(rec);
     renderSteps();
     if (state.steps.length) {
       // The failing step first, unless the address names one.
-      let first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[0].step);
+      let first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[tl.offset].step);
       const asked = hooks.initialStep ? hooks.initialStep() : null;
       if (asked != null && state.byStep.has(asked)) first = asked;
       await select(first);
@@ -840,25 +948,8 @@
     renderRetention(rec.retention);
     loadRedaction();
     if (state.steps.length) setupVideo();
-  }
-
-  // fromColumns turns the compact timeline (GET …/steps?form=compact) into
-  // the step objects the page uses.
-  function fromColumns(tl) {
-    const out = new Array(tl.step.length);
-    for (let i = 0; i < out.length; i++) {
-      out[i] = {
-        step: tl.step[i],
-        start_ts: tl.t0 + tl.start[i] * 1000,
-        end_ts: tl.t0 + tl.end[i] * 1000,
-        action: tl.action[i],
-        target: tl.target[i],
-        outcome: tl.outcome[i],
-        error_code: tl.error_code[i],
-        counts: { har: tl.har[i], console: tl.console[i], dom: tl.dom[i] },
-      };
-    }
-    return out;
+    state.paging = true;
+    loadRest();
   }
 
   // The player's surface for player-extras.js.
