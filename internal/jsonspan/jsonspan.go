@@ -23,6 +23,7 @@ package jsonspan
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -662,4 +663,27 @@ func Splice(src []byte, edits []Edit) []byte {
 		at = e.End
 	}
 	return append(out, src[at:]...)
+}
+
+// Quote encodes s as a JSON string, as encoding/json does (HTML
+// characters escaped, invalid UTF-8 as U+FFFD), without its cost for the
+// plain ASCII most values are.
+func Quote(s string) []byte {
+	if utf8.ValidString(s) {
+		simple := true
+		for k := 0; k < len(s); k++ {
+			if c := s[k]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+				simple = false
+				break
+			}
+		}
+		if simple {
+			b := make([]byte, 0, len(s)+2)
+			b = append(b, '"')
+			b = append(b, s...)
+			return append(b, '"')
+		}
+	}
+	b, _ := json.Marshal(s)
+	return b
 }
