@@ -17,12 +17,13 @@
 //
 // Validation is that of encoding/json: Parse accepts exactly what
 // json.Valid accepts (up to MaxDepth nesting), and a decoded string is the
-// string json.Unmarshal would give (invalid UTF-8 and lone surrogates
-// become U+FFFD).
+// string json.Unmarshal would give, lone surrogates as U+FFFD (invalid
+// UTF-8 bytes are kept as they are; see Unescape).
 package jsonspan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -336,38 +337,85 @@ func (d *Doc) array(idx int32, i, depth int) (int, error) {
 // ScanString returns the offset after the string starting at b[i] (a
 // quote) and whether it holds escapes. Escapes are checked; control
 // characters are refused.
+//
+// A base64 image or a long text is one string of tens of kilobytes with
+// nothing to stop at, so the next quote and backslash are found with
+// bytes.IndexByte (vectorized) and the run between is checked for control
+// characters a word at a time. No search goes past the string's quote,
+// and each starts where the last stopped, so a string with many escapes
+// is still scanned once.
 func ScanString(b []byte, i int) (int, bool, error) {
 	esc := false
-	for i++; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, esc, nil
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				return 0, false, &SyntaxError{i, "unterminated string"}
+	i++
+	quote := -1 // the next quote at or after i (len(b): none)
+	for {
+		if quote < i {
+			if quote = bytes.IndexByte(b[i:], '"'); quote < 0 {
+				quote = len(b)
+			} else {
+				quote += i
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if i+6 > len(b) {
+		}
+		end := quote // a backslash is looked for only before the quote
+		if k := bytes.IndexByte(b[i:quote], '\\'); k >= 0 {
+			end = i + k
+		}
+		if c := firstControl(b[i:end]); c >= 0 {
+			return 0, false, &SyntaxError{i + c, "control character in string"}
+		}
+		i = end
+		if i >= len(b) {
+			return 0, false, &SyntaxError{i, "unterminated string"}
+		}
+		if b[i] == '"' {
+			return i + 1, esc, nil
+		}
+		esc = true
+		if i+1 >= len(b) {
+			return 0, false, &SyntaxError{i, "unterminated string"}
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			if i+6 > len(b) {
+				return 0, false, &SyntaxError{i, "invalid \\u escape"}
+			}
+			for _, h := range b[i+2 : i+6] {
+				if Unhex(h) < 0 {
 					return 0, false, &SyntaxError{i, "invalid \\u escape"}
 				}
-				for _, h := range b[i+2 : i+6] {
-					if Unhex(h) < 0 {
-						return 0, false, &SyntaxError{i, "invalid \\u escape"}
-					}
-				}
-				i += 5
-			default:
-				return 0, false, &SyntaxError{i, "invalid escape in string"}
 			}
-		case c < 0x20:
-			return 0, false, &SyntaxError{i, "control character in string"}
+			i += 6
+		default:
+			return 0, false, &SyntaxError{i, "invalid escape in string"}
 		}
 	}
-	return 0, false, &SyntaxError{i, "unterminated string"}
+}
+
+// firstControl is the index of the first byte of b below 0x20, or -1. It
+// tests four words at a time (a byte below 0x20 is the classic SWAR
+// "has less than" test) and finds the byte itself only in the block that
+// has one.
+func firstControl(b []byte) int {
+	const ones, highs, bound = 0x0101010101010101, 0x8080808080808080, 0x0101010101010101 * 0x20
+	k := 0
+	for ; k+32 <= len(b); k += 32 {
+		w := b[k : k+32 : k+32]
+		x0 := binary.LittleEndian.Uint64(w[0:8])
+		x1 := binary.LittleEndian.Uint64(w[8:16])
+		x2 := binary.LittleEndian.Uint64(w[16:24])
+		x3 := binary.LittleEndian.Uint64(w[24:32])
+		if ((x0-bound)&^x0|(x1-bound)&^x1|(x2-bound)&^x2|(x3-bound)&^x3)&highs != 0 {
+			break
+		}
+	}
+	for ; k < len(b); k++ {
+		if b[k] < 0x20 {
+			return k
+		}
+	}
+	return -1
 }
 
 // ScanNumber returns the offset after the number starting at b[i].
@@ -423,22 +471,15 @@ func hex4(b []byte) rune {
 }
 
 // Unescape decodes the body of a string that ScanString accepted (between
-// its quotes) as json.Unmarshal does: invalid UTF-8 and lone surrogates
-// become U+FFFD.
+// its quotes) as json.Unmarshal does, lone surrogates becoming U+FFFD,
+// except that invalid UTF-8 bytes are kept as they are, as they are in a
+// string without escapes (which is used as it stands): a reader sees the
+// same bytes whether or not a string holds an escape. Ingest replaces
+// invalid UTF-8 before anything is stored.
 func Unescape(b []byte) string {
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
-			} else {
-				out = append(out, b[i:i+size]...)
-			}
-			i += size
-			continue
-		}
 		if c != '\\' {
 			out = append(out, c)
 			i++

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Moved from redact/css_test.go (TestJTreeAgreesWithEncodingJSON) with
@@ -99,7 +100,7 @@ func TestInt(t *testing.T) {
 
 // FuzzParse: Parse accepts exactly what encoding/json accepts (a Unique
 // document may refuse only for a duplicate key), every string and key
-// decodes as json.Unmarshal decodes it, and Splice with no edits gives the
+// decodes as json.Unmarshal decodes it (when it is valid UTF-8), and Splice with no edits gives the
 // input back. (Moved from redact's FuzzJTree, which held the first two.)
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{`{"type":3,"data":{"source":0,"texts":[{"id":1,"value":"x"}]}}`, `[1,"a",{"b":[]}]`, `{"a":"\u0041"}`,
@@ -120,7 +121,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for i := range d.Nodes {
 			n := &d.Nodes[i]
-			if n.Kind == String {
+			if n.Kind == String && utf8.Valid(d.Src[n.Start:n.End]) { // invalid UTF-8 is kept (Unescape)
 				var want string
 				if json.Unmarshal(d.Src[n.Start:n.End], &want) != nil {
 					t.Fatalf("node %d is no JSON string", i)
@@ -129,7 +130,7 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("Str = %q, json.Unmarshal = %q", got, want)
 				}
 			}
-			if n.KeyStart >= 0 {
+			if n.KeyStart >= 0 && utf8.Valid(d.Src[n.KeyStart:n.KeyEnd]) {
 				var want string
 				if json.Unmarshal(d.Src[n.KeyStart:n.KeyEnd], &want) != nil || d.Key(int32(i)) != want {
 					t.Fatalf("Key = %q, json.Unmarshal = %q", d.Key(int32(i)), want)
@@ -140,4 +141,23 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("Splice without edits changed the input")
 		}
 	})
+}
+
+// TestScanStringStopsAnywhere: the eight-bytes-at-a-time skip stops at a
+// quote, a backslash or a control character in any position of a word.
+func TestScanStringStopsAnywhere(t *testing.T) {
+	for n := 0; n < 40; n++ {
+		for p := 0; p < n; p++ {
+			for _, stop := range []byte{'"', '\\', 0x00, 0x1f, 0x7f, 0x80, 0xff, '!', ']'} {
+				body := []byte(strings.Repeat("A", n))
+				body[p] = stop
+				src := append(append([]byte{'"'}, body...), '"')
+				var d Doc
+				err := d.Parse(src)
+				if (err == nil) != json.Valid(src) {
+					t.Fatalf("%q: Parse err %v, json.Valid %v", src, err, json.Valid(src))
+				}
+			}
+		}
+	}
 }
