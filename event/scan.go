@@ -15,9 +15,16 @@ import (
 // lets ingest read the envelope without running encoding/json over the
 // whole line, and pull a base64 image out of a frame without scanning its
 // tens of kilobytes three times. Anything it does not fully check is
-// checked by encoding/json afterwards: the envelope's data is always
-// unmarshalled into its payload type, and a binary member is decoded as
-// base64 — so no byte is accepted unvalidated.
+// checked afterwards: Decode validates the data completely with the span
+// parser (internal/jsonspan, in duplicateKey), unmarshals it into its
+// payload type, and decodes a binary member as base64 — so no byte is
+// accepted unvalidated.
+//
+// It is not the span parser on purpose: it checks only the structure of
+// the level it splits and skips values with bytes.IndexByte, so that the
+// line's data, which Decode validates in full anyway, is not validated
+// twice (a frame's image would be scanned once by ParseEnvelope, once by
+// extractBinary and once by Decode).
 
 var errScan = errors.New("invalid JSON")
 
