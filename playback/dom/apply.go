@@ -31,9 +31,10 @@ func (d *Doc) Apply(event []byte) error {
 	return err
 }
 
-// maxJSONDepth bounds nesting, so that a hostile event cannot exhaust the
-// stack of the recursive reader or of the recursive tree builder. rrweb
-// nests two levels per DOM level, so this admits a DOM some 1,000 deep.
+// maxJSONDepth bounds the nesting of arrays and objects, so that a
+// hostile event cannot exhaust the stack of the recursive reader or of the
+// recursive tree builder. rrweb nests two levels per DOM level, so this
+// admits a DOM some 1,000 deep.
 const maxJSONDepth = 2049
 
 // maxKeptValues bounds the parse scratch a Doc keeps between events: a
