@@ -88,7 +88,7 @@ func RRWebAttrValue(j *jsonspan.Doc, v int32) (string, bool) {
 	case jsonspan.String, jsonspan.Number:
 		return j.Scalar(v), true
 	case jsonspan.True:
-		return "", v >= 0
+		return "", true
 	}
 	return "", false
 }
