@@ -44,6 +44,9 @@ type Guard struct {
 	// CacheFor is how long a decision is reused (default 5s).
 	CacheFor time.Duration
 	Log      *slog.Logger
+	// Edge answers refusals (and counts and logs them as every error
+	// reply is).
+	Edge *httpx.Edge
 	// Denied counts refusals by reason; nil counts nothing.
 	Denied *prometheus.CounterVec
 
@@ -87,7 +90,7 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		projects, hidden, err := gd.projectsOf(r, route, rctx, grant)
 		if err != nil {
-			httpx.WriteError(w, err)
+			gd.Edge.Fail(w, r, err, "route", route)
 			return
 		}
 		// A request about several recordings (a diff) needs the route on
@@ -96,8 +99,8 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 			d, err := gd.decide(r.Context(), grant, r.Method, route, project)
 			if err != nil {
 				gd.log().Error("access policy failed; request refused", "route", route, "err", err)
-				httpx.WriteError(w, wire.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
-					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"))
+				gd.Edge.Fail(w, r, wire.New(http.StatusServiceUnavailable, "ACCESS_POLICY_ERROR",
+					"fix the access policy (flightrec policy test DIR)", "the access policy could not decide"), "route", route)
 				return
 			}
 			if !d.Allow {
@@ -304,7 +307,7 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 	}
 	gd.count(d.Reason)
 	gd.log().Info("request denied", "method", r.Method, "route", route, "token_id", g.ID, "reason", d.Reason, "status", e.Status)
-	httpx.WriteError(w, e)
+	gd.Edge.Fail(w, r, e, "route", route)
 }
 
 // deny answers a request without a valid token: 401 with the envelope and
@@ -317,8 +320,8 @@ func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err 
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	httpx.WriteError(w, wire.New(http.StatusUnauthorized, "UNAUTHENTICATED",
-		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()))
+	gd.Edge.Fail(w, r, wire.New(http.StatusUnauthorized, "UNAUTHENTICATED",
+		"send Authorization: Bearer TOKEN (flightrec token create issues one)", "%s", err.Error()), "route", route)
 }
 
 func (gd *Guard) count(reason string) {

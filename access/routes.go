@@ -18,13 +18,15 @@ import (
 //	GET    /v1/tokens        every grant, without secrets or hashes
 //	POST   /v1/tokens        {"project", "scopes", "ttl", "note"} → 201 {"token", "grant"}; the token is shown once
 //	DELETE /v1/tokens/{id}   revoke
-func Routes(r chi.Router, t *Tokens) {
+//
+// Error replies go through edge.
+func Routes(r chi.Router, t *Tokens, edge *httpx.Edge) {
 	r.Get("/v1/tokens", func(w http.ResponseWriter, _ *http.Request) {
 		list := t.List()
 		for i := range list {
 			list[i].Hash = ""
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
+		httpx.JSON(w, http.StatusOK, map[string]any{"tokens": list})
 	})
 	r.Post("/v1/tokens", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -36,7 +38,7 @@ func Routes(r chi.Router, t *Tokens) {
 		dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
+			edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 				`send {"project": "P", "scopes": ["read"], "ttl": "720h"}`, "the body is not a token request"))
 			return
 		}
@@ -44,40 +46,34 @@ func Routes(r chi.Router, t *Tokens) {
 		if req.TTL != "" {
 			d, err := time.ParseDuration(req.TTL)
 			if err != nil || d <= 0 {
-				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", `send ttl as a Go duration, e.g. "720h"`, "ttl is not a positive duration"))
+				edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST", `send ttl as a Go duration, e.g. "720h"`, "ttl is not a positive duration"))
 				return
 			}
 			ttl = d
 		}
 		tok, g, err := t.Create(req.Project, req.Scopes, ttl, req.Note)
 		if err != nil && !errors.Is(err, ErrBadRequest) {
-			httpx.WriteError(w, err)
+			edge.Fail(w, r, err)
 			return
 		}
 		if err != nil {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin", "%v", err))
+			edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST", "name a project (or *) and scopes of ingest, read, pin, admin", "%v", err))
 			return
 		}
 		g.Hash = ""
-		writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "grant": g})
+		httpx.JSON(w, http.StatusCreated, map[string]any{"token": tok, "grant": g})
 	})
 	r.Delete("/v1/tokens/{id}", func(w http.ResponseWriter, r *http.Request) {
 		g, err := t.Revoke(chi.URLParam(r, "id"))
 		if err != nil {
 			if errors.Is(err, ErrNoGrant) {
-				httpx.WriteError(w, wire.New(http.StatusNotFound, "TOKEN_NOT_FOUND", "list tokens with GET /v1/tokens", "no such token"))
+				edge.Fail(w, r, wire.New(http.StatusNotFound, "TOKEN_NOT_FOUND", "list tokens with GET /v1/tokens", "no such token"))
 				return
 			}
-			httpx.WriteError(w, err)
+			edge.Fail(w, r, err)
 			return
 		}
 		g.Hash = ""
-		writeJSON(w, http.StatusOK, g)
+		httpx.JSON(w, http.StatusOK, g)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -26,14 +25,16 @@ type Page struct {
 // Routes mounts the audit log (an admin route, by the access policy):
 //
 //	GET /v1/audit?after=N&limit=M   entries after entry N (default 0), at most M (1–1000, default 100)
-func Routes(r chi.Router, l *Log) {
+//
+// Error replies go through edge.
+func Routes(r chi.Router, l *Log, edge *httpx.Edge) {
 	r.Get("/v1/audit", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		var after uint64
 		if s := q.Get("after"); s != "" {
 			n, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
+				edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 					"send after as an entry number (0 for the first page)", "after is not an entry number"))
 				return
 			}
@@ -43,7 +44,7 @@ func Routes(r chi.Router, l *Log) {
 		if s := q.Get("limit"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 || n > MaxPageSize {
-				httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
+				edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 					"send limit between 1 and 1000", "limit is not a number between 1 and %d", MaxPageSize))
 				return
 			}
@@ -53,25 +54,19 @@ func Routes(r chi.Router, l *Log) {
 		if err != nil {
 			var p *Problem
 			if errors.As(err, &p) {
-				httpx.WriteError(w, wire.New(http.StatusInternalServerError, "AUDIT_LOG_CORRUPT",
+				edge.Fail(w, r, httpx.Because(wire.New(http.StatusInternalServerError, "AUDIT_LOG_CORRUPT",
 					"verify DATA/audit.log; the server log has the error",
-					"the audit log fails verification at line %d", p.Line))
+					"the audit log fails verification at line %d", p.Line), err))
 				return
 			}
-			httpx.WriteError(w, err)
+			edge.Fail(w, r, err)
 			return
 		}
 		next := after
 		if len(entries) > 0 {
 			next = entries[len(entries)-1].N
 		}
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false) // keep the entries' canonical bytes
-		_ = enc.Encode(Page{Entries: entries, Head: head, NextAfter: next})
+		// Verbatim: the entries keep their canonical bytes.
+		httpx.JSON(w, http.StatusOK, Page{Entries: entries, Head: head, NextAfter: next}, httpx.NoStore, httpx.NoSniff, httpx.Verbatim)
 	})
 }

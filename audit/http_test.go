@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,13 +14,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/wire"
 )
 
 func serve(t *testing.T, l *Log) *httptest.Server {
 	t.Helper()
 	r := chi.NewRouter()
-	Routes(r, l)
+	Routes(r, l, httpx.NewEdge(nil, slog.New(slog.DiscardHandler)))
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return srv

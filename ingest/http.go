@@ -27,51 +27,36 @@ func (s *Service) Routes(r chi.Router) {
 	r.Post("/v1/recordings/{id}/abort", s.handleAbort)
 }
 
-func (s *Service) fail(w http.ResponseWriter, err error) {
-	e := wire.From(err)
-	s.m.Errors.WithLabelValues(e.Code).Inc()
-	if e.Status >= 500 {
-		s.log.Error("ingest request failed", "code", e.Code, "err", err)
-	}
-	httpx.WriteError(w, e)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // maxControlBody bounds the JSON bodies of open and finish.
 const maxControlBody = 1 << 20
 
 func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 	var req wire.OpenRequest
 	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	rep, err := s.Open(r.Context(), req)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/recordings/"+rep.ID)
-	writeJSON(w, http.StatusCreated, rep)
+	httpx.JSON(w, http.StatusCreated, rep)
 }
 
 func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 	var req wire.FinishRequest
 	if err := s.decodeJSONBody(r, maxControlBody, &req); err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	rep, err := s.Finish(r.Context(), chi.URLParam(r, "id"), req)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	httpx.JSON(w, http.StatusOK, rep)
 }
 
 // handleAbort seals an open recording with the verdict aborted. It takes
@@ -79,22 +64,22 @@ func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleAbort(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.Abort(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	httpx.JSON(w, http.StatusOK, rep)
 }
 
 func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := chi.URLParam(r, "id")
 	if _, err := s.lookup(id); err != nil { // before reading a body we would refuse
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	body, done, err := s.readBody(r, s.cfg.MaxBatchBytes)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	// Nothing holds the body after Append returns: records were written
@@ -103,17 +88,17 @@ func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	s.m.Bytes.Add(float64(len(body)))
 	batch, err := DecodeBatch(body, s.cfg.Limits)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	rep, err := s.Append(r.Context(), id, batch)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	s.m.Batches.Inc()
 	s.m.AckLat.Observe(time.Since(start).Seconds())
-	writeJSON(w, http.StatusOK, rep)
+	httpx.JSON(w, http.StatusOK, rep)
 }
 
 func (s *Service) decodeJSONBody(r *http.Request, max int64, v any) error {

@@ -2,14 +2,14 @@ package ingest
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are ingest's Prometheus instruments.
+// Metrics are ingest's Prometheus instruments (error replies are counted
+// by the edge, internal/httpx).
 type Metrics struct {
 	Events    prometheus.Counter
 	Bytes     prometheus.Counter
 	Batches   prometheus.Counter
 	Dups      prometheus.Counter
 	AckLat    prometheus.Histogram
-	Errors    *prometheus.CounterVec
 	OpenRecs  prometheus.GaugeFunc
 	IndexLag  prometheus.GaugeFunc
 	IndexErrs prometheus.Counter
@@ -30,8 +30,6 @@ func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
 		AckLat: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "flightrec_ingest_ack_seconds", Help: "Time from receiving an append to acknowledging it durable.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "flightrec_errors_total", Help: "Error replies by code."}, []string{"code"}),
 		OpenRecs: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "flightrec_open_recordings", Help: "Recordings open for appends."}, open),
 		IndexLag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -41,6 +39,6 @@ func newMetrics(reg prometheus.Registerer, open, lag func() float64) *Metrics {
 	}
 	m.Redactions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flightrec_redactions_total", Help: "Values erased or masked by redaction, by rule."}, []string{"rule"})
-	reg.MustRegister(m.Redactions, m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.Errors, m.OpenRecs, m.IndexLag, m.IndexErrs)
+	reg.MustRegister(m.Redactions, m.Events, m.Bytes, m.Batches, m.Dups, m.AckLat, m.OpenRecs, m.IndexLag, m.IndexErrs)
 	return m
 }

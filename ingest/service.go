@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
@@ -38,6 +39,7 @@ type Service struct {
 	policy *policy.Engine
 	key    []byte // pseudonym key for plans that pseudonymize
 	log    *slog.Logger
+	edge   *httpx.Edge // answers, counts and logs error replies
 	m      *Metrics
 	now    func() time.Time
 
@@ -89,12 +91,12 @@ type recording struct {
 // New returns a Service over st. It recovers every recording in st: open
 // logs are reopened (cutting torn tails) and the projector is told what to
 // index. reg receives ingest's metrics.
-func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine, reg prometheus.Registerer, log *slog.Logger) (*Service, error) {
+func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine, reg prometheus.Registerer, log *slog.Logger, edge *httpx.Edge) (*Service, error) {
 	key, err := st.Key("redact-pseudonym.key")
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, now: time.Now,
+	s := &Service{cfg: cfg, st: st, proj: proj, policy: pol, key: key, log: log, edge: edge, now: time.Now,
 		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),
 		open: map[string]*recording{}, sealed: map[string]sealedRec{}, stopIdle: make(chan struct{}), damaged: map[string]Damage{}}
 	s.m = newMetrics(reg, func() float64 {
@@ -114,10 +116,6 @@ func New(cfg Config, st *store.Store, proj *store.Projector, pol *policy.Engine,
 	}
 	return s, nil
 }
-
-// Metrics returns ingest's instruments (for the error counter shared by
-// every route).
-func (s *Service) Metrics() *Metrics { return s.m }
 
 func (s *Service) recover() error {
 	ids, err := s.st.IDs()

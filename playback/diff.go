@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/flightrec/flightrec/diffrun"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -24,20 +25,20 @@ func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	a, b := q.Get("a"), q.Get("b")
 	if a == "" || b == "" {
-		s.fail(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send ?a=ID&b=ID", "a diff needs two recordings, a and b"))
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send ?a=ID&b=ID", "a diff needs two recordings, a and b"))
 		return
 	}
 	ra, err := s.run(r.Context(), a)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	rb, err := s.run(r.Context(), b)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	writeJSON(w, diffrun.Diff(ra, rb, diffrun.Options{Frame: s.blobBytes}))
+	httpx.JSON(w, http.StatusOK, diffrun.Diff(ra, rb, diffrun.Options{Frame: s.blobBytes}))
 }
 
 // handleDiffGroup serves GET /v1/diff/group?id=ID&id=ID…: which failure
@@ -45,7 +46,7 @@ func (s *Service) handleDiff(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleDiffGroup(w http.ResponseWriter, r *http.Request) {
 	ids := r.URL.Query()["id"]
 	if len(ids) < 2 || len(ids) > maxGroup {
-		s.fail(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", fmt.Sprintf("send 2 to %d ?id= parameters", maxGroup),
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PARAMETER", fmt.Sprintf("send 2 to %d ?id= parameters", maxGroup),
 			"a group needs 2 to %d recordings, got %d", maxGroup, len(ids)))
 		return
 	}
@@ -53,12 +54,12 @@ func (s *Service) handleDiffGroup(w http.ResponseWriter, r *http.Request) {
 	for _, id := range ids {
 		run, err := s.run(r.Context(), id)
 		if err != nil {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		runs = append(runs, run)
 	}
-	writeJSON(w, diffrun.Group(runs))
+	httpx.JSON(w, http.StatusOK, diffrun.Group(runs))
 }
 
 // run loads a recording for diffrun; an unknown one is the usual 404.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/playback/dom"
 	"github.com/flightrec/flightrec/store"
@@ -28,14 +26,10 @@ const domCacheBytes = 128 << 20
 // recording's set is kept in the store too (domkeep.go), so a restart
 // does not build it again.
 func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	n, err := stepParam(r)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	at := r.URL.Query().Get("at")
@@ -44,16 +38,16 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		at = "after"
 	case "before", "after":
 	default:
-		s.fail(w, badParam("at", "before or after"))
+		s.edge.Fail(w, r, badParam("at", "before or after"))
 		return
 	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	if !hasStep(steps, n) {
-		s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 			"the recording has no step %d (yet)", n))
 		return
 	}
@@ -62,11 +56,11 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var ae *wire.Error
 		if errors.As(err, &ae) {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		s.log.Error("materializing the DOM failed", "recording", row.ID, "err", err)
-		s.fail(w, storeReadFailed("the recording's DOM events could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the recording's DOM events could not be read"))
 		return
 	}
 	var doc *dom.Doc
@@ -77,11 +71,11 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log.Error("materializing the DOM failed", "recording", row.ID, "step", n, "err", err)
-		s.fail(w, storeReadFailed("the recording's DOM could not be materialized"))
+		s.edge.Fail(w, r, storeReadFailed("the recording's DOM could not be materialized"))
 		return
 	}
 	if doc.Nodes() == 0 {
-		s.fail(w, wire.New(http.StatusNotFound, "NO_DOM", "ask for a later step, or see the frames: GET …/events?kind=frame",
+		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "NO_DOM", "ask for a later step, or see the frames: GET …/events?kind=frame",
 			"no DOM was recorded %s step %d", at, n))
 		return
 	}

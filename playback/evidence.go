@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
@@ -27,19 +25,16 @@ func recordingOpen() error {
 		"the recording is still open: it has no root yet")
 }
 
-// finishedRecording finds the {id} of a request for evidence, answering
-// for it (not found, still open) when it cannot be had.
-func (s *Service) finishedRecording(w http.ResponseWriter, r *http.Request) (store.RecordingRow, bool) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return row, false
-	}
-	if row.State != store.StateFinished {
-		s.fail(w, recordingOpen())
-		return row, false
-	}
-	return row, true
+// finished answers RECORDING_OPEN for a recording withRecording loaded
+// that is not sealed yet: a bundle and an attestation are about its root.
+func (s *Service) finished(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if recordingOf(r).State != store.StateFinished {
+			s.edge.Fail(w, r, recordingOpen())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // evidenceError maps the store's answers about a recording's manifest.
@@ -61,12 +56,9 @@ func (s *Service) evidenceError(id, what string, err error) error {
 // cuts the body short, which the client sees as a truncated bundle that
 // flightrec verify refuses.
 func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
-	row, ok := s.finishedRecording(w, r)
-	if !ok {
-		return
-	}
+	row := recordingOf(r)
 	if _, _, _, err := s.st.ManifestBytes(row.ID); err != nil {
-		s.fail(w, s.evidenceError(row.ID, "bundle", err))
+		s.edge.Fail(w, r, s.evidenceError(row.ID, "bundle", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/vnd.ipld.car; version=1")
@@ -85,12 +77,9 @@ func (s *Service) handleBundle(w http.ResponseWriter, r *http.Request) {
 // signatures are deterministic, so the same recording always gets the
 // same bytes.
 func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
-	row, ok := s.finishedRecording(w, r)
-	if !ok {
-		return
-	}
+	row := recordingOf(r)
 	if s.Signer == nil {
-		s.fail(w, noSigner())
+		s.edge.Fail(w, r, noSigner())
 		return
 	}
 	env, err := Attest(r.Context(), s.st, s.idx, s.Signer, row.ID)
@@ -99,10 +88,10 @@ func (s *Service) handleAttestation(w http.ResponseWriter, r *http.Request) {
 			e := wire.New(http.StatusServiceUnavailable, "INDEX_CATCHING_UP", "retry in a moment",
 				"the index has not read the whole recording yet, so its failure signature is not known")
 			e.RetryAfter = 1
-			s.fail(w, e)
+			s.edge.Fail(w, r, e)
 			return
 		}
-		s.fail(w, s.evidenceError(row.ID, "attestation", err))
+		s.edge.Fail(w, r, s.evidenceError(row.ID, "attestation", err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -142,9 +131,9 @@ func Attest(ctx context.Context, st *store.Store, idx store.Index, signer *attes
 // attestations verify with (PKIX PEM), and its id in X-Key-Id. It is
 // public: a verifier needs it before it holds any token, and it proves
 // nothing without a signature.
-func (s *Service) handleAttestationKey(w http.ResponseWriter, _ *http.Request) {
+func (s *Service) handleAttestationKey(w http.ResponseWriter, r *http.Request) {
 	if s.Signer == nil {
-		s.fail(w, noSigner())
+		s.edge.Fail(w, r, noSigner())
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-pem-file")

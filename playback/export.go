@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
 )
 
@@ -75,15 +74,11 @@ type harPage struct {
 // as one HAR 1.2 document, a page per step that made requests (pageref
 // step_N), entries as stored (redacted).
 func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	var entries []map[string]any
 	var pages []harPage
 	seen := map[int]bool{}
-	err = s.eachEvent(r.Context(), row.ID, event.KindHAR, func(e event.Envelope) error {
+	err := s.eachEvent(r.Context(), row.ID, event.KindHAR, func(e event.Envelope) error {
 		var m map[string]any
 		if err := json.Unmarshal(e.Data, &m); err != nil {
 			return fmt.Errorf("har event %d: %w", e.Seq, err)
@@ -104,7 +99,7 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.log.Error("exporting HAR failed", "recording", row.ID, "err", err)
-		s.fail(w, storeReadFailed("the recording's network could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the recording's network could not be read"))
 		return
 	}
 	if entries == nil {
@@ -128,28 +123,24 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := map[string]any{"log": log}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.har"`, row.ID))
-	writeJSON(w, doc)
+	httpx.JSON(w, http.StatusOK, doc)
 }
 
 // handleRRWeb serves GET /v1/recordings/{id}/rrweb: the recording's DOM
 // events as the array rrweb's replayer takes, unchanged in shape.
 func (s *Service) handleRRWeb(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	out := []json.RawMessage{}
-	err = s.eachEvent(r.Context(), row.ID, event.KindDOM, func(e event.Envelope) error {
+	err := s.eachEvent(r.Context(), row.ID, event.KindDOM, func(e event.Envelope) error {
 		out = append(out, e.Data)
 		return nil
 	})
 	if err != nil {
 		s.log.Error("exporting rrweb events failed", "recording", row.ID, "err", err)
-		s.fail(w, storeReadFailed("the recording's DOM events could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the recording's DOM events could not be read"))
 		return
 	}
 	s.statedGaps(w, row)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.rrweb.json"`, row.ID))
-	writeJSON(w, out)
+	httpx.JSON(w, http.StatusOK, out)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/diffrun"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -38,18 +39,18 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		s.fail(w, badGroup("the body is not a group request"))
+		s.edge.Fail(w, r, badGroup("the body is not a group request"))
 		return
 	}
 	if req.Purpose == "" {
 		req.Purpose = store.GroupManual
 	}
 	if req.Purpose != store.GroupRerun && req.Purpose != store.GroupManual {
-		s.fail(w, badGroup("purpose must be rerun or manual"))
+		s.edge.Fail(w, r, badGroup("purpose must be rerun or manual"))
 		return
 	}
 	if len(req.IDs) == 0 || len(req.IDs) > maxGroup {
-		s.fail(w, badGroup("a group needs 1 to %d recordings, got %d", maxGroup, len(req.IDs)))
+		s.edge.Fail(w, r, badGroup("a group needs 1 to %d recordings, got %d", maxGroup, len(req.IDs)))
 		return
 	}
 	g := store.Group{ID: store.NewGroupID(time.Now()), Purpose: req.Purpose, Seed: req.Seed,
@@ -61,13 +62,13 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		run, err := s.run(r.Context(), id)
 		if err != nil {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		if g.Project == "" {
 			g.Project = run.Project
 		} else if run.Project != g.Project {
-			s.fail(w, badGroup("the recordings belong to more than one project"))
+			s.edge.Fail(w, r, badGroup("the recordings belong to more than one project"))
 			return
 		}
 		g.Members = append(g.Members, id)
@@ -77,11 +78,11 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 	if req.Seed != "" {
 		seed, err := s.run(r.Context(), req.Seed)
 		if err != nil {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		if seed.Project != g.Project {
-			s.fail(w, badGroup("the seed belongs to another project than the recordings"))
+			s.edge.Fail(w, r, badGroup("the seed belongs to another project than the recordings"))
 			return
 		}
 		// A passing seed has no signature: the members' most common
@@ -95,28 +96,26 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.st.PutGroup(g); err != nil {
 		s.log.Error("storing a group failed", "group", g.ID, "err", err)
-		s.fail(w, wire.New(http.StatusInternalServerError, "STORE_WRITE_FAILED", "try again; see the server log", "the group could not be stored"))
+		s.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "STORE_WRITE_FAILED", "try again; see the server log", "the group could not be stored"))
 		return
 	}
 	w.Header().Set("Location", "/v1/groups/"+g.ID)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	_ = json.NewEncoder(w).Encode(g)
+	httpx.JSON(w, http.StatusCreated, g)
 }
 
 // handleGroup serves GET /v1/groups/{id}.
 func (s *Service) handleGroup(w http.ResponseWriter, r *http.Request) {
 	g, err := s.st.Group(chi.URLParam(r, "id"))
 	if errors.Is(err, store.ErrNotFound) {
-		s.fail(w, wire.GroupNotFound())
+		s.edge.Fail(w, r, wire.GroupNotFound())
 		return
 	}
 	if err != nil {
 		s.log.Error("reading a group failed", "err", err)
-		s.fail(w, storeReadFailed("the group could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the group could not be read"))
 		return
 	}
-	writeJSON(w, g)
+	httpx.JSON(w, http.StatusOK, g)
 }
 
 // GroupProject is the project of group id, for access control.

@@ -6,7 +6,6 @@ package playback
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -36,8 +35,7 @@ type Service struct {
 	videos videoBuilds
 	// compact keeps compact timelines encoded (timelinecache.go).
 	compact compactCache
-	// OnError counts error replies by code (shared with ingest's metric).
-	OnError func(code string)
+	edge    *httpx.Edge // answers, counts and logs error replies
 	// Decorate, when set, adds a "retention" member to a recording's
 	// metadata (its class, expiry and pins: retention is not playback's).
 	Decorate func(ctx context.Context, row store.RecordingRow) any
@@ -56,8 +54,8 @@ type Service struct {
 const DefaultMaxVideoDuration = time.Hour
 
 // New returns a playback service.
-func New(st *store.Store, idx store.Index, log *slog.Logger) *Service {
-	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, OnError: func(string) {},
+func New(st *store.Store, idx store.Index, log *slog.Logger, edge *httpx.Edge) *Service {
+	return &Service{st: st, idx: idx, rd: st.NewReader(), log: log, edge: edge,
 		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), MaxVideoDuration: DefaultMaxVideoDuration}
 }
 
@@ -70,45 +68,32 @@ func (s *Service) Forget(id string) {
 	s.dom.Remove(id)
 }
 
-// Routes mounts the read API on r.
+// Routes mounts the read API on r. The routes of one recording get it
+// loaded first (withRecording); evidence needs it finished.
 func (s *Service) Routes(r chi.Router) {
 	r.Get("/v1/recordings", s.handleList)
-	r.Get("/v1/recordings/{id}", s.handleRecording)
-	r.Get("/v1/recordings/{id}/steps", s.handleTimeline)
-	r.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
-	r.Get("/v1/recordings/{id}/steps/{n}/dom", s.handleDOM)
-	r.Get("/v1/recordings/{id}/events", s.handleEvents)
-	r.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
-	r.Get("/v1/recordings/{id}/har", s.handleHAR)
-	r.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)
-	r.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
-	r.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
-	r.Get("/v1/recordings/{id}/at", s.handleAt)
+	rec := r.With(s.withRecording)
+	rec.Get("/v1/recordings/{id}", s.handleRecording)
+	rec.Get("/v1/recordings/{id}/steps", s.handleTimeline)
+	rec.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
+	rec.Get("/v1/recordings/{id}/steps/{n}/dom", s.handleDOM)
+	rec.Get("/v1/recordings/{id}/events", s.handleEvents)
+	rec.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
+	rec.Get("/v1/recordings/{id}/har", s.handleHAR)
+	rec.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)
+	rec.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
+	rec.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
+	rec.Get("/v1/recordings/{id}/at", s.handleAt)
 	r.Get("/v1/search", s.handleSearch)
-	r.Get("/v1/recordings/{id}/bundle", s.handleBundle)
-	r.Get("/v1/recordings/{id}/attestation", s.handleAttestation)
+	rec.With(s.finished).Get("/v1/recordings/{id}/bundle", s.handleBundle)
+	rec.With(s.finished).Get("/v1/recordings/{id}/attestation", s.handleAttestation)
 	r.Get("/v1/attestation/key", s.handleAttestationKey)
-	r.Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
-	r.Get("/v1/blobs/{cid}", s.handleBlob)
+	r.With(s.withCID, s.withRecording).Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
+	r.With(s.withCID).Get("/v1/blobs/{cid}", s.handleBlob)
 	r.Get("/v1/diff", s.handleDiff)
 	r.Get("/v1/diff/group", s.handleDiffGroup)
 	r.Post("/v1/groups", s.handleCreateGroup)
 	r.Get("/v1/groups/{id}", s.handleGroup)
-}
-
-func (s *Service) fail(w http.ResponseWriter, err error) {
-	e := wire.From(err)
-	s.OnError(e.Code)
-	if e.Status >= 500 {
-		s.log.Error("playback request failed", "code", e.Code, "err", err)
-	}
-	httpx.WriteError(w, e)
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v)
 }
 
 func badParam(name, want string) error {
@@ -152,29 +137,29 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 		State: q.Get("state"), After: q.Get("after")}
 	if err := errors.Join(enumParam("state", f.State, []string{store.StateOpen, store.StateFinished}),
 		enumParam("verdict", f.Verdict, store.Verdicts)); err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	var err error
 	if f.Since, err = timeParam(q.Get("since")); err != nil {
-		s.fail(w, badParam("since", "RFC 3339 time or unix nanoseconds"))
+		s.edge.Fail(w, r, badParam("since", "RFC 3339 time or unix nanoseconds"))
 		return
 	}
 	if f.Until, err = timeParam(q.Get("until")); err != nil {
-		s.fail(w, badParam("until", "RFC 3339 time or unix nanoseconds"))
+		s.edge.Fail(w, r, badParam("until", "RFC 3339 time or unix nanoseconds"))
 		return
 	}
 	if f.Limit, err = intParam(q.Get("limit"), 100, 1, 1000); err != nil {
-		s.fail(w, badParam("limit", "an integer 1-1000"))
+		s.edge.Fail(w, r, badParam("limit", "an integer 1-1000"))
 		return
 	}
 	if f.After != "" && !store.ValidRecordingID(f.After) {
-		s.fail(w, badParam("after", "a recording id"))
+		s.edge.Fail(w, r, badParam("after", "a recording id"))
 		return
 	}
 	rows, err := s.idx.Recordings(r.Context(), f)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	out := RecordingList{Recordings: rows}
@@ -184,7 +169,7 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
 	if len(rows) == f.Limit {
 		out.Next = rows[len(rows)-1].ID
 	}
-	writeJSON(w, out)
+	httpx.JSON(w, http.StatusOK, out)
 }
 
 func timeParam(v string) (int64, error) {
@@ -260,12 +245,31 @@ func (s *Service) sealedState(id string, row *store.RecordingRow) {
 	}
 }
 
+type recordingKey struct{}
+
+// withRecording loads the recording of the route's {id} once per request,
+// before its handler, and puts it in the request's context (recordingOf
+// reads it). A recording that cannot be had is answered here, as
+// s.recording says: not found, or the index unavailable. Access control
+// (the guard, in front of every route) has already run.
+func (s *Service) withRecording(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+		if err != nil {
+			s.edge.Fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), recordingKey{}, row)))
+	})
+}
+
+// recordingOf is the recording withRecording loaded.
+func recordingOf(r *http.Request) store.RecordingRow {
+	return r.Context().Value(recordingKey{}).(store.RecordingRow)
+}
+
 func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	// Whether the recording was re-redacted (audit scan --fix) is in its
 	// manifest, not in the index's columns.
 	if row.Root != "" && row.ReRedacted == nil {
@@ -286,7 +290,7 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 	if s.Decorate != nil {
 		retention = s.Decorate(r.Context(), row)
 	}
-	writeJSON(w, struct {
+	httpx.JSON(w, http.StatusOK, struct {
 		store.RecordingRow
 		Retention any      `json:"retention,omitempty"`
 		Groups    []string `json:"groups"`
@@ -301,14 +305,10 @@ type Timeline struct {
 }
 
 func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	form := r.URL.Query().Get("form")
 	if err := enumParam("form", form, []string{"full", "compact"}); err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	if form == "compact" {
@@ -320,7 +320,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	if steps == nil {
@@ -329,14 +329,14 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	if form == "compact" {
 		b, err := s.compact.put(compactTimeline(row, steps))
 		if err != nil {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
 		return
 	}
-	writeJSON(w, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
+	httpx.JSON(w, http.StatusOK, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
 }
 
 // CompactTimeline answers GET /v1/recordings/{id}/steps?form=compact: the
@@ -400,14 +400,10 @@ type StepView struct {
 const maxStepEvents = 100_000
 
 func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	n, err := stepParam(r)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	view := StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
@@ -415,7 +411,7 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 	for len(view.Events) < maxStepEvents {
 		rows, evs, err := s.events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, AfterSeq: after, Limit: 5000})
 		if err != nil {
-			s.fail(w, err)
+			s.edge.Fail(w, r, err)
 			return
 		}
 		view.Events = append(view.Events, evs...)
@@ -427,12 +423,12 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 	if len(view.Events) == 0 {
 		steps, err := s.idx.Timeline(r.Context(), row.ID)
 		if err == nil && !hasStep(steps, n) {
-			s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+			s.edge.Fail(w, r, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 				"the recording has no step %d (yet)", n))
 			return
 		}
 	}
-	writeJSON(w, view)
+	httpx.JSON(w, http.StatusOK, view)
 }
 
 // stepParam reads the {n} of a step route.
@@ -501,62 +497,55 @@ type EventPage struct {
 }
 
 func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	qv := r.URL.Query()
 	q := store.EventQuery{Recording: row.ID, Kind: event.Kind(qv.Get("kind"))}
-	if err := enumParam("kind", string(q.Kind), kindNames); err != nil {
-		s.fail(w, err)
+	var err error
+	if err = enumParam("kind", string(q.Kind), kindNames); err != nil {
+		s.edge.Fail(w, r, err)
 		return
 	}
 	if v := qv.Get("step"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			s.fail(w, badParam("step", "a number ≥ 0"))
+			s.edge.Fail(w, r, badParam("step", "a number ≥ 0"))
 			return
 		}
 		q.Step = &n
 	}
 	if v := qv.Get("after_seq"); v != "" {
 		if q.AfterSeq, err = strconv.ParseUint(v, 10, 64); err != nil {
-			s.fail(w, badParam("after_seq", "a number ≥ 0"))
+			s.edge.Fail(w, r, badParam("after_seq", "a number ≥ 0"))
 			return
 		}
 	}
 	if q.Limit, err = intParam(qv.Get("limit"), 1000, 1, 10000); err != nil {
-		s.fail(w, badParam("limit", "an integer 1-10000"))
+		s.edge.Fail(w, r, badParam("limit", "an integer 1-10000"))
 		return
 	}
 	rows, evs, err := s.events(r.Context(), q)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	page := EventPage{Recording: row.ID, Events: evs}
 	if len(rows) == q.Limit {
 		page.NextAfterSeq = rows[len(rows)-1].Seq
 	}
-	writeJSON(w, page)
+	httpx.JSON(w, http.StatusOK, page)
 }
 
 // handleRedaction serves the recording's redaction report: rule, channel,
 // count and locations (seq, JSON pointer) of what was erased or masked.
 func (s *Service) handleRedaction(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	rep, err := s.st.Redaction(row.ID)
 	if err != nil {
 		s.log.Error("reading a redaction report failed", "recording", row.ID, "err", err)
-		s.fail(w, storeReadFailed("the redaction report could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the redaction report could not be read"))
 		return
 	}
-	writeJSON(w, rep)
+	httpx.JSON(w, http.StatusOK, rep)
 }
 
 // servedTypes are the only content types a blob is served as; anything
@@ -571,10 +560,7 @@ const cachePrivate = "private, max-age=31536000, immutable"
 
 // handleBlob serves GET /v1/blobs/{cid}: any stored blob, by CID.
 func (s *Service) handleBlob(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.blobCID(w, r)
-	if !ok {
-		return
-	}
+	c := cidOf(r)
 	s.serveBlob(w, r, c, cachePrivate)
 }
 
@@ -585,22 +571,15 @@ func (s *Service) handleBlob(w http.ResponseWriter, r *http.Request) {
 // otherwise the answer is the unknown recording's, so a caller learns
 // nothing of blobs (or recordings) it cannot read.
 func (s *Service) handleRecordingBlob(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.blobCID(w, r)
-	if !ok {
-		return
-	}
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
+	c := cidOf(r)
+	row := recordingOf(r)
+	ok, err := s.references(r.Context(), row.ID, c.String())
 	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	ok, err = s.references(r.Context(), row.ID, c.String())
-	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	if !ok {
-		s.fail(w, notFound())
+		s.edge.Fail(w, r, notFound())
 		return
 	}
 	s.serveBlob(w, r, c, cachePrivate)
@@ -649,16 +628,25 @@ func storeReadFailed(msg string) error {
 	return wire.New(http.StatusInternalServerError, "STORE_READ_FAILED", "run flightrec verify", "%s", msg)
 }
 
-// blobCID parses the {cid} parameter; a malformed one is answered 400.
-func (s *Service) blobCID(w http.ResponseWriter, r *http.Request) (cid.Cid, bool) {
-	c, err := store.ParseCID(chi.URLParam(r, "cid"))
-	if err != nil {
-		s.fail(w, wire.New(http.StatusBadRequest, "BAD_CID",
-			"use a CID from an event (CIDv1, raw, sha2-256, base32)", "not a flightrec CID"))
-		return cid.Undef, false
-	}
-	return c, true
+type cidKey struct{}
+
+// withCID parses the route's {cid} into the request's context (cidOf reads
+// it); a malformed one is answered 400. On a recording's blob route it runs
+// before withRecording: a bad CID is refused whatever the recording.
+func (s *Service) withCID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := store.ParseCID(chi.URLParam(r, "cid"))
+		if err != nil {
+			s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_CID",
+				"use a CID from an event (CIDv1, raw, sha2-256, base32)", "not a flightrec CID"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), cidKey{}, c)))
+	})
 }
+
+// cidOf is the CID withCID parsed.
+func cidOf(r *http.Request) cid.Cid { return r.Context().Value(cidKey{}).(cid.Cid) }
 
 // serveBlob serves blob c's bytes (Range and conditional requests
 // included) as a sniffed image or video type, else as an octet stream,
@@ -667,16 +655,16 @@ func (s *Service) serveBlob(w http.ResponseWriter, r *http.Request, c cid.Cid, c
 	f, err := s.st.Blobs.Open(c)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			s.fail(w, wire.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
+			s.edge.Fail(w, r, wire.New(http.StatusNotFound, "BLOB_NOT_FOUND", "check the CID", "no such blob"))
 			return
 		}
 		if errors.Is(err, store.ErrBlobCorrupt) {
 			s.log.Error("a stored blob is corrupt; not served", "cid", c.String(), "err", err)
-			s.fail(w, wire.New(http.StatusInternalServerError, "BLOB_CORRUPT",
+			s.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "BLOB_CORRUPT",
 				"run flightrec verify --data DIR: it lists the damage", "the blob's stored bytes do not match its CID"))
 			return
 		}
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	defer f.Close()

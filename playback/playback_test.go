@@ -20,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/sqlite"
@@ -52,7 +53,7 @@ func newEnv(t *testing.T, wrap func(store.Index) store.Index) *env {
 		idx = wrap(db)
 	}
 	log := slog.New(slog.DiscardHandler)
-	svc := playback.New(st, idx, log)
+	svc := playback.New(st, idx, log, httpx.NewEdge(nil, log))
 	r := chi.NewRouter()
 	svc.Routes(r)
 	srv := httptest.NewServer(r)

@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -115,7 +114,7 @@ type SearchResult struct {
 func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 	terms, limit, err := searchParams(r)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	terms.q.Project = r.URL.Query().Get("project")
@@ -125,14 +124,10 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 // handleRecordingSearch serves GET /v1/recordings/{id}/search?q=: the
 // matching events of one recording, and their steps.
 func (s *Service) handleRecordingSearch(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	terms, limit, err := searchParams(r)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	terms.q.Recordings = []string{row.ID}
@@ -173,7 +168,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 			var err error
 			recs, err = s.idx.Recordings(r.Context(), store.RecordingFilter{Project: t.q.Project, Signature: t.q.Text, Limit: limit})
 			if err != nil {
-				s.fail(w, indexError(err))
+				s.edge.Fail(w, r, indexError(err))
 				return
 			}
 		}
@@ -192,7 +187,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 	}
 	rows, err := s.idx.Search(r.Context(), t.q)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	steps := map[int]bool{}
@@ -229,7 +224,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 		}
 		sort.Ints(res.Steps)
 	}
-	writeJSON(w, res)
+	httpx.JSON(w, http.StatusOK, res)
 }
 
 // matchedField names the first of an event's own fields the phrase is a
@@ -277,20 +272,16 @@ type AtFrame struct {
 // The step containing t is the one whose [start, end] holds it; between
 // two steps it is the one that started last before t.
 func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	raw := r.URL.Query().Get("t")
 	t, err := timeParam(raw)
 	if err != nil || raw == "" {
-		s.fail(w, badParam("t", "an instant: unix nanoseconds or RFC 3339"))
+		s.edge.Fail(w, r, badParam("t", "an instant: unix nanoseconds or RFC 3339"))
 		return
 	}
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	if len(steps) == 0 || t < steps[0].StartTS || t > steps[len(steps)-1].EndTS {
@@ -299,7 +290,7 @@ func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
 		if len(steps) > 0 {
 			e = e.With("first_ts", steps[0].StartTS).With("last_ts", steps[len(steps)-1].EndTS)
 		}
-		s.fail(w, e)
+		s.edge.Fail(w, r, e)
 		return
 	}
 	i := sort.Search(len(steps), func(i int) bool { return steps[i].StartTS > t }) - 1
@@ -317,11 +308,11 @@ func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
 	res := AtResult{Recording: row.ID, T: t, OffsetNS: t - steps[0].StartTS, Step: steps[i]}
 	frame, err := s.frameAt(r, row.ID, steps, i, t)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	res.Frame = frame
-	writeJSON(w, res)
+	httpx.JSON(w, http.StatusOK, res)
 }
 
 // frameAt finds the newest frame at or before t, looking in step i and

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
@@ -60,19 +58,15 @@ func (b *videoBuilds) lock(key string) func() {
 // one's is built for each request. Range and conditional requests work
 // (http.ServeContent).
 func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
-	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	row := recordingOf(r)
 	steps, err := s.idx.Timeline(r.Context(), row.ID)
 	if err != nil {
-		s.fail(w, indexError(err))
+		s.edge.Fail(w, r, indexError(err))
 		return
 	}
 	from, to, name, err := clipParams(r, steps)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	var chosen []store.StepRow
@@ -82,7 +76,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(chosen) == 0 {
-		s.fail(w, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
+		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 			"the recording has no step from %d to %d", from, to))
 		return
 	}
@@ -99,7 +93,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 	gops, err := s.executorGOPs(r.Context(), row.ID)
 	if err != nil {
 		s.log.Error("reading the executor's video events failed", "recording", row.ID, "err", err)
-		s.fail(w, storeReadFailed("the recording's video events could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the recording's video events could not be read"))
 		return
 	}
 	build := func(w io.Writer) error {
@@ -111,7 +105,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 	// A video already built is served without ffmpeg; only encoding
 	// frames needs it.
 	if _, err := webm.FFmpegPath(); err != nil && len(gops) == 0 {
-		s.fail(w, wire.New(http.StatusNotImplemented, "FFMPEG_MISSING",
+		s.edge.Fail(w, r, wire.New(http.StatusNotImplemented, "FFMPEG_MISSING",
 			"install ffmpeg on the server (apt-get install ffmpeg); until then play the frames: GET …/events?kind=frame",
 			"this server cannot encode video: ffmpeg is not installed"))
 		return
@@ -134,7 +128,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 			tmp, err := s.buildFile(build)
 			if err != nil {
 				unlock()
-				s.fail(w, err)
+				s.edge.Fail(w, r, err)
 				return
 			}
 			defer removeBuilt(tmp)
@@ -152,7 +146,7 @@ func (s *Service) handleVideo(w http.ResponseWriter, r *http.Request) {
 	}
 	tmp, err := s.buildFile(build)
 	if err != nil {
-		s.fail(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	defer removeBuilt(tmp)
@@ -345,13 +339,13 @@ var errStopFrames = errors.New("enough frames")
 func (s *Service) serveVideo(w http.ResponseWriter, r *http.Request, id, c, name string) {
 	cc, err := store.ParseCID(c)
 	if err != nil {
-		s.fail(w, storeReadFailed("the kept video could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the kept video could not be read"))
 		return
 	}
 	f, err := s.st.Blobs.Open(cc)
 	if err != nil {
 		s.log.Error("opening a kept video failed", "recording", id, "err", err)
-		s.fail(w, storeReadFailed("the kept video could not be read"))
+		s.edge.Fail(w, r, storeReadFailed("the kept video could not be read"))
 		return
 	}
 	defer f.Close()

@@ -21,17 +21,20 @@ import (
 //	POST   /v1/recordings/{id}/pins          {"reason", "ref", "until"} → 201 the pin (pin)
 //	DELETE /v1/recordings/{id}/pins/{pin}    remove a pin (pin)
 //	POST   /v1/retention/sweep               ?dry_run=true&now=RFC3339 → the report (admin)
-func (s *Sweeper) Routes(r chi.Router) {
-	r.Get("/v1/recordings/{id}/retention", s.handleStatus)
-	r.Post("/v1/recordings/{id}/pins", s.handlePin)
-	r.Delete("/v1/recordings/{id}/pins/{pin}", s.handleUnpin)
-	r.Post("/v1/retention/sweep", s.handleSweep)
+//
+// Error replies go through edge.
+func (s *Sweeper) Routes(r chi.Router, edge *httpx.Edge) {
+	h := routes{s, edge}
+	r.Get("/v1/recordings/{id}/retention", h.handleStatus)
+	r.Post("/v1/recordings/{id}/pins", h.handlePin)
+	r.Delete("/v1/recordings/{id}/pins/{pin}", h.handleUnpin)
+	r.Post("/v1/retention/sweep", h.handleSweep)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+// routes are the Sweeper's handlers and the edge that answers their errors.
+type routes struct {
+	*Sweeper
+	edge *httpx.Edge
 }
 
 // row is a recording's index row, or its stored metadata when the index
@@ -51,19 +54,19 @@ func (s *Sweeper) row(r *http.Request, id string) (store.RecordingRow, error) {
 	return store.RecordingRow{RecordingMeta: meta, State: store.StateOpen}, nil
 }
 
-func (s *Sweeper) handleStatus(w http.ResponseWriter, r *http.Request) {
+func (s routes) handleStatus(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		httpx.WriteError(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.Status(r.Context(), row, s.now()))
+	httpx.JSON(w, http.StatusOK, s.Status(r.Context(), row, s.now()))
 }
 
-func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
+func (s routes) handlePin(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		httpx.WriteError(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	var req struct {
@@ -74,7 +77,7 @@ func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST",
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",
 			`send {"reason": "evidence", "ref": "acme/storefront#4711", "until": "2027-01-01T00:00:00Z"}`, "the body is not a pin"))
 		return
 	}
@@ -82,46 +85,46 @@ func (s *Sweeper) handlePin(w http.ResponseWriter, r *http.Request) {
 	if req.Until != "" {
 		t, err := time.Parse(time.RFC3339, req.Until)
 		if err != nil {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_REQUEST", "send until as RFC 3339", "until is not a time"))
+			s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST", "send until as RFC 3339", "until is not a time"))
 			return
 		}
 		until = t.UnixNano()
 	}
 	pin, err := s.Pins.Add(row.ID, req.Reason, req.Ref, until)
 	if errors.Is(err, ErrBadPin) {
-		httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PIN", "reason is evidence or legal_hold; until, when given, is in the future", "%v", err))
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PIN", "reason is evidence or legal_hold; until, when given, is in the future", "%v", err))
 		return
 	}
 	if err != nil {
-		httpx.WriteError(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	s.audit(audit.Entry{Kind: "pin", Recording: row.ID, Project: row.Project, Why: pin.Reason,
 		Details: map[string]any{"pin": pin.ID, "ref": pin.Ref, "until": pin.Until}})
-	writeJSON(w, http.StatusCreated, pin)
+	httpx.JSON(w, http.StatusCreated, pin)
 }
 
-func (s *Sweeper) handleUnpin(w http.ResponseWriter, r *http.Request) {
+func (s routes) handleUnpin(w http.ResponseWriter, r *http.Request) {
 	row, err := s.row(r, chi.URLParam(r, "id"))
 	if err != nil {
-		httpx.WriteError(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	pin, err := s.Pins.Remove(row.ID, chi.URLParam(r, "pin"))
 	if errors.Is(err, ErrNoSuchPin) {
-		httpx.WriteError(w, wire.New(http.StatusNotFound, "PIN_NOT_FOUND", "list pins with GET /v1/recordings/{id}/retention", "no such pin"))
+		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "PIN_NOT_FOUND", "list pins with GET /v1/recordings/{id}/retention", "no such pin"))
 		return
 	}
 	if err != nil {
-		httpx.WriteError(w, err)
+		s.edge.Fail(w, r, err)
 		return
 	}
 	s.audit(audit.Entry{Kind: "unpin", Recording: row.ID, Project: row.Project, Why: pin.Reason,
 		Details: map[string]any{"pin": pin.ID, "ref": pin.Ref}})
-	writeJSON(w, http.StatusOK, pin)
+	httpx.JSON(w, http.StatusOK, pin)
 }
 
-func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
+func (s routes) handleSweep(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	dry := q.Get("dry_run") == "true" || q.Get("dry_run") == "1"
 	var (
@@ -130,12 +133,12 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 	)
 	if at := q.Get("now"); at != "" {
 		if !dry {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "add dry_run=true", "now is only for a dry run"))
+			s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "add dry_run=true", "now is only for a dry run"))
 			return
 		}
 		t, err := time.Parse(time.RFC3339, at)
 		if err != nil {
-			httpx.WriteError(w, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send now as RFC 3339", "now is not a time"))
+			s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_PARAMETER", "send now as RFC 3339", "now is not a time"))
 			return
 		}
 		rep, err = s.DryRunAt(r.Context(), t)
@@ -143,8 +146,8 @@ func (s *Sweeper) handleSweep(w http.ResponseWriter, r *http.Request) {
 		rep, err = s.Sweep(r.Context(), dry, s.LogProgress())
 	}
 	if err != nil {
-		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
+		s.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "SWEEP_FAILED", "see the server log; run flightrec verify", "%v", err))
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	httpx.JSON(w, http.StatusOK, rep)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
@@ -143,7 +144,9 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 		return "", nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
 			"the index cannot be read: %v", err)
 	}
-	svc := playback.New(st, idx, newLogger(errOut, "warn"))
+	log := newLogger(errOut, "warn")
+	// No /metrics here: the edge counts without exporting.
+	svc := playback.New(st, idx, log, httpx.NewEdge(nil, log))
 	r := chi.NewRouter()
 	svc.Routes(r)
 	// Only the routes a diff asks for: the others (a video build, say)

@@ -195,6 +195,7 @@ type App struct {
 	lock     *store.DirLock // the data directory's, held until Close
 	cfg      Config
 	log      *slog.Logger
+	edge     *httpx.Edge // answers, counts and logs every error reply
 	router   *chi.Mux
 	cancel   context.CancelFunc
 	// stopping is closed when Close begins: an index rebuild in flight
@@ -248,6 +249,8 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// One edge answers, counts and logs every room's error replies.
+	edge := httpx.NewEdge(reg, log)
 	proj := store.NewProjector(st, idx, log)
 	proj.OnComplete = func(ctx context.Context, id string) error {
 		return diffrun.RecordSignature(ctx, st, idx, id)
@@ -255,7 +258,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_policy_evaluations_total", Help: "Redaction plans evaluated (one per recording)."},
 		func() float64 { return float64(pol.Evaluations()) }))
-	ing, err := ingest.New(cfg.Ingest, st, proj, pol, reg, log)
+	ing, err := ingest.New(cfg.Ingest, st, proj, pol, reg, log, edge)
 	if err != nil {
 		idx.Close()
 		st.Close()
@@ -263,7 +266,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go proj.Run(ctx)
-	pb := playback.New(st, idx, log)
+	pb := playback.New(st, idx, log, edge)
 	if pb.Signer, err = attest.LoadOrCreateKey(st.Dir()); err != nil {
 		cancel()
 		ing.Close()
@@ -274,7 +277,6 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	if cfg.MaxVideoDuration != 0 {
 		pb.MaxVideoDuration = cfg.MaxVideoDuration
 	}
-	pb.OnError = func(code string) { ing.Metrics().Errors.WithLabelValues(code).Inc() }
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_loaded_total", Help: "DOM checkpoint sets read from the store (kept by an earlier run)."},
 		func() float64 { l, _ := pb.DOMSetCounts(); return float64(l) }))
@@ -306,7 +308,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 		Name: "flightrec_access_evaluations_total", Help: "Access decisions evaluated by the policy (cache misses)."},
 		func() float64 { return float64(pol.AccessEvaluations()) }))
 	a := &App{Store: st, Index: idx, Proj: proj, Ingest: ing, Playback: pb, Policy: pol, Tokens: tokens, stopping: make(chan struct{}),
-		Audit: auditLog, Registry: reg, log: log, cfg: cfg, cancel: cancel}
+		Audit: auditLog, Registry: reg, log: log, edge: edge, cfg: cfg, cancel: cancel}
 	a.Sweeper = &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
 	pb.Decorate = func(ctx context.Context, row store.RecordingRow) any {
 		return a.Sweeper.Status(ctx, row, time.Now())
@@ -314,7 +316,7 @@ func NewWith(cfg Config, log *slog.Logger, st *store.Store, idx store.Index) (*A
 	if cfg.RetentionInterval > 0 {
 		go a.Sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Denied: denied,
+	a.Guard = &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied,
 		Public: publicRoutes(),
 		ProjectOf: func(_ context.Context, id string) (string, bool) {
 			m, err := st.Meta(id)
@@ -346,11 +348,11 @@ func (a *App) Router() chi.Router { return a.router }
 func (a *App) routes() *chi.Mux {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, a.accessLog, a.Guard.Middleware, a.damageGate(r))
-	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteError(w, wire.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		a.edge.Fail(w, r, wire.New(http.StatusNotFound, "NO_ROUTE", "see GET /v1/openapi.json", "no such route"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		httpx.WriteError(w, wire.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "see GET /v1/openapi.json",
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		a.edge.Fail(w, r, wire.New(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "see GET /v1/openapi.json",
 			"method not allowed on this route"))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -363,10 +365,10 @@ func (a *App) routes() *chi.Mux {
 	a.Ingest.Routes(r)
 	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
 	a.Playback.Routes(r)
-	access.Routes(r, a.Tokens)
-	a.Sweeper.Routes(r)
+	access.Routes(r, a.Tokens, a.edge)
+	a.Sweeper.Routes(r, a.edge)
 	r.Post("/v1/index/rebuild", a.handleRebuild)
-	audit.Routes(r, a.Audit)
+	audit.Routes(r, a.Audit, a.edge)
 	ui.Routes(r)
 	return r
 }
@@ -377,12 +379,12 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 	if _, err := a.Index.Recordings(ctx, store.RecordingFilter{Limit: 1}); err != nil {
 		if sqlite.Corrupt(err) {
 			a.log.Error("the index is damaged", "err", err)
-			httpx.WriteError(w, indexCorrupt(a.Store.Dir(), err))
+			a.edge.Fail(w, r, indexCorrupt(a.Store.Dir(), err))
 			return
 		}
 		e := wire.New(http.StatusServiceUnavailable, "INDEX_UNAVAILABLE", "check the index backend", "index not ready")
 		e.RetryAfter = 1
-		httpx.WriteError(w, e)
+		a.edge.Fail(w, r, e)
 		return
 	}
 	probe := filepath.Join(a.Store.Dir(), ".ready-probe")
@@ -390,7 +392,7 @@ func (a *App) handleReady(w http.ResponseWriter, r *http.Request) {
 		e := wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE", "check the data directory",
 			"data directory not writable")
 		e.RetryAfter = 1
-		httpx.WriteError(w, e)
+		a.edge.Fail(w, r, e)
 		return
 	}
 	_ = os.Remove(probe)
@@ -415,8 +417,7 @@ func (a *App) damageGate(mux *chi.Mux) func(http.Handler) http.Handler {
 			if route := mux.Find(rctx, r.Method, r.URL.Path); strings.HasPrefix(route, "/v1/recordings/{id}") {
 				if d, ok := a.Ingest.DamageOf(rctx.URLParam("id")); ok && d.Unreadable {
 					e := d.Error()
-					a.Ingest.Metrics().Errors.WithLabelValues(e.Code).Inc()
-					httpx.WriteError(w, e)
+					a.edge.Fail(w, r, e)
 					return
 				}
 			}

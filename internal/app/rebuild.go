@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -36,12 +35,11 @@ func (a *App) handleRebuild(w http.ResponseWriter, r *http.Request) {
 	n, err := a.Proj.Rebuild(ctx, nil)
 	if err != nil {
 		a.log.Error("index rebuild failed; the projector keeps retrying", "err", err)
-		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REBUILD_FAILED",
+		a.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "REBUILD_FAILED",
 			"check the index backend and the server log, then rebuild again; the projector keeps retrying meanwhile",
 			"the index rebuild failed after %d recordings", n))
 		return
 	}
 	a.log.Info("index rebuilt", "recordings", n, "ms", time.Since(start).Milliseconds())
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(RebuildResult{Recordings: n, Millis: time.Since(start).Milliseconds()})
+	httpx.JSON(w, http.StatusOK, RebuildResult{Recordings: n, Millis: time.Since(start).Milliseconds()})
 }

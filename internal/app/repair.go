@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -27,25 +26,25 @@ type RepairReply struct {
 func (a *App) handleRepair(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if _, err := a.Store.Meta(id); errors.Is(err, store.ErrNotFound) {
-		httpx.WriteError(w, wire.RecordingNotFound(false))
+		a.edge.Fail(w, r, wire.RecordingNotFound(false))
 		return
 	}
 	if _, damaged := a.Ingest.DamageOf(id); !damaged {
-		httpx.WriteError(w, wire.New(http.StatusConflict, "RECORDING_NOT_DAMAGED",
+		a.edge.Fail(w, r, wire.New(http.StatusConflict, "RECORDING_NOT_DAMAGED",
 			"nothing to repair; flightrec verify --data DIR lists what is damaged", "recording %s is not damaged", id))
 		return
 	}
 	root, gaps, err := a.Store.Repair(id)
 	if err != nil {
 		a.log.Error("repair failed", "recording", id, "err", err)
-		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
+		a.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
 			"see the server log; flightrec verify --data DIR lists what is damaged", "recording %s could not be repaired", id))
 		return
 	}
 	m, err := a.Store.ReadManifest(root)
 	if err != nil {
 		a.log.Error("reading a repaired recording's manifest failed", "recording", id, "err", err)
-		httpx.WriteError(w, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
+		a.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "REPAIR_FAILED",
 			"run flightrec verify --data DIR", "recording %s was sealed but its manifest cannot be read", id))
 		return
 	}
@@ -66,6 +65,5 @@ func (a *App) handleRepair(w http.ResponseWriter, r *http.Request) {
 	if err := a.Proj.Flush(r.Context()); err != nil {
 		a.log.Warn("indexing a repaired recording is still under way", "recording", id, "err", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(RepairReply{Recording: id, Root: root, Gaps: gaps})
+	httpx.JSON(w, http.StatusOK, RepairReply{Recording: id, Root: root, Gaps: gaps})
 }
