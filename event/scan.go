@@ -6,15 +6,25 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
+
+	"github.com/flightrec/flightrec/internal/jsonspan"
 )
 
 // This file holds a small scanner for the top level of a JSON object. It
 // lets ingest read the envelope without running encoding/json over the
 // whole line, and pull a base64 image out of a frame without scanning its
 // tens of kilobytes three times. Anything it does not fully check is
-// checked by encoding/json afterwards: the envelope's data is always
-// unmarshalled into its payload type, and a binary member is decoded as
-// base64 — so no byte is accepted unvalidated.
+// checked afterwards: Decode validates the data completely with the span
+// parser (internal/jsonspan, in duplicateKey), unmarshals it into its
+// payload type, and decodes a binary member as base64 — so no byte is
+// accepted unvalidated.
+//
+// It is not the span parser on purpose: it checks only the structure of
+// the level it splits and skips values with bytes.IndexByte, so that the
+// line's data, which Decode validates in full anyway, is not validated
+// twice (a frame's image would be scanned once by ParseEnvelope, once by
+// extractBinary and once by Decode).
 
 var errScan = errors.New("invalid JSON")
 
@@ -330,103 +340,21 @@ func StoredData(d *Decoded, cid string) json.RawMessage {
 // duplicateKey reports whether any object in the JSON value b, at any
 // depth, has the same key twice. Readers disagree on such input (Go keeps
 // the last value, others the first), so a check could pass on one copy
-// while the other reaches disk: ingest refuses it.
+// while the other reaches disk: ingest refuses it. It is the span parser's
+// check (jsonspan.Doc.Unique), the one redaction's DOM reader makes too, so
+// both refuse the same events; it also validates b completely.
 func duplicateKey(b []byte) (bool, error) {
-	i := skipWS(b, 0)
-	end, dup, err := dupValue(b, i, 0)
-	if err != nil || dup {
-		return dup, err
+	d := dupDocs.Get().(*jsonspan.Doc)
+	defer func() {
+		d.Release(1 << 16) // don't pin a big snapshot's arena in the pool
+		dupDocs.Put(d)
+	}()
+	err := d.Parse(b)
+	if errors.Is(err, jsonspan.ErrDuplicateKey) {
+		return true, nil
 	}
-	if skipWS(b, end) != len(b) {
-		return false, errScan
-	}
-	return dup, nil
+	return false, err
 }
 
-// maxDepth bounds nesting (encoding/json allows 10,000).
-const maxDepth = 10000
-
-func dupValue(b []byte, i, depth int) (int, bool, error) {
-	if i >= len(b) || depth > maxDepth {
-		return 0, false, errScan
-	}
-	switch b[i] {
-	case '{':
-		var keys []string // small objects: a slice beats a map
-		var set map[string]struct{}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, false, nil
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return 0, false, errScan
-			}
-			kend, err := skipString(b, i)
-			if err != nil {
-				return 0, false, err
-			}
-			key, err := unquote(b[i:kend])
-			if err != nil {
-				return 0, false, err
-			}
-			if set != nil {
-				if _, ok := set[key]; ok {
-					return 0, true, nil
-				}
-				set[key] = struct{}{}
-			} else {
-				for _, k := range keys {
-					if k == key {
-						return 0, true, nil
-					}
-				}
-				keys = append(keys, key)
-				if len(keys) > 16 {
-					set = make(map[string]struct{}, 32)
-					for _, k := range keys {
-						set[k] = struct{}{}
-					}
-				}
-			}
-			i = skipWS(b, kend)
-			if i >= len(b) || b[i] != ':' {
-				return 0, false, errScan
-			}
-			vend, dup, err := dupValue(b, skipWS(b, i+1), depth+1)
-			if err != nil || dup {
-				return 0, dup, err
-			}
-			i = skipWS(b, vend)
-			if i < len(b) && b[i] == '}' {
-				return i + 1, false, nil
-			}
-			if i >= len(b) || b[i] != ',' {
-				return 0, false, errScan
-			}
-			i = skipWS(b, i+1)
-		}
-	case '[':
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, false, nil
-		}
-		for {
-			vend, dup, err := dupValue(b, i, depth+1)
-			if err != nil || dup {
-				return 0, dup, err
-			}
-			i = skipWS(b, vend)
-			if i < len(b) && b[i] == ']' {
-				return i + 1, false, nil
-			}
-			if i >= len(b) || b[i] != ',' {
-				return 0, false, errScan
-			}
-			i = skipWS(b, i+1)
-		}
-	default:
-		end, err := skipValue(b, i)
-		return end, false, err
-	}
-}
+// dupDocs holds parse scratch: ingest decodes events concurrently.
+var dupDocs = sync.Pool{New: func() any { return &jsonspan.Doc{Unique: true} }}

@@ -125,6 +125,12 @@ func TestScanAgreesWithEncodingJSON(t *testing.T) {
 	if _, err := Decode(Envelope{Seq: 1, TS: 1, Kind: KindConsole, Data: json.RawMessage(`{"level":"log","text":"a","x":[{"k":1},{"k":2}]}`)}, DefaultLimits); err != nil {
 		t.Errorf("the same key in sibling objects refused: %v", err)
 	}
+	// A raw newline in a string is not JSON, though the base64 decoder
+	// would skip it in an image: the data's full check refuses it.
+	env, _ = ParseEnvelope([]byte("{\"seq\":2,\"ts\":5,\"step\":1,\"kind\":\"frame\",\"data\":{\"mime\":\"image/jpeg\",\"image\":\"AA\nEC\",\"width\":2,\"height\":2}}"))
+	if _, err := Decode(env, DefaultLimits); err == nil {
+		t.Error("a frame whose image holds a raw newline (invalid JSON) was accepted")
+	}
 	env, _ = ParseEnvelope([]byte(`{"seq":2,"ts":5,"step":1,"kind":"frame","data":{"mime":"image/jpeg","image":"AAEC","image_cid":"bafkreix","width":2,"height":2}}`))
 	if _, err := Decode(env, DefaultLimits); err == nil || !strings.Contains(err.Error(), "image_cid") {
 		t.Errorf("a frame naming its own CID: %v", err)

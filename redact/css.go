@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/jsonspan"
 )
 
 // A small CSS selector matcher over the DOM model, for the plan's mask
@@ -402,7 +403,7 @@ func (p *selParser) escape() (rune, error) {
 	}
 	hex := 0
 	var r rune
-	for hex < 6 && !p.eof() && jsonIsHex(p.s[p.i]) {
+	for hex < 6 && !p.eof() && jsonspan.Unhex(p.s[p.i]) >= 0 {
 		c := p.s[p.i] | 0x20
 		d := rune(c - '0')
 		if c >= 'a' {

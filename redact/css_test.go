@@ -112,43 +112,6 @@ func TestCSSSelectorAttrsTracked(t *testing.T) {
 	}
 }
 
-func TestJTreeAgreesWithEncodingJSON(t *testing.T) {
-	for _, s := range []string{
-		`{}`, `[]`, `{"a":[1,2,{"b":null}],"c":"\u00e9\n","d":-0.5e+3,"e":true,"f":false}`,
-		` {"a" : 1 } `, `"x"`, `0`, `-0`, `1.5E3`,
-		`{"a":1,}`, `[1,]`, `{"a"}`, `01`, `1.`, `.5`, `"\x"`, "\"a\tb\"", `{"a":1}x`, `[`, `nul`, `"\ud800"`,
-	} {
-		var tr jtree
-		err := tr.parse([]byte(s))
-		if (err == nil) != json.Valid([]byte(s)) {
-			t.Errorf("%q: jtree err %v, json.Valid %v", s, err, json.Valid([]byte(s)))
-		}
-	}
-}
-
-func FuzzJTree(f *testing.F) {
-	for _, s := range []string{`{"type":3,"data":{"source":0,"texts":[{"id":1,"value":"x"}]}}`, `[1,"a",{"b":[]}]`, `{"a":"\u0041"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var tr jtree
-		err := tr.parse(b)
-		if err == nil && !json.Valid(b) {
-			t.Fatalf("jtree accepted invalid JSON %q", b)
-		}
-		if err == nil || err == errDuplicateKey {
-			return
-		}
-		if json.Valid(b) && err != errDuplicateKey {
-			var v any
-			// encoding/json accepts it: only a duplicate key may differ
-			if json.Unmarshal(b, &v) == nil && !strings.Contains(err.Error(), "duplicate") {
-				t.Fatalf("jtree refused valid JSON %q: %v", b, err)
-			}
-		}
-	})
-}
-
 // FuzzDOMEvent feeds arbitrary rrweb-ish events after a snapshot: no panic,
 // and whatever comes out is JSON with the password value erased.
 func FuzzDOMEvent(f *testing.F) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/jsonspan"
 	"github.com/flightrec/flightrec/policy"
 )
 
@@ -32,8 +33,8 @@ type domAttr struct{ name, val string }
 
 // dnode is one node of the recorded DOM.
 type dnode struct {
-	id    int
-	kind  int
+	id    int64
+	kind  int64
 	tag   string    // lowercase, elements only
 	attrs []domAttr // the attributes masking reads (lowercase names)
 
@@ -116,22 +117,23 @@ type domState struct {
 	tracked      []string // attribute names kept on nodes
 	selAttrs     map[string]bool
 
-	nodes  map[int]*dnode
+	nodes  map[int64]*dnode
 	root   *dnode
 	masked map[*dnode]struct{} // masked elements (attached or not)
 	carry  map[string]string   // tag, id, name of masked fields → rule, across snapshots
 
 	// per event
-	t        jtree
+	t        jsonspan.Doc // Unique: a repeated key is refused
+	mut      event.RRWebMutationOps
 	r        *Redactor
 	emit     bool
-	edits    []jedit
+	edits    []jsonspan.Edit
 	findings []Finding
 	removed  []*dnode
 	touched  []*dnode
 	path     []byte
 	gen      uint64
-	seen     map[int]struct{}
+	seen     map[int64]struct{}
 	// selCache holds target selectors parsed for resolveSelector (nil: a
 	// selector the matcher refuses).
 	selCache map[string]*selectorSet
@@ -144,10 +146,10 @@ func newDOMState(plan *policy.Plan, known *knownValues) (*domState, error) {
 		known:      known,
 		inputTypes: map[string]bool{},
 		autoExact:  map[string]bool{},
-		nodes:      map[int]*dnode{},
+		nodes:      map[int64]*dnode{},
 		masked:     map[*dnode]struct{}{},
 		carry:      map[string]string{},
-		seen:       map[int]struct{}{},
+		seen:       map[int64]struct{}{},
 		selCache:   map[string]*selectorSet{},
 	}
 	for _, t := range plan.MaskInputTypes {
@@ -196,7 +198,10 @@ func newDOMState(plan *policy.Plan, known *knownValues) (*domState, error) {
 	return s, nil
 }
 
-var errRRWeb = errors.New("malformed rrweb event")
+var (
+	errRRWeb      = errors.New("malformed rrweb event")
+	errJSONSyntax = errors.New("invalid JSON")
+)
 
 // redact masks one rrweb event and updates the model.
 func (s *domState) redact(r *Redactor, d *event.Decoded) (Result, error) {
@@ -214,29 +219,30 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	s.edits, s.findings, s.removed, s.touched = s.edits[:0], nil, s.removed[:0], s.touched[:0]
 	defer func() {
 		s.r = nil
-		s.t.src = nil
-		if cap(s.t.nodes) > 1<<16 { // don't pin a big snapshot's arena
-			s.t.nodes = nil
-		}
+		s.t.Release(1 << 16) // don't pin a big snapshot's arena
 	}()
 	t := &s.t
-	if err := t.parse(data); err != nil {
+	t.Unique = true
+	if err := t.Parse(data); err != nil {
+		if !errors.Is(err, jsonspan.ErrDuplicateKey) {
+			err = errJSONSyntax // the offset and reason are the parser's; the message stays short
+		}
 		return Result{}, fmt.Errorf("redact: dom: %w", err)
 	}
-	if t.kind(0) != jObject {
+	if !t.Is(0, jsonspan.Object) {
 		return Result{}, fmt.Errorf("redact: dom: %w", errRRWeb)
 	}
 	// An event without a numeric type or an object data is applied by no
 	// player; it still gets the known-value scrub below.
-	typ, _ := t.int(t.get(0, "type"))
-	d := t.get(0, "data")
+	typ, _ := t.Int(t.Get(0, "type"))
+	d := t.Get(0, "data")
 	s.path = append(s.path[:0], "/data"...)
-	if t.kind(d) == jObject {
+	if t.Is(d, jsonspan.Object) {
 		switch typ {
 		case event.RRWebFullSnapshot:
 			err = s.fullSnapshot(d)
 		case event.RRWebIncremental:
-			src, _ := t.int(t.get(d, "source"))
+			src, _ := t.Int(t.Get(d, "source"))
 			switch src {
 			case event.RRWebMutation:
 				err = s.mutation(d)
@@ -255,23 +261,23 @@ func (s *domState) process(r *Redactor, data []byte, emit bool) (res Result, err
 	if len(s.edits) == 0 {
 		return Result{}, nil
 	}
-	return Result{Data: spliceEdits(data, s.edits), Findings: s.findings}, nil
+	return Result{Data: jsonspan.Splice(data, s.edits), Findings: s.findings}, nil
 }
 
 // fullSnapshot replaces the model with the snapshot's tree.
 func (s *domState) fullSnapshot(d int32) error {
-	node := s.t.get(d, "node")
+	node := s.t.Get(d, "node")
 	if node >= 0 {
 		s.resetSeen()
-		if err := s.validateTree(node, 0); err != nil {
-			return err
+		if err := event.RRWebCheckNode(&s.t, node, s.visitID); err != nil {
+			return errRRWeb
 		}
 	}
 	s.reset()
 	if node < 0 {
 		return nil
 	}
-	n, err := s.build(node, 0)
+	n, err := s.build(node)
 	if err != nil {
 		return err
 	}
@@ -307,43 +313,14 @@ func carryKey(n *dnode) string {
 	return n.tag + "\x00" + id + "\x00" + name
 }
 
-// validateTree checks the serialized node at JSON node i and its subtree
-// before anything is applied, so a refused event leaves the model as the
-// stored log has it. Ids must be unique within the event: the player would
-// build every copy, and only one could be judged.
-func (s *domState) validateTree(i int32, depth int) error {
-	t := &s.t
-	if t.kind(i) != jObject || depth > jsonMaxDepth {
-		return errRRWeb
-	}
-	id, ok := t.int(t.get(i, "id"))
-	if !ok {
-		return errRRWeb
-	}
+// visitID refuses an id serialized twice in one event, before anything
+// is applied (so a refused event leaves the model as the stored log has
+// it): the player would build every copy, and only one could be judged.
+func (s *domState) visitID(id int64) *event.RRWebError {
 	if _, dup := s.seen[id]; dup {
-		return errRRWeb
+		return event.RRWebErrorf("appears twice in the event")
 	}
 	s.seen[id] = struct{}{}
-	kind, ok := t.int(t.get(i, "type"))
-	if !ok {
-		return errRRWeb
-	}
-	if kind == event.RRWebNodeElement && t.kind(t.get(i, "tagName")) != jString {
-		return errRRWeb
-	}
-	if a := t.get(i, "attributes"); a >= 0 && t.kind(a) != jObject {
-		return errRRWeb
-	}
-	if cn := t.get(i, "childNodes"); cn >= 0 {
-		if t.kind(cn) != jArray {
-			return errRRWeb
-		}
-		for c := t.nodes[cn].first; c >= 0; c = t.nodes[c].next {
-			if err := s.validateTree(c, depth+1); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 
@@ -351,80 +328,18 @@ func (s *domState) validateTree(i int32, depth int) error {
 // map costs its capacity).
 func (s *domState) resetSeen() {
 	if len(s.seen) > 256 {
-		s.seen = map[int]struct{}{}
+		s.seen = map[int64]struct{}{}
 	} else {
 		clear(s.seen)
 	}
 }
 
-// validateMutation checks a mutation's shape before it is applied.
-func (s *domState) validateMutation(d int32) error {
-	t := &s.t
-	s.resetSeen()
-	list := func(key string, each func(x int32) error) error {
-		l := t.get(d, key)
-		if l < 0 {
-			return nil
-		}
-		if t.kind(l) != jArray {
-			return errRRWeb
-		}
-		for x := t.nodes[l].first; x >= 0; x = t.nodes[x].next {
-			if t.kind(x) != jObject {
-				return errRRWeb
-			}
-			if err := each(x); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	hasID := func(x int32) error {
-		if _, ok := t.int(t.get(x, "id")); !ok {
-			return errRRWeb
-		}
-		return nil
-	}
-	if err := list("removes", hasID); err != nil {
-		return err
-	}
-	if err := list("texts", hasID); err != nil {
-		return err
-	}
-	if err := list("attributes", func(x int32) error {
-		if err := hasID(x); err != nil {
-			return err
-		}
-		if t.kind(t.get(x, "attributes")) != jObject {
-			return errRRWeb
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	return list("adds", func(x int32) error {
-		if _, ok := t.int(t.get(x, "parentId")); !ok {
-			return errRRWeb
-		}
-		return s.validateTree(t.get(x, "node"), 0)
-	})
-}
-
 // build creates or refreshes the node serialized at JSON node i and its
 // subtree, unlinked at the top. The tree was validated.
-func (s *domState) build(i int32, depth int) (*dnode, error) {
+func (s *domState) build(i int32) (*dnode, error) {
 	t := &s.t
-	if t.kind(i) != jObject || depth > jsonMaxDepth {
-		return nil, errRRWeb
-	}
-	id, ok := t.int(t.get(i, "id"))
-	if !ok {
-		return nil, errRRWeb
-	}
-	kind, ok := t.int(t.get(i, "type"))
-	if !ok {
-		return nil, errRRWeb
-	}
+	id, _ := t.Int(t.Get(i, "id"))
+	kind, _ := t.Int(t.Get(i, "type"))
 	n := s.nodes[id]
 	if n == nil {
 		n = &dnode{id: id}
@@ -450,34 +365,28 @@ func (s *domState) build(i int32, depth int) (*dnode, error) {
 	n.isStyle = false
 	switch kind {
 	case event.RRWebNodeElement:
-		tn := t.get(i, "tagName")
-		if t.kind(tn) != jString {
-			return nil, errRRWeb
-		}
-		n.tag = domLower(t.str(tn))
-		if a := t.get(i, "attributes"); a >= 0 {
-			if t.kind(a) != jObject {
-				return nil, errRRWeb
-			}
-			for m := t.nodes[a].first; m >= 0; m = t.nodes[m].next {
+		tn, _ := t.Str(t.Get(i, "tagName"))
+		n.tag = domLower(tn)
+		if a := t.Get(i, "attributes"); t.Is(a, jsonspan.Object) {
+			for m := t.Nodes[a].First; m >= 0; m = t.Nodes[m].Next {
 				name, ok := s.trackedName(m)
 				if !ok {
 					continue
 				}
-				if v, ok := s.attrValue(m); ok {
+				if v, ok := event.RRWebAttrValue(t, m); ok {
 					n.setAttr(name, v)
 				}
 			}
 		}
 	case event.RRWebNodeText:
-		n.isStyle = t.kind(t.get(i, "isStyle")) == jTrue
+		n.isStyle = t.Is(t.Get(i, "isStyle"), jsonspan.True)
 	}
-	if cn := t.get(i, "childNodes"); cn >= 0 {
-		if t.kind(cn) != jArray {
-			return nil, errRRWeb
-		}
-		for c := t.nodes[cn].first; c >= 0; c = t.nodes[c].next {
-			child, err := s.build(c, depth+1)
+	// Children are read on every node type: a player shows only a
+	// document's and an element's, but a value hidden under a text node
+	// is stored all the same, so it is judged all the same.
+	if cn := event.RRWebChildren(t, i); cn >= 0 {
+		for c := t.Nodes[cn].First; c >= 0; c = t.Nodes[c].Next {
+			child, err := s.build(c)
 			if err != nil {
 				return nil, err
 			}
@@ -493,8 +402,8 @@ func (s *domState) build(i int32, depth int) (*dnode, error) {
 // model keeps that attribute.
 func (s *domState) trackedName(m int32) (string, bool) {
 	t := &s.t
-	if !t.nodes[m].kesc {
-		raw := t.rawKey(m)
+	if !t.Nodes[m].KeyEsc {
+		raw := t.RawKey(m)
 		for _, name := range s.tracked {
 			if domEqualFold(raw, name) {
 				return name, true
@@ -502,23 +411,11 @@ func (s *domState) trackedName(m int32) (string, bool) {
 		}
 		return "", false
 	}
-	k := domLower(t.key(m))
+	k := domLower(t.Key(m))
 	for _, name := range s.tracked {
 		if k == name {
 			return name, true
 		}
-	}
-	return "", false
-}
-
-// attrValue reads an rrweb attribute value: a string, a number, true
-// (present, empty). null (removed) and objects give false.
-func (s *domState) attrValue(v int32) (string, bool) {
-	switch s.t.kind(v) {
-	case jString, jNumber:
-		return s.t.scalar(v), true
-	case jTrue:
-		return "", true
 	}
 	return "", false
 }
@@ -637,98 +534,62 @@ func (s *domState) forget(n *dnode) {
 // structure, then masks what the event carries.
 func (s *domState) mutation(d int32) error {
 	t := &s.t
-	if err := s.validateMutation(d); err != nil {
-		return err
+	m := &s.mut
+	s.resetSeen()
+	if err := m.Decode(t, d, s.visitID); err != nil {
+		return errRRWeb
 	}
-	if rm := t.get(d, "removes"); rm >= 0 {
-		if t.kind(rm) != jArray {
-			return errRRWeb
-		}
-		for x := t.nodes[rm].first; x >= 0; x = t.nodes[x].next {
-			id, ok := t.int(t.get(x, "id"))
-			if !ok {
-				return errRRWeb
-			}
-			if n := s.nodes[id]; n != nil && n != s.root {
-				s.detach(n)
-				s.removed = append(s.removed, n)
-			}
+	for _, id := range m.Removes {
+		if n := s.nodes[id]; n != nil && n != s.root {
+			s.detach(n)
+			s.removed = append(s.removed, n)
 		}
 	}
-	adds := t.get(d, "adds")
-	if adds >= 0 {
-		if t.kind(adds) != jArray {
-			return errRRWeb
+	start := len(s.touched)
+	for _, add := range m.Adds {
+		n, err := s.build(add.Node)
+		if err != nil {
+			return err
 		}
-		start := len(s.touched)
-		for x := t.nodes[adds].first; x >= 0; x = t.nodes[x].next {
-			if t.kind(x) != jObject {
-				return errRRWeb
-			}
-			n, err := s.build(t.get(x, "node"), 0)
-			if err != nil {
-				return err
-			}
-			s.touched = append(s.touched, n)
+		s.touched = append(s.touched, n)
+	}
+	// Link once every added node exists: rrweb may list a child's add
+	// before its parent's.
+	for k, add := range m.Adds {
+		n := s.touched[start+k]
+		parent := s.nodes[add.Parent]
+		var next *dnode
+		if add.HasNext {
+			next = s.nodes[add.Next]
 		}
-		// Link once every added node exists: rrweb may list a child's
-		// add before its parent's.
-		k := start
-		for x := t.nodes[adds].first; x >= 0; x = t.nodes[x].next {
-			n := s.touched[k]
-			k++
-			pid, ok := t.int(t.get(x, "parentId"))
-			if !ok {
-				return errRRWeb
-			}
-			parent := s.nodes[pid]
-			var next *dnode
-			if nid, ok := t.int(t.get(x, "nextId")); ok {
-				next = s.nodes[nid]
-			}
-			if parent == nil || !s.link(n, parent, next) {
-				s.removed = append(s.removed, n) // orphan: forgotten unless masked
-			}
+		if parent == nil || !s.link(n, parent, next) {
+			s.removed = append(s.removed, n) // orphan: forgotten unless masked
 		}
 	}
-	attrs := t.get(d, "attributes")
-	if attrs >= 0 {
-		if t.kind(attrs) != jArray {
-			return errRRWeb
+	for _, op := range m.Attrs {
+		n := s.nodes[op.ID]
+		if n == nil || n.kind != event.RRWebNodeElement {
+			continue
 		}
-		for x := t.nodes[attrs].first; x >= 0; x = t.nodes[x].next {
-			id, ok := t.int(t.get(x, "id"))
+		changed := false
+		for a := t.Nodes[op.Attributes].First; a >= 0; a = t.Nodes[a].Next {
+			name, ok := s.trackedName(a)
 			if !ok {
-				return errRRWeb
-			}
-			a := t.get(x, "attributes")
-			if t.kind(a) != jObject {
-				return errRRWeb
-			}
-			n := s.nodes[id]
-			if n == nil || n.kind != event.RRWebNodeElement {
 				continue
 			}
-			changed := false
-			for m := t.nodes[a].first; m >= 0; m = t.nodes[m].next {
-				name, ok := s.trackedName(m)
-				if !ok {
-					continue
-				}
-				var c bool
-				if v, ok := s.attrValue(m); ok {
-					c = n.setAttr(name, v)
-				} else if t.kind(m) == jNull {
-					c = n.delAttr(name)
-				}
-				if c {
-					changed = true
-					s.eval(n) // in order: a type set and reset in one map still masks
-				}
+			var c bool
+			if v, ok := event.RRWebAttrValue(t, a); ok {
+				c = n.setAttr(name, v)
+			} else if t.Is(a, jsonspan.Null) {
+				c = n.delAttr(name)
 			}
-			if changed {
-				s.touched = append(s.touched, n)
+			if c {
+				changed = true
+				s.eval(n) // in order: a type set and reset in one map still masks
 			}
+		}
+		if changed {
+			s.touched = append(s.touched, n)
 		}
 	}
 	for _, n := range s.touched {
@@ -737,48 +598,26 @@ func (s *domState) mutation(d int32) error {
 	if !s.emit {
 		return nil
 	}
-	if adds >= 0 {
-		base := len(s.path)
-		s.path = append(s.path, "/adds/"...)
-		i := 0
-		for x := t.nodes[adds].first; x >= 0; x = t.nodes[x].next {
-			s.path = append(strconv.AppendInt(s.path[:base+len("/adds/")], int64(i), 10), "/node"...)
-			s.emitNode(t.get(x, "node"))
-			i++
-		}
-		s.path = s.path[:base]
+	base := len(s.path)
+	for i, add := range m.Adds {
+		s.path = append(strconv.AppendInt(append(s.path[:base], "/adds/"...), int64(i), 10), "/node"...)
+		s.emitNode(add.Node)
 	}
-	if texts := t.get(d, "texts"); texts >= 0 {
-		if t.kind(texts) != jArray {
-			return errRRWeb
-		}
-		i := 0
-		for x := t.nodes[texts].first; x >= 0; x = t.nodes[x].next {
-			id, ok := t.int(t.get(x, "id"))
-			if !ok {
-				return errRRWeb
+	s.path = s.path[:base]
+	for i, op := range m.Texts {
+		if n := s.nodes[op.ID]; n != nil {
+			if rule, ok := s.textRule(n); ok {
+				s.erase(op.Value, rule, "/texts/", i, "/value")
 			}
-			if n := s.nodes[id]; n != nil {
-				if rule, ok := s.textRule(n); ok {
-					s.erase(t.get(x, "value"), rule, "/texts/", i, "/value")
-				}
-			}
-			i++
 		}
 	}
-	if attrs >= 0 {
-		i := 0
-		for x := t.nodes[attrs].first; x >= 0; x = t.nodes[x].next {
-			id, _ := t.int(t.get(x, "id"))
-			if n := s.nodes[id]; n != nil {
-				if rule, ok := s.valueRule(n); ok {
-					base := len(s.path)
-					s.path = append(strconv.AppendInt(append(s.path, "/attributes/"...), int64(i), 10), "/attributes"...)
-					s.emitAttributes(n, t.get(x, "attributes"), rule)
-					s.path = s.path[:base]
-				}
+	for i, op := range m.Attrs {
+		if n := s.nodes[op.ID]; n != nil {
+			if rule, ok := s.valueRule(n); ok {
+				s.path = append(strconv.AppendInt(append(s.path[:base], "/attributes/"...), int64(i), 10), "/attributes"...)
+				s.emitAttributes(n, op.Attributes, rule)
+				s.path = s.path[:base]
 			}
-			i++
 		}
 	}
 	return nil
@@ -789,13 +628,13 @@ func (s *domState) input(d int32) {
 	if !s.emit {
 		return
 	}
-	id, ok := s.t.int(s.t.get(d, "id"))
+	id, ok := s.t.Int(s.t.Get(d, "id"))
 	if !ok {
 		return
 	}
 	if n := s.nodes[id]; n != nil {
 		if _, ok := s.valueRule(n); ok {
-			s.erase(s.t.get(d, "text"), "dom:input-event", "/text", -1, "")
+			s.erase(s.t.Get(d, "text"), "dom:input-event", "/text", -1, "")
 		}
 	}
 }
@@ -933,7 +772,7 @@ func (s *domState) textRule(n *dnode) (string, bool) {
 // carries; s.path is its pointer.
 func (s *domState) emitNode(i int32) {
 	t := &s.t
-	id, _ := t.int(t.get(i, "id"))
+	id, _ := t.Int(t.Get(i, "id"))
 	n := s.nodes[id]
 	if n == nil {
 		return
@@ -943,21 +782,21 @@ func (s *domState) emitNode(i int32) {
 		if rule, ok := s.valueRule(n); ok {
 			base := len(s.path)
 			s.path = append(s.path, "/attributes"...)
-			s.emitAttributes(n, t.get(i, "attributes"), rule)
+			s.emitAttributes(n, t.Get(i, "attributes"), rule)
 			s.path = s.path[:base]
 		}
 	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
 		if rule, ok := s.textRule(n); ok {
-			s.erase(t.get(i, "textContent"), rule, "/textContent", -1, "")
+			s.erase(t.Get(i, "textContent"), rule, "/textContent", -1, "")
 		}
 	}
-	cn := t.get(i, "childNodes")
-	if t.kind(cn) != jArray {
+	cn := t.Get(i, "childNodes")
+	if !t.Is(cn, jsonspan.Array) {
 		return
 	}
 	base := len(s.path)
 	k := 0
-	for c := t.nodes[cn].first; c >= 0; c = t.nodes[c].next {
+	for c := t.Nodes[cn].First; c >= 0; c = t.Nodes[c].Next {
 		s.path = strconv.AppendInt(append(s.path[:base], "/childNodes/"...), int64(k), 10)
 		s.emitNode(c)
 		k++
@@ -970,15 +809,15 @@ func (s *domState) emitNode(i int32) {
 // map.
 func (s *domState) emitAttributes(n *dnode, a int32, rule string) {
 	t := &s.t
-	if t.kind(a) != jObject {
+	if !t.Is(a, jsonspan.Object) {
 		return
 	}
-	for m := t.nodes[a].first; m >= 0; m = t.nodes[m].next {
+	for m := t.Nodes[a].First; m >= 0; m = t.Nodes[m].Next {
 		var name string
-		if t.nodes[m].kesc {
-			name = domLower(t.key(m))
+		if t.Nodes[m].KeyEsc {
+			name = domLower(t.Key(m))
 		} else {
-			raw := t.rawKey(m)
+			raw := t.RawKey(m)
 			switch {
 			case domEqualFold(raw, "value"):
 				name = "value"
@@ -992,12 +831,12 @@ func (s *domState) emitAttributes(n *dnode, a int32, rule string) {
 		}
 		switch {
 		case name == "value" || (name == "label" && n.tag == "option"):
-			s.erase(m, rule, "/", -1, t.key(m))
-		case name == "selected" && n.tag == "option" && t.kind(m) != jNull && t.kind(m) != jFalse:
+			s.erase(m, rule, "/", -1, t.Key(m))
+		case name == "selected" && n.tag == "option" && !t.Is(m, jsonspan.Null) && !t.Is(m, jsonspan.False):
 			// Which option of a masked select is chosen is the secret.
-			start, end := t.memberSpan(a, m)
-			s.edits = append(s.edits, jedit{start: start, end: end})
-			s.finding(rule, "/", -1, t.key(m))
+			start, end := t.MemberSpan(a, m)
+			s.edits = append(s.edits, jsonspan.Edit{Start: start, End: end})
+			s.finding(rule, "/", -1, t.Key(m))
 		}
 	}
 }
@@ -1017,8 +856,8 @@ func (s *domState) emitAttributes(n *dnode, a int32, rule string) {
 // bytes (and most of its ':' for the key-signal scan). Most DOM events
 // (mouse moves, scrolls, viewport changes) carry no string value at all.
 func (s *domState) stringsNeedWork(data []byte) bool {
-	for i := range s.t.nodes {
-		if n := &s.t.nodes[i]; n.kind == jString && s.r.rawNeedsWork(data[n.start:n.end]) {
+	for i := range s.t.Nodes {
+		if n := &s.t.Nodes[i]; n.Kind == jsonspan.String && s.r.rawNeedsWork(data[n.Start:n.End]) {
 			return true
 		}
 	}
@@ -1028,7 +867,7 @@ func (s *domState) stringsNeedWork(data []byte) bool {
 func (s *domState) scrubStrings() {
 	done := make(map[int32]bool, len(s.edits))
 	for _, e := range s.edits {
-		done[e.start] = true
+		done[e.Start] = true
 	}
 	w := &scrubber{r: s.r, channel: string(event.KindDOM)}
 	s.path = s.path[:0]
@@ -1038,27 +877,28 @@ func (s *domState) scrubStrings() {
 
 func (s *domState) scrubAt(w *scrubber, i int32, attrMap bool, done map[int32]bool) {
 	t := &s.t
-	n := &t.nodes[i]
-	switch n.kind {
-	case jString:
-		if done[n.start] {
+	n := &t.Nodes[i]
+	switch n.Kind {
+	case jsonspan.String:
+		if done[n.Start] {
 			return
 		}
 		w.fixed = string(s.path)
 		if w.fixed == "" {
 			w.fixed = "/"
 		}
-		nv, ok := w.str(t.str(i))
+		str, _ := t.Str(i)
+		nv, ok := w.str(str)
 		if ok {
-			s.edits = append(s.edits, jedit{start: n.start, end: n.end, repl: jsonQuote(nv)})
+			s.edits = append(s.edits, jsonspan.Edit{Start: n.Start, End: n.End, Repl: jsonspan.Quote(nv)})
 		}
-	case jObject:
+	case jsonspan.Object:
 		base := len(s.path)
-		for m := n.first; m >= 0; m = t.nodes[m].next {
-			if k := t.nodes[m].kind; k != jString && k != jObject && k != jArray {
+		for m := n.First; m >= 0; m = t.Nodes[m].Next {
+			if k := t.Nodes[m].Kind; k != jsonspan.String && k != jsonspan.Object && k != jsonspan.Array {
 				continue
 			}
-			if t.keyIs(m, "tagName") {
+			if t.KeyIs(m, "tagName") {
 				continue
 			}
 			if attrMap {
@@ -1067,18 +907,18 @@ func (s *domState) scrubAt(w *scrubber, i int32, attrMap bool, done map[int32]bo
 				}
 			}
 			s.path = append(s.path[:base], '/')
-			if t.nodes[m].kesc {
-				s.path = append(s.path, PointerEscape(t.key(m))...)
+			if t.Nodes[m].KeyEsc {
+				s.path = append(s.path, PointerEscape(t.Key(m))...)
 			} else {
-				s.path = appendPointerToken(s.path, t.rawKey(m))
+				s.path = appendPointerToken(s.path, t.RawKey(m))
 			}
-			s.scrubAt(w, m, t.keyIs(m, "attributes") && t.nodes[m].kind == jObject, done)
+			s.scrubAt(w, m, t.KeyIs(m, "attributes") && t.Nodes[m].Kind == jsonspan.Object, done)
 		}
 		s.path = s.path[:base]
-	case jArray:
+	case jsonspan.Array:
 		base := len(s.path)
 		k := 0
-		for c := n.first; c >= 0; c = t.nodes[c].next {
+		for c := n.First; c >= 0; c = t.Nodes[c].Next {
 			s.path = strconv.AppendInt(append(s.path[:base], '/'), int64(k), 10)
 			s.scrubAt(w, c, false, done)
 			k++
@@ -1106,17 +946,17 @@ func appendPointerToken(p, tok []byte) []byte {
 // array index when idx ≥ 0, and a key token).
 func (s *domState) erase(v int32, rule, suffix string, idx int, tail string) {
 	t := &s.t
-	if v < 0 || (t.nodes[v].kind != jString && t.nodes[v].kind != jNumber) {
+	if v < 0 || (t.Nodes[v].Kind != jsonspan.String && t.Nodes[v].Kind != jsonspan.Number) {
 		return
 	}
-	orig := t.scalar(v)
+	orig := t.Scalar(v)
 	if strings.TrimSpace(orig) == "" {
 		return
 	}
 	if strings.Trim(orig, "*") != "" { // rrweb's own mask is no secret
 		s.known.add(orig)
 	}
-	s.edits = append(s.edits, jedit{start: t.nodes[v].start, end: t.nodes[v].end, repl: jsonQuote(s.r.erase(orig))})
+	s.edits = append(s.edits, jsonspan.Edit{Start: t.Nodes[v].Start, End: t.Nodes[v].End, Repl: jsonspan.Quote(s.r.erase(orig))})
 	s.finding(rule, suffix, idx, tail)
 }
 

@@ -16,6 +16,14 @@ import (
 // number spellings survive, erase, re-encode only on change), string
 // scrubbing (URLs, detectors, known values), and the fast path's checks on
 // an event's raw JSON.
+//
+// The walk is over decoded values, not over internal/jsonspan's spans as
+// the DOM redactor's is: a HAR or text event that redaction changes is
+// stored re-encoded from the decoded tree (members in sorted order, the
+// canonical spellings canonKeys gives the members redaction reads), and
+// moving it to spans would change the stored bytes of every such event.
+// Its string scrubbing (scrubber.str) is the one the DOM redactor's
+// string pass calls.
 
 // scrubber redacts one event (or one body inside it): it carries the
 // current JSON pointer and the findings.

@@ -5,46 +5,12 @@ import (
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/jsonspan"
 )
 
-// shapeError is an event that is JSON but not shaped as its rrweb type
-// requires. The path is collected innermost first while the validators
-// unwind, so it costs nothing unless an event is malformed.
-type shapeError struct {
-	path []string
-	msg  string
-}
-
-func shapef(format string, args ...any) *shapeError {
-	return &shapeError{msg: fmt.Sprintf(format, args...)}
-}
-
-func (e *shapeError) at(seg string) *shapeError {
-	e.path = append(e.path, seg)
-	return e
-}
-
-func (e *shapeError) atIndex(i int) *shapeError { return e.at(fmt.Sprintf("[%d]", i)) }
-
-func (e *shapeError) Error() string {
-	var b strings.Builder
-	b.WriteString(ErrMalformed.Error())
-	b.WriteString(": ")
-	for i := len(e.path) - 1; i >= 0; i-- {
-		s := e.path[i]
-		if b.Len() > len(ErrMalformed.Error())+2 && s[0] != '[' {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
-	}
-	if len(e.path) > 0 {
-		b.WriteString(": ")
-	}
-	b.WriteString(e.msg)
-	return b.String()
-}
-
-func (e *shapeError) Unwrap() error { return ErrMalformed }
+// malformed is an event that is JSON but not shaped as its rrweb type
+// requires (event's rrweb model names where and why), as an ErrMalformed.
+func malformed(e *event.RRWebError) error { return fmt.Errorf("%w: %v", ErrMalformed, e) }
 
 // Apply folds one rrweb event — a flightrec dom event's data, the JSON
 // object {"type","data","timestamp"} — into the document, as rrweb's
@@ -65,6 +31,12 @@ func (d *Doc) Apply(event []byte) error {
 	return err
 }
 
+// maxJSONDepth bounds the nesting of arrays and objects, so that a
+// hostile event cannot exhaust the stack of the recursive reader or of the
+// recursive tree builder. rrweb nests two levels per DOM level, so this
+// admits a DOM some 1,000 deep.
+const maxJSONDepth = 2049
+
 // maxKeptValues bounds the parse scratch a Doc keeps between events: a
 // large full snapshot's values are let go rather than held for the next
 // small mutation.
@@ -75,176 +47,105 @@ const maxKeptValues = 1 << 16
 // most of a recording's events, and need no replay).
 func (d *Doc) apply(ev []byte) (bool, error) {
 	j := &d.j
-	defer func() {
-		j.buf = nil // the caller's event: not ours to keep
-		if cap(j.v) > maxKeptValues {
-			j.v = nil
-		}
-	}()
-	root, err := j.parse(ev)
-	if err != nil {
+	defer j.Release(maxKeptValues) // the caller's event: not ours to keep
+	j.MaxDepth = maxJSONDepth
+	if err := j.Parse(ev); err != nil {
 		return false, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if !j.is(root, jObj) {
-		return false, shapef("the event is %s, not an object", j.kindName(root))
+	const root = 0
+	if !j.Is(root, jsonspan.Object) {
+		return false, malformed(event.RRWebErrorf("the event is %s, not an object", j.KindName(root)))
 	}
-	tv := j.get(root, "type")
-	typ, ok := j.int(tv)
-	if !ok {
-		return false, shapef("is %s, not an integer", j.kindName(tv)).at("type")
+	typ, rerr := event.RRWebInt(j, root, "type")
+	if rerr != nil {
+		return false, malformed(rerr)
 	}
 	if typ != event.RRWebFullSnapshot && typ != event.RRWebIncremental && typ != event.RRWebMeta {
 		return false, nil
 	}
-	data := j.get(root, "data")
-	if !j.is(data, jObj) {
-		return false, shapef("is %s, not an object", j.kindName(data)).at("data")
+	data := j.Get(root, "data")
+	if !j.Is(data, jsonspan.Object) {
+		return false, malformed(event.RRWebErrorf("is %s, not an object", j.KindName(data)).At("data"))
 	}
 	switch typ {
 	case event.RRWebFullSnapshot:
-		nd := j.get(data, "node")
-		if err := d.checkNode(nd); err != nil {
-			return false, err.at("node").at("data")
+		nd := j.Get(data, "node")
+		if err := event.RRWebCheckNode(j, nd, nil); err != nil {
+			return false, malformed(err.At("node").At("data"))
 		}
 		d.reset()
 		d.root = d.build(nd)
 		return true, nil
 	case event.RRWebMeta:
-		href := j.get(data, "href")
-		if href >= 0 && !j.is(href, jStr) && !j.is(href, jNull) {
-			return false, shapef("is %s, not a string", j.kindName(href)).at("href").at("data")
+		if err := event.RRWebOptString(j, data, "href"); err != nil {
+			return false, malformed(err.At("data"))
 		}
-		if s, ok := j.str(href); ok {
+		if s, ok := j.Str(j.Get(data, "href")); ok {
 			d.href = s
 		}
-		if w, ok := j.int(j.get(data, "width")); ok {
+		if w, ok := j.Int(j.Get(data, "width")); ok {
 			d.width = w
 		}
-		if h, ok := j.int(j.get(data, "height")); ok {
+		if h, ok := j.Int(j.Get(data, "height")); ok {
 			d.height = h
 		}
 		return true, nil
 	}
-	sv := j.get(data, "source")
-	src, ok := j.int(sv)
-	if !ok {
-		return false, shapef("is %s, not an integer", j.kindName(sv)).at("source").at("data")
+	src, rerr := event.RRWebInt(j, data, "source")
+	if rerr != nil {
+		return false, malformed(rerr.At("data"))
 	}
 	switch src {
 	case event.RRWebMutation:
-		if err := d.decodeMutation(data); err != nil {
-			return false, err.at("data")
+		if err := d.mut.Decode(j, data, nil); err != nil {
+			return false, malformed(err.At("data"))
 		}
 		d.applyMutation()
 		return true, nil
 	case event.RRWebInput:
 		if err := d.input(data); err != nil {
-			return false, err
+			return false, malformed(err.At("data"))
 		}
 		return true, nil
 	}
 	return false, nil
 }
 
-// optString checks that member key of obj is a string, null or absent.
-func (d *Doc) optString(obj int32, key string) *shapeError {
-	v := d.j.get(obj, key)
-	if v < 0 || d.j.is(v, jStr) || d.j.is(v, jNull) {
-		return nil
-	}
-	return shapef("is %s, not a string", d.j.kindName(v)).at(key)
-}
-
-// checkNode validates a serialized node and its children, so that build
-// cannot fail halfway.
-func (d *Doc) checkNode(i int32) *shapeError {
-	j := &d.j
-	if !j.is(i, jObj) {
-		return shapef("is %s, not a serialized node", j.kindName(i))
-	}
-	if v := j.get(i, "id"); !j.is(v, jNum) {
-		return shapef("is %s, not an integer", j.kindName(v)).at("id")
-	} else if _, ok := j.int(v); !ok {
-		return shapef("is not an integer").at("id")
-	}
-	tv := j.get(i, "type")
-	t, ok := j.int(tv)
-	if !ok {
-		return shapef("is %s, not an integer", j.kindName(tv)).at("type")
-	}
-	switch t {
-	case event.RRWebNodeDocument:
-	case event.RRWebNodeDocType:
-		for _, k := range [...]string{"name", "publicId", "systemId"} {
-			if err := d.optString(i, k); err != nil {
-				return err
-			}
-		}
-		return nil
-	case event.RRWebNodeElement:
-		if tn := j.get(i, "tagName"); !j.is(tn, jStr) {
-			return shapef("is %s, not a string", j.kindName(tn)).at("tagName")
-		}
-		if a := j.get(i, "attributes"); a >= 0 && !j.is(a, jObj) && !j.is(a, jNull) {
-			return shapef("is %s, not an object", j.kindName(a)).at("attributes")
-		}
-	case event.RRWebNodeText, event.RRWebNodeCDATA, event.RRWebNodeComment:
-		return d.optString(i, "textContent")
-	default:
-		return shapef("unknown node type %d", t).at("type")
-	}
-	cn := j.get(i, "childNodes")
-	if cn < 0 || j.is(cn, jNull) {
-		return nil
-	}
-	if !j.is(cn, jArr) {
-		return shapef("is %s, not an array", j.kindName(cn)).at("childNodes")
-	}
-	k := 0
-	for c := j.v[cn].first; c >= 0; c = j.v[c].next {
-		if err := d.checkNode(c); err != nil {
-			return err.atIndex(k).at("childNodes")
-		}
-		k++
-	}
-	return nil
-}
-
 // build creates the (checked) serialized node i and its children, maps
 // their ids, and returns it detached.
 func (d *Doc) build(i int32) int32 {
 	j := &d.j
-	id, _ := j.int(j.get(i, "id"))
-	t, _ := j.int(j.get(i, "type"))
+	id, _ := j.Int(j.Get(i, "id"))
+	t, _ := j.Int(j.Get(i, "type"))
 	n := node{id: id, kind: uint8(t)}
 	switch t {
 	case event.RRWebNodeDocType:
-		n.tag, _ = j.str(j.get(i, "name"))
-		n.text, _ = j.str(j.get(i, "publicId"))
-		n.text2, _ = j.str(j.get(i, "systemId"))
+		n.tag, _ = j.Str(j.Get(i, "name"))
+		n.text, _ = j.Str(j.Get(i, "publicId"))
+		n.text2, _ = j.Str(j.Get(i, "systemId"))
 	case event.RRWebNodeElement:
-		n.tag, _ = j.str(j.get(i, "tagName"))
-		if b := j.get(i, "isSVG"); j.is(b, jBool) && j.v[b].b {
+		n.tag, _ = j.Str(j.Get(i, "tagName"))
+		if b := j.Get(i, "isSVG"); j.Is(b, jsonspan.True) {
 			n.flags |= fSVG
 		}
-		if a := j.get(i, "attributes"); j.is(a, jObj) {
-			for m := j.v[a].first; m >= 0; m = j.v[m].next {
-				if v, ok := d.attrValue(m); ok {
-					n.attrs = append(n.attrs, attr{j.key(m), v})
+		if a := j.Get(i, "attributes"); j.Is(a, jsonspan.Object) {
+			for m := j.Nodes[a].First; m >= 0; m = j.Nodes[m].Next {
+				if v, ok := event.RRWebAttrValue(j, m); ok {
+					n.attrs = append(n.attrs, attr{j.Key(m), v})
 				}
 			}
 		}
 	default:
-		n.text, _ = j.str(j.get(i, "textContent"))
-		if b := j.get(i, "isStyle"); j.is(b, jBool) && j.v[b].b {
+		n.text, _ = j.Str(j.Get(i, "textContent"))
+		if b := j.Get(i, "isStyle"); j.Is(b, jsonspan.True) {
 			n.flags |= fStyle
 		}
 	}
 	x := d.alloc(n)
 	d.mapID(x)
 	if t == event.RRWebNodeDocument || t == event.RRWebNodeElement {
-		if cn := j.get(i, "childNodes"); j.is(cn, jArr) {
-			for c := j.v[cn].first; c >= 0; c = j.v[c].next {
+		if cn := j.Get(i, "childNodes"); j.Is(cn, jsonspan.Array) {
+			for c := j.Nodes[cn].First; c >= 0; c = j.Nodes[c].Next {
 				d.insert(d.build(c), x, -1)
 			}
 		}
@@ -252,162 +153,10 @@ func (d *Doc) build(i int32) int32 {
 	return x
 }
 
-// attrValue converts a serialized attribute value: rrweb writes strings,
-// numbers, and true for a present boolean attribute; null and false mean
-// absent.
-func (d *Doc) attrValue(m int32) (string, bool) {
-	j := &d.j
-	switch j.v[m].kind {
-	case jStr:
-		return j.str(m)
-	case jNum:
-		return j.raw(m), true
-	case jBool:
-		return "", j.v[m].b
-	}
-	return "", false
-}
-
-// mutation is a decoded, checked mutation event; its slices are reused.
-type mutation struct {
-	removes []int64
-	adds    []addOp
-	texts   []textOp
-	attrs   []attrOp
-
-	queue   []int32
-	created []int64
-}
-
-type addOp struct {
-	parent, next, prev int64
-	hasNext, hasPrev   bool
-	node               int32
-}
-
-type textOp struct {
-	id  int64
-	val int32
-}
-
-type attrOp struct {
-	id    int64
-	attrs int32
-}
-
-// list checks that member key of obj is an array of objects (or absent, or
-// null) and calls fn on each element.
-func (d *Doc) list(obj int32, key string, fn func(x int32) *shapeError) *shapeError {
-	j := &d.j
-	a := j.get(obj, key)
-	if a < 0 || j.is(a, jNull) {
-		return nil
-	}
-	if !j.is(a, jArr) {
-		return shapef("is %s, not an array", j.kindName(a)).at(key)
-	}
-	k := 0
-	for x := j.v[a].first; x >= 0; x = j.v[x].next {
-		if !j.is(x, jObj) {
-			return shapef("is %s, not an object", j.kindName(x)).atIndex(k).at(key)
-		}
-		if err := fn(x); err != nil {
-			return err.atIndex(k).at(key)
-		}
-		k++
-	}
-	return nil
-}
-
-func (d *Doc) reqInt(obj int32, key string) (int64, *shapeError) {
-	v := d.j.get(obj, key)
-	n, ok := d.j.int(v)
-	if !ok {
-		return 0, shapef("is %s, not an integer", d.j.kindName(v)).at(key)
-	}
-	return n, nil
-}
-
-// optID reads an optional node id: absent, null and -1 (rrweb's "not
-// serialized") all mean none.
-func (d *Doc) optID(obj int32, key string) (int64, bool, *shapeError) {
-	v := d.j.get(obj, key)
-	if v < 0 || d.j.is(v, jNull) {
-		return 0, false, nil
-	}
-	n, ok := d.j.int(v)
-	if !ok {
-		return 0, false, shapef("is %s, not an integer or null", d.j.kindName(v)).at(key)
-	}
-	return n, n != -1, nil
-}
-
-func (d *Doc) decodeMutation(data int32) *shapeError {
-	m := &d.mut
-	m.removes, m.adds, m.texts, m.attrs = m.removes[:0], m.adds[:0], m.texts[:0], m.attrs[:0]
-	j := &d.j
-	err := d.list(data, "removes", func(x int32) *shapeError {
-		id, err := d.reqInt(x, "id")
-		m.removes = append(m.removes, id)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	err = d.list(data, "adds", func(x int32) *shapeError {
-		var op addOp
-		var err *shapeError
-		if op.parent, err = d.reqInt(x, "parentId"); err != nil {
-			return err
-		}
-		if op.next, op.hasNext, err = d.optID(x, "nextId"); err != nil {
-			return err
-		}
-		if op.prev, op.hasPrev, err = d.optID(x, "previousId"); err != nil {
-			return err
-		}
-		op.node = j.get(x, "node")
-		if err := d.checkNode(op.node); err != nil {
-			return err.at("node")
-		}
-		m.adds = append(m.adds, op)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	err = d.list(data, "texts", func(x int32) *shapeError {
-		id, err := d.reqInt(x, "id")
-		if err != nil {
-			return err
-		}
-		if err := d.optString(x, "value"); err != nil {
-			return err
-		}
-		m.texts = append(m.texts, textOp{id, j.get(x, "value")})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return d.list(data, "attributes", func(x int32) *shapeError {
-		id, err := d.reqInt(x, "id")
-		if err != nil {
-			return err
-		}
-		a := j.get(x, "attributes")
-		if !j.is(a, jObj) {
-			return shapef("is %s, not an object", j.kindName(a)).at("attributes")
-		}
-		m.attrs = append(m.attrs, attrOp{id, a})
-		return nil
-	})
-}
-
 func (d *Doc) applyMutation() {
 	m := &d.mut
 	j := &d.j
-	for _, id := range m.removes {
+	for _, id := range m.Removes {
 		n, ok := d.lookup(id)
 		if !ok {
 			d.skipped++
@@ -416,13 +165,13 @@ func (d *Doc) applyMutation() {
 		d.drop(n)
 	}
 	d.applyAdds()
-	for _, t := range m.texts {
-		n, ok := d.lookup(t.id)
+	for _, t := range m.Texts {
+		n, ok := d.lookup(t.ID)
 		if !ok {
 			d.skipped++
 			continue
 		}
-		val, _ := j.str(t.val)
+		val, _ := j.Str(t.Value)
 		switch d.nodes[n].kind {
 		case event.RRWebNodeText, event.RRWebNodeComment, event.RRWebNodeCDATA:
 			d.nodes[n].text = val
@@ -439,26 +188,26 @@ func (d *Doc) applyMutation() {
 			d.skipped++
 		}
 	}
-	for _, a := range m.attrs {
-		n, ok := d.lookup(a.id)
+	for _, a := range m.Attrs {
+		n, ok := d.lookup(a.ID)
 		if !ok || d.nodes[n].kind != event.RRWebNodeElement {
 			d.skipped++
 			continue
 		}
 		x := &d.nodes[n]
-		for v := j.v[a.attrs].first; v >= 0; v = j.v[v].next {
-			name := j.key(v)
-			switch j.v[v].kind {
-			case jObj: // a style declaration diff
+		for v := j.Nodes[a.Attributes].First; v >= 0; v = j.Nodes[v].Next {
+			name := j.Key(v)
+			switch j.Nodes[v].Kind {
+			case jsonspan.Object: // a style declaration diff
 				cur, _ := x.attr(name)
 				if s := applyStyleDiff(cur, j, v); s != "" {
 					x.setAttr(name, s)
 				} else {
 					x.delAttr(name)
 				}
-			case jArr:
+			case jsonspan.Array:
 			default:
-				if val, ok := d.attrValue(v); ok {
+				if val, ok := event.RRWebAttrValue(j, v); ok {
 					x.setAttr(name, val)
 				} else {
 					x.delAttr(name)
@@ -476,14 +225,14 @@ func (d *Doc) applyMutation() {
 // at the end name nodes that never came: they are skipped and counted.
 func (d *Doc) applyAdds() {
 	m := &d.mut
-	if len(m.adds) == 0 {
+	if len(m.Adds) == 0 {
 		return
 	}
 	var wait map[int64][]int32
-	for i := range m.adds {
-		q := append(m.queue[:0], int32(i))
+	for i := range m.Adds {
+		q := append(d.queue[:0], int32(i))
 		for h := 0; h < len(q); h++ {
-			op := &m.adds[q[h]]
+			op := &m.Adds[q[h]]
 			if miss, ok := d.missing(op); ok {
 				if wait == nil {
 					wait = make(map[int64][]int32)
@@ -498,7 +247,7 @@ func (d *Doc) applyAdds() {
 				}
 			}
 		}
-		m.queue = q
+		d.queue = q
 	}
 	for _, w := range wait {
 		d.skipped += int64(len(w))
@@ -506,13 +255,13 @@ func (d *Doc) applyAdds() {
 }
 
 // missing returns the id an add still waits for.
-func (d *Doc) missing(op *addOp) (int64, bool) {
-	if _, ok := d.ids[op.parent]; !ok {
-		return op.parent, true
+func (d *Doc) missing(op *event.RRWebAdd) (int64, bool) {
+	if _, ok := d.ids[op.Parent]; !ok {
+		return op.Parent, true
 	}
-	if op.hasNext {
-		if _, ok := d.ids[op.next]; !ok {
-			return op.next, true
+	if op.HasNext {
+		if _, ok := d.ids[op.Next]; !ok {
+			return op.Next, true
 		}
 	}
 	return 0, false
@@ -520,45 +269,44 @@ func (d *Doc) missing(op *addOp) (int64, bool) {
 
 // place inserts an add whose parent (and next sibling) exist, and returns
 // the ids it created.
-func (d *Doc) place(op *addOp) []int64 {
-	m := &d.mut
-	m.created = d.subtreeIDs(op.node, m.created[:0])
+func (d *Doc) place(op *event.RRWebAdd) []int64 {
+	d.created = d.subtreeIDs(op.Node, d.created[:0])
 	// A serialized id that is already in the document replaces that node:
 	// rrweb serializes a node again with its id when it comes back.
-	for _, id := range m.created {
+	for _, id := range d.created {
 		if n, ok := d.ids[id]; ok {
 			d.drop(n)
 		}
 	}
-	p, ok := d.ids[op.parent]
+	p, ok := d.ids[op.Parent]
 	if !ok || (d.nodes[p].kind != event.RRWebNodeElement && d.nodes[p].kind != event.RRWebNodeDocument) {
 		d.skipped++
 		return nil
 	}
 	next := int32(-1)
-	if op.hasNext {
-		if n, ok := d.ids[op.next]; ok {
+	if op.HasNext {
+		if n, ok := d.ids[op.Next]; ok {
 			next = n
 		}
-	} else if op.hasPrev {
-		if pv, ok := d.ids[op.prev]; ok && d.nodes[pv].parent == p {
+	} else if op.HasPrev {
+		if pv, ok := d.ids[op.Prev]; ok && d.nodes[pv].parent == p {
 			next = d.nodes[pv].next // -1, append, when prev is last
 		}
 	}
-	d.insert(d.build(op.node), p, next)
-	return m.created
+	d.insert(d.build(op.Node), p, next)
+	return d.created
 }
 
 func (d *Doc) subtreeIDs(i int32, out []int64) []int64 {
 	j := &d.j
-	id, _ := j.int(j.get(i, "id"))
+	id, _ := j.Int(j.Get(i, "id"))
 	out = append(out, id)
-	t, _ := j.int(j.get(i, "type"))
+	t, _ := j.Int(j.Get(i, "type"))
 	if t != event.RRWebNodeDocument && t != event.RRWebNodeElement {
 		return out
 	}
-	if cn := j.get(i, "childNodes"); j.is(cn, jArr) {
-		for c := j.v[cn].first; c >= 0; c = j.v[c].next {
+	if cn := j.Get(i, "childNodes"); j.Is(cn, jsonspan.Array) {
+		for c := j.Nodes[cn].First; c >= 0; c = j.Nodes[c].Next {
 			out = d.subtreeIDs(c, out)
 		}
 	}
@@ -569,18 +317,18 @@ func (d *Doc) subtreeIDs(i int32, out []int64) []int64 {
 // recorder masks it first where the plan says so) and, for checkboxes and
 // radios, its checkedness, kept as the value and checked attributes so
 // that a rendering shows them.
-func (d *Doc) input(data int32) error {
+func (d *Doc) input(data int32) *event.RRWebError {
 	j := &d.j
-	id, err := d.reqInt(data, "id")
+	id, err := event.RRWebInt(j, data, "id")
 	if err != nil {
-		return err.at("data")
+		return err
 	}
-	if err := d.optString(data, "text"); err != nil {
-		return err.at("data")
+	if err := event.RRWebOptString(j, data, "text"); err != nil {
+		return err
 	}
-	ic := j.get(data, "isChecked")
-	if ic >= 0 && !j.is(ic, jBool) && !j.is(ic, jNull) {
-		return shapef("is %s, not a boolean", j.kindName(ic)).at("isChecked").at("data")
+	ic := j.Get(data, "isChecked")
+	if ic >= 0 && !j.IsBool(ic) && !j.Is(ic, jsonspan.Null) {
+		return event.RRWebErrorf("is %s, not a boolean", j.KindName(ic)).At("isChecked")
 	}
 	n, ok := d.lookup(id)
 	if !ok || d.nodes[n].kind != event.RRWebNodeElement {
@@ -588,13 +336,13 @@ func (d *Doc) input(data int32) error {
 		return nil
 	}
 	x := &d.nodes[n]
-	if text, ok := j.str(j.get(data, "text")); ok {
+	if text, ok := j.Str(j.Get(data, "text")); ok {
 		x.setAttr("value", text)
 	}
-	if j.is(ic, jBool) && strings.EqualFold(x.tag, "input") {
+	if j.IsBool(ic) && strings.EqualFold(x.tag, "input") {
 		typ, _ := x.attr("type")
 		if strings.EqualFold(typ, "checkbox") || strings.EqualFold(typ, "radio") {
-			if j.v[ic].b {
+			if j.Is(ic, jsonspan.True) {
 				x.setAttr("checked", "")
 			} else {
 				x.delAttr("checked")
@@ -615,7 +363,7 @@ type decl struct {
 	important bool
 }
 
-func applyStyleDiff(cur string, j *jdoc, obj int32) string {
+func applyStyleDiff(cur string, j *jsonspan.Doc, obj int32) string {
 	decls := parseDecls(cur)
 	set := func(prop, val string, imp bool) {
 		if !strings.HasPrefix(prop, "--") {
@@ -635,23 +383,23 @@ func applyStyleDiff(cur string, j *jdoc, obj int32) string {
 			decls = append(decls, decl{prop, val, imp})
 		}
 	}
-	for m := j.v[obj].first; m >= 0; m = j.v[m].next {
-		prop := strings.TrimSpace(j.key(m))
+	for m := j.Nodes[obj].First; m >= 0; m = j.Nodes[m].Next {
+		prop := strings.TrimSpace(j.Key(m))
 		if prop == "" {
 			continue
 		}
-		switch j.v[m].kind {
-		case jStr:
-			v, _ := j.str(m)
+		switch j.Nodes[m].Kind {
+		case jsonspan.String:
+			v, _ := j.Str(m)
 			set(prop, strings.TrimSpace(v), false)
-		case jArr:
-			v, _ := j.str(j.v[m].first)
+		case jsonspan.Array:
+			v, _ := j.Str(j.Nodes[m].First)
 			pri := ""
-			if f := j.v[m].first; f >= 0 {
-				pri, _ = j.str(j.v[f].next)
+			if f := j.Nodes[m].First; f >= 0 {
+				pri, _ = j.Str(j.Nodes[f].Next)
 			}
 			set(prop, strings.TrimSpace(v), strings.EqualFold(pri, "important"))
-		case jBool, jNull:
+		case jsonspan.False, jsonspan.True, jsonspan.Null:
 			set(prop, "", false)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"html"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flightrec/flightrec/internal/jsonspan"
 )
 
 // URLs. A recorded value is checked the way a browser's URL parser would
@@ -166,7 +168,7 @@ func sanitizeCSS(s string) string {
 	return strings.ReplaceAll(b.String(), "<", `\3c `)
 }
 
-func isHex(c byte) bool { return unhex(c) >= 0 }
+func isHex(c byte) bool { return jsonspan.Unhex(c) >= 0 }
 
 func cssNewline(c byte) bool { return c == '\n' || c == '\r' || c == '\f' }
 
@@ -231,7 +233,7 @@ func cssEscape(s string, i int) (rune, int) {
 	var r rune
 	k := j
 	for k < len(s) && k < j+6 && isHex(s[k]) {
-		r = r<<4 | unhex(s[k])
+		r = r<<4 | jsonspan.Unhex(s[k])
 		k++
 	}
 	if k < len(s) {

@@ -28,7 +28,12 @@
 // HTTP layer must send both.
 package dom
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/jsonspan"
+)
 
 // node flags.
 const (
@@ -96,8 +101,11 @@ type Doc struct {
 	skipped       int64
 	seq           uint64
 
-	j   jdoc // the event being applied; reused
-	mut mutation
+	j   jsonspan.Doc // the event being applied; reused
+	mut event.RRWebMutationOps
+
+	queue   []int32 // applyAdds' scratch
+	created []int64 // place's scratch
 }
 
 // NewDoc returns an empty document: the state before any event.
