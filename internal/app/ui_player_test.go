@@ -115,7 +115,7 @@ func (p *uiTab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 // uiEval evaluates js in the page (awaiting a promise) and decodes it.
 func uiEval[T any](p *uiTab, js string) T {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Minute)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -514,7 +514,7 @@ func TestUIPlayerDemo(t *testing.T) {
 			(function poll() {
 				if (v.readyState >= 1 && !v.seeking && v.dataset.step === "`+fmt.Sprint(pay)+`") return resolve(v.currentTime);
 				if (document.body.dataset.video === "frames") return reject(new Error("no video: " + document.getElementById("frames-note").textContent));
-				if (Date.now() - t0 > 60000) return reject(new Error("video not ready"));
+				if (Date.now() - t0 > 150000) return reject(new Error("video not ready"));
 				setTimeout(poll, 50);
 			})();
 		})`)
