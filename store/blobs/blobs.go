@@ -441,6 +441,11 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
 			return nil // already stored: never rewritten
 		}
+		if !p.zst {
+			if fi, err := os.Lstat(b.tree().LooseCompressed(key)); err == nil && fi.Mode().IsRegular() {
+				return nil // already stored compressed (PutSeekable)
+			}
+		}
 		// Missing, or (only after outside damage) the wrong size: write
 		// it; the rename replaces a damaged file atomically.
 		if err := b.ensureShard(shard); err != nil {

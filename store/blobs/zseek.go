@@ -75,6 +75,12 @@ var (
 // the first cut at or past ZFrameTarget bytes after its start, or at the
 // end of data. Without cuts frames are cut every ZFrameTarget bytes.
 func EncodeSeekable(data []byte, cuts []int64) []byte {
+	return encodeSeekable(data, cuts, ZFrameTarget)
+}
+
+// encodeSeekable is EncodeSeekable with frames of target bytes (small in
+// the fuzz target, so that small inputs have many frames).
+func encodeSeekable(data []byte, cuts []int64, target int64) []byte {
 	enc := zEncoder()
 	out := append(make([]byte, 0, len(data)/3+64), zMagic...)
 	var table []byte
@@ -87,7 +93,7 @@ func EncodeSeekable(data []byte, cuts []int64) []byte {
 	var start int64
 	n := int64(len(data))
 	if len(cuts) == 0 {
-		for c := int64(ZFrameTarget); c < n; c += ZFrameTarget {
+		for c := target; c < n; c += target {
 			cuts = append(cuts, c)
 		}
 	}
@@ -95,7 +101,7 @@ func EncodeSeekable(data []byte, cuts []int64) []byte {
 		if c <= start || c >= n {
 			continue
 		}
-		if c-start >= ZFrameTarget {
+		if c-start >= target {
 			emit(start, c)
 			start = c
 		}
@@ -199,7 +205,9 @@ func (s *Seekable) frame(i int) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
 	}
-	out, err := zDecoder().DecodeAll(src, make([]byte, 0, f.ulen))
+	// No buffer sized from the table: a damaged table must not make the
+	// reader allocate what it claims (the decoder is bounded by zMaxFrame).
+	out, err := zDecoder().DecodeAll(src, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
 	}
