@@ -260,7 +260,11 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 
 // Put stores data and returns its CID. It returns once the blob is durable;
 // created is false if it was already stored.
-func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
+func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) { return b.put(data, false, nil) }
+
+// put stores one blob: as it is, or (seekable) kept compressed in frames
+// ending at cuts when that saves space (PutSeekable).
+func (b *FSBlobs) put(data []byte, seekable bool, cuts []int64) (cid.Cid, bool, error) {
 	if b.readOnly {
 		return cid.Undef, false, ErrReadOnly
 	}
@@ -271,7 +275,22 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 	if _, packed := b.packs.has(d); packed {
 		return c, false, nil
 	}
-	created, err := b.putBatch([]pending{{c: c, data: data}})
+	p := pending{c: c, data: data}
+	if seekable {
+		if _, err := b.Stat(c); err == nil {
+			return c, false, nil // stored, in either form
+		}
+		// Compress only what shrinks by a tenth or more: the rest
+		// (already compressed media) is kept as it is.
+		if enc := EncodeSeekable(data, cuts); int64(len(enc)) <= int64(len(data))*9/10 {
+			back, err := DecodeSeekable(enc)
+			if err != nil || !bytes.Equal(back, data) {
+				return cid.Undef, false, fmt.Errorf("store: put blob %s: the compressed form does not decode to it (%v)", c, err)
+			}
+			p = pending{c: c, data: enc, zst: true}
+		}
+	}
+	created, err := b.putBatch([]pending{p})
 	if err != nil {
 		return cid.Undef, false, err
 	}
@@ -627,34 +646,7 @@ func (b *FSBlobs) openCompressed(key string) (BlobReader, error) {
 // is written, so a compressor fault can never put other bytes under the
 // CID. A blob already stored in either form is not rewritten.
 func (b *FSBlobs) PutSeekable(data []byte, cuts []int64) (cid.Cid, bool, error) {
-	if b.readOnly {
-		return cid.Undef, false, ErrReadOnly
-	}
-	d := sha256.Sum256(data)
-	c := FromDigest(d[:])
-	defer b.enter([][32]byte{d})()
-	if _, packed := b.packs.has(d); packed {
-		return c, false, nil
-	}
-	if _, err := b.Stat(c); err == nil {
-		return c, false, nil
-	}
-	enc := EncodeSeekable(data, cuts)
-	p := pending{c: c, data: data}
-	// Compress only what shrinks by a tenth or more: the rest (already
-	// compressed media) is kept as it is.
-	if int64(len(enc)) <= int64(len(data))*9/10 {
-		back, err := DecodeSeekable(enc)
-		if err != nil || !bytes.Equal(back, data) {
-			return cid.Undef, false, fmt.Errorf("store: put blob %s: the compressed form does not decode to it (%v)", c, err)
-		}
-		p = pending{c: c, data: enc, zst: true}
-	}
-	created, err := b.putBatch([]pending{p})
-	if err != nil {
-		return cid.Undef, false, err
-	}
-	return c, created[0], nil
+	return b.put(data, true, cuts)
 }
 
 // looseKey is the backend key of the loose blob whose CID string is key.
