@@ -126,7 +126,11 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 			return s.importable(m.Recording.ID, root)
 		},
 		Block: func(c cid.Cid, segment bool, data []byte) error {
-			if segment || len(data) > blobs.PackMaxBlob {
+			if segment {
+				_, err := s.putSegment(data)
+				return err
+			}
+			if len(data) > blobs.PackMaxBlob {
 				_, _, err := s.Blobs.Put(data)
 				return err
 			}

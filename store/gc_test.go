@@ -272,8 +272,11 @@ func where(t testing.TB, b *blobs.FSBlobs, c cid.Cid) []string {
 			out = append(out, "packed")
 		}
 	}
-	if _, err := os.Stat(layout.BlobTree{Dir: b.Dir()}.Loose(c.String())); err == nil {
-		out = append(out, "loose")
+	tree := layout.BlobTree{Dir: b.Dir()}
+	for _, p := range []string{tree.Loose(c.String()), tree.LooseCompressed(c.String())} {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, "loose")
+		}
 	}
 	return out
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/layout"
@@ -38,6 +40,9 @@ type Store struct {
 	groupsMu  sync.Mutex // serializes groups/ writes
 	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
 	readOnly bool
+	// plainSegments stores sealed segments uncompressed, as stores
+	// written before compression did (tests of old stores set it).
+	plainSegments bool
 }
 
 // ErrReadOnly is returned by any write to a store opened read-only.
@@ -383,7 +388,7 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 		if ref.Records == 0 {
 			continue // an empty segment (rolled, then crashed) carries nothing
 		}
-		c, _, err := s.Blobs.Put(data)
+		c, err := s.putSegment(data)
 		if err != nil {
 			return "", err
 		}
@@ -416,6 +421,18 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 		return "", fmt.Errorf("store: seal %s: %w", id, err)
 	}
 	return root, SyncDir(s.recDir(id))
+}
+
+// putSegment stores a sealed log segment as a blob: under the CID of its
+// bytes, kept compressed in frames that end between records, so a read of
+// one record decodes one frame (blobs.PutSeekable).
+func (s *Store) putSegment(data []byte) (cid.Cid, error) {
+	if s.plainSegments {
+		c, _, err := s.Blobs.Put(data)
+		return c, err
+	}
+	c, _, err := s.Blobs.PutSeekable(data, log.RecordEnds(data))
+	return c, err
 }
 
 func segmentFiles(dir string) ([]string, error) {

@@ -1,6 +1,7 @@
 package blobs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -47,6 +48,10 @@ type Store interface {
 	// PutFile stores the file at src by moving it into place (a built
 	// video); created is false when the blob was already stored.
 	PutFile(src string) (c cid.Cid, created bool, err error)
+	// PutSeekable stores data as Put does, under the CID of data, but
+	// kept compressed in frames that end only at cuts (see zseek.go);
+	// Open reads it back as the uncompressed bytes.
+	PutSeekable(data []byte, cuts []int64) (c cid.Cid, created bool, err error)
 	// Hold brackets storing blobs and then referencing them: a sweep
 	// beginning meanwhile waits for its release (see gc.go).
 	Hold() (release func())
@@ -255,7 +260,11 @@ func (b *FSBlobs) name(c cid.Cid) (key, shard, path string, err error) {
 
 // Put stores data and returns its CID. It returns once the blob is durable;
 // created is false if it was already stored.
-func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
+func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) { return b.put(data, false, nil) }
+
+// put stores one blob: as it is, or (seekable) kept compressed in frames
+// ending at cuts when that saves space (PutSeekable).
+func (b *FSBlobs) put(data []byte, seekable bool, cuts []int64) (cid.Cid, bool, error) {
 	if b.readOnly {
 		return cid.Undef, false, ErrReadOnly
 	}
@@ -266,7 +275,22 @@ func (b *FSBlobs) Put(data []byte) (cid.Cid, bool, error) {
 	if _, packed := b.packs.has(d); packed {
 		return c, false, nil
 	}
-	created, err := b.putBatch([]pending{{c: c, data: data}})
+	p := pending{c: c, data: data}
+	if seekable {
+		if _, err := b.Stat(c); err == nil {
+			return c, false, nil // stored, in either form
+		}
+		// Compress only what shrinks by a tenth or more: the rest
+		// (already compressed media) is kept as it is.
+		if enc := EncodeSeekable(data, cuts); int64(len(enc)) <= int64(len(data))*9/10 {
+			back, err := DecodeSeekable(enc)
+			if err != nil || !bytes.Equal(back, data) {
+				return cid.Undef, false, fmt.Errorf("store: put blob %s: the compressed form does not decode to it (%v)", c, err)
+			}
+			p = pending{c: c, data: enc, zst: true}
+		}
+	}
+	created, err := b.putBatch([]pending{p})
 	if err != nil {
 		return cid.Undef, false, err
 	}
@@ -326,6 +350,8 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 type pending struct {
 	c    cid.Cid
 	data []byte
+	// zst: data is the seekable compressed form, stored as <cid>.zst.
+	zst bool
 	// src, when set, is a file holding the blob's size bytes, moved into
 	// place instead of data being written (PutFile).
 	src  string
@@ -420,9 +446,12 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 	dirty := make([]bool, len(which))
 	err := parallel(len(which), blobWorkers, func(j int) error {
 		p := &batch[which[j]]
-		_, shard, path, err := b.name(p.c)
+		key, shard, path, err := b.name(p.c)
 		if err != nil {
 			return err
+		}
+		if p.zst {
+			path = b.tree().LooseCompressed(key)
 		}
 		size := int64(len(p.data))
 		if p.src != "" {
@@ -430,6 +459,11 @@ func (b *FSBlobs) write(batch []pending, which []int, created []bool) error {
 		}
 		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
 			return nil // already stored: never rewritten
+		}
+		if !p.zst {
+			if fi, err := os.Lstat(b.tree().LooseCompressed(key)); err == nil && fi.Mode().IsRegular() {
+				return nil // already stored compressed (PutSeekable)
+			}
 		}
 		// Missing, or (only after outside damage) the wrong size: write
 		// it; the rename replaces a damaged file atomically.
@@ -578,6 +612,9 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 	}
 	r, err := b.raw.Get(context.Background(), looseKey(key))
 	if errors.Is(err, ErrNotFound) {
+		r, err = b.openCompressed(key)
+	}
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.open(c, true)
 		}
@@ -587,6 +624,29 @@ func (b *FSBlobs) open(c cid.Cid, retried bool) (BlobReader, error) {
 		return nil, fmt.Errorf("store: blob %s: %w", key, err)
 	}
 	return r, nil
+}
+
+// openCompressed opens the loose blob key kept compressed; a missing one
+// is ErrNotFound.
+func (b *FSBlobs) openCompressed(key string) (BlobReader, error) {
+	f, err := b.raw.Get(context.Background(), looseKey(key)+layout.CompressedSuffix)
+	if err != nil {
+		return nil, err
+	}
+	s, err := OpenSeekable(f, f.Size(), f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("blob %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// PutSeekable stores data under its CID, kept compressed (zseek.go) when
+// that saves space. The compressed form is decoded and compared before it
+// is written, so a compressor fault can never put other bytes under the
+// CID. A blob already stored in either form is not rewritten.
+func (b *FSBlobs) PutSeekable(data []byte, cuts []int64) (cid.Cid, bool, error) {
+	return b.put(data, true, cuts)
 }
 
 // looseKey is the backend key of the loose blob whose CID string is key.
@@ -633,6 +693,13 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	}
 	size, err := b.raw.Stat(context.Background(), looseKey(key))
 	if errors.Is(err, ErrNotFound) {
+		var r BlobReader
+		if r, err = b.openCompressed(key); err == nil {
+			size = r.Size()
+			r.Close()
+		}
+	}
+	if errors.Is(err, ErrNotFound) {
 		if b.reloadOnMiss(retried) {
 			return b.stat(c, true)
 		}
@@ -665,6 +732,15 @@ func (b *FSBlobs) Delete(c cid.Cid) error {
 	}
 	defer b.claim(key)()
 	err = b.raw.Delete(context.Background(), looseKey(key))
+	// Both forms go: a plain Put and a PutSeekable racing may have left
+	// both.
+	zerr := b.raw.Delete(context.Background(), looseKey(key)+layout.CompressedSuffix)
+	switch {
+	case zerr != nil && !errors.Is(zerr, ErrNotFound):
+		err = zerr // a failure to remove either is reported
+	case zerr == nil && errors.Is(err, ErrNotFound):
+		err = nil // only the compressed form was there
+	}
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("blob %s: %w", key, ErrNotFound)
 	}
@@ -723,27 +799,53 @@ func (b *FSBlobs) Walk(fn func(c cid.Cid, size int64) error) error {
 			return fmt.Errorf("store: walk blobs: %w", err)
 		}
 		for _, f := range files {
-			n := f.Name()
-			if !f.Type().IsRegular() || strings.HasPrefix(n, ".") || len(n) < 4 || shardOf(n) != e.Name() {
+			c, compressed, ok := looseName(f, e.Name())
+			if !ok {
 				continue
 			}
-			c, err := ParseCID(n)
-			if err != nil {
-				continue
+			var size int64
+			if compressed {
+				r, err := b.openCompressed(c.String())
+				if errors.Is(err, ErrNotFound) {
+					continue // deleted while walking
+				}
+				if err != nil {
+					return fmt.Errorf("store: walk blobs: %w", err)
+				}
+				size = r.Size()
+				r.Close()
+			} else {
+				fi, err := f.Info()
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // deleted while walking
+				}
+				if err != nil {
+					return fmt.Errorf("store: walk blobs: %w", err)
+				}
+				size = fi.Size()
 			}
-			fi, err := f.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // deleted while walking
-			}
-			if err != nil {
-				return fmt.Errorf("store: walk blobs: %w", err)
-			}
-			if err := fn(c, fi.Size()); err != nil {
+			if err := fn(c, size); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// looseName parses the name of a file in shard directory shard as a loose
+// blob's: its CID and whether it is kept compressed. Temporaries, stray
+// names and misplaced CIDs are not blobs.
+func looseName(f fs.DirEntry, shard string) (c cid.Cid, compressed, ok bool) {
+	n := f.Name()
+	if !f.Type().IsRegular() || strings.HasPrefix(n, ".") {
+		return cid.Undef, false, false
+	}
+	n, compressed = strings.CutSuffix(n, layout.CompressedSuffix)
+	if len(n) < 4 || shardOf(n) != shard {
+		return cid.Undef, false, false
+	}
+	c, err := ParseCID(n)
+	return c, compressed, err == nil
 }
 
 // parallel runs fn(0..n-1) on at most workers goroutines (inline when n is

@@ -367,20 +367,17 @@ func (c *collector) looseShard(shard string) error {
 	}
 	dirty := false
 	for _, f := range files {
+		id, _, ok := looseName(f, shard)
+		if !ok {
+			continue
+		}
 		name := f.Name()
-		if !f.Type().IsRegular() || strings.HasPrefix(name, ".") || len(name) < 4 || shardOf(name) != shard {
-			continue
-		}
-		id, err := ParseCID(name)
-		if err != nil {
-			continue
-		}
 		d, _ := digestOf(id)
 		if c.keep(d) {
 			c.rep.Kept++
 			continue
 		}
-		size, gone, err := c.b.removeLoose(name, filepath.Join(dir, name), func() bool { return !c.sw.touched(d) })
+		size, disk, gone, err := c.b.removeLoose(id.String(), filepath.Join(dir, name), func() bool { return !c.sw.touched(d) })
 		if err != nil {
 			return err
 		}
@@ -390,7 +387,7 @@ func (c *collector) looseShard(shard string) error {
 		}
 		if size >= 0 {
 			c.rep.Freed += size
-			c.rep.DiskFreed += size
+			c.rep.DiskFreed += disk
 			c.removed[d] = struct{}{}
 			dirty = true
 		}
@@ -404,27 +401,37 @@ func (c *collector) looseShard(shard string) error {
 // removeLoose unlinks a loose blob if still() holds, both decided while
 // its flight is claimed, so that a Put of the same bytes is ordered
 // before (and still() sees its touch) or after (and finds it missing and
-// writes it again). size is -1 when the file was already gone. The caller
-// fsyncs the shard directory.
-func (b *FSBlobs) removeLoose(key, path string, still func() bool) (size int64, gone bool, err error) {
+// writes it again). size is the blob's (uncompressed) size and disk the
+// file's; size is -1 when the file was already gone. The caller fsyncs the
+// shard directory.
+func (b *FSBlobs) removeLoose(key, path string, still func() bool) (size, disk int64, gone bool, err error) {
 	defer b.claim(key)()
 	if !still() {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return -1, true, nil
+		return -1, 0, true, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("store: collect blob %s: %w", key, err)
+		return 0, 0, false, fmt.Errorf("store: collect blob %s: %w", key, err)
+	}
+	size = fi.Size()
+	if strings.HasSuffix(path, layout.CompressedSuffix) {
+		if f, err := os.Open(path); err == nil {
+			if z, err := OpenSeekable(f, fi.Size(), nil); err == nil {
+				size = z.Size()
+			}
+			f.Close()
+		}
 	}
 	if err := os.Remove(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return -1, true, nil
+			return -1, 0, true, nil
 		}
-		return 0, false, fmt.Errorf("store: collect blob %s: %w", key, err)
+		return 0, 0, false, fmt.Errorf("store: collect blob %s: %w", key, err)
 	}
-	return fi.Size(), true, nil
+	return size, fi.Size(), true, nil
 }
 
 // packName parses "NNNNNNNN.<ext>".

@@ -202,6 +202,14 @@ func (t BlobTree) Shard(shard string) string { return filepath.Join(t.Dir, shard
 // its shard is the two characters before the last one ("next-to-last/2").
 func (t BlobTree) Loose(c string) string { return filepath.Join(t.Dir, ShardOf(c), c) }
 
+// LooseCompressed is the file of the loose blob c kept compressed (a
+// sealed log segment): the same CID, which names the uncompressed bytes,
+// and the suffix ".zst" saying how the file holds them.
+func (t BlobTree) LooseCompressed(c string) string { return t.Loose(c) + CompressedSuffix }
+
+// CompressedSuffix ends the name of a loose blob kept compressed.
+const CompressedSuffix = ".zst"
+
 // ShardOf is the shard of a canonical CID string: next-to-last/2.
 func ShardOf(c string) string { return c[len(c)-3 : len(c)-1] }
 
@@ -253,6 +261,7 @@ func Listing() []string {
 		dir(b.Dir),
 		dir(b.Shard(ShardOf(cid))),
 		b.Loose(cid),
+		b.LooseCompressed(cid),
 		dir(b.Packs()),
 		b.Pack(1),
 		b.PackIndex(1),

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -72,5 +73,23 @@ func ScanSegment(f SegmentFile, pos Pos, after uint64, fn func(Record, Locator) 
 		if err := fn(rec, loc); err != nil {
 			return pos, err
 		}
+	}
+}
+
+// RecordEnds returns the offsets in segment data where its whole, valid
+// records end, up to the first that is not: where a compressed copy of
+// the segment may cut a frame so that one record decodes from one frame.
+func RecordEnds(data []byte) []int64 {
+	sr, err := NewSegmentReaderAt(bytes.NewReader(data), 0)
+	if err != nil {
+		return nil
+	}
+	var ends []int64
+	for {
+		_, loc, err := sr.Next()
+		if err != nil {
+			return ends
+		}
+		ends = append(ends, loc.Offset+int64(loc.Length))
 	}
 }

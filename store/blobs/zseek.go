@@ -1,0 +1,303 @@
+package blobs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// A seekable blob is a blob kept compressed at rest (DIR/<xy>/<cid>.zst)
+// and read at any offset by decoding one frame. Its CID is still the
+// sha2-256 of the uncompressed bytes: the compressed form is only how the
+// blob store keeps it, so CIDs, manifests, verify, bundles and
+// attestations never see it, and a change of compressor changes no name.
+//
+//	"FRZSEK\x00\x01"                       8-byte magic
+//	frame*                                  independent zstd frames, back to back,
+//	                                        each with its content checksum
+//	n × (u32 LE compressed length,          the seek table: frame i covers the
+//	     u32 LE uncompressed length)        uncompressed bytes after frames 0…i-1
+//	u32 LE n                                the number of frames
+//	u32 LE CRC-32C of the table and n
+//	"FRZTAB\x00\x01"                        8-byte magic
+//
+// The writer cuts frames only where the caller says a unit ends (a log
+// record), so one record is decoded from one frame.
+const (
+	zMagic     = "FRZSEK\x00\x01"
+	zTailMagic = "FRZTAB\x00\x01"
+	// zTailLen is n, the CRC and the tail magic.
+	zTailLen = 4 + 4 + 8
+	// zEntryLen is one seek-table entry.
+	zEntryLen = 8
+	// ZFrameTarget is the uncompressed size a frame grows to before the
+	// writer closes it at the next cut: big enough that zstd finds the
+	// repetition between records, small enough that reading one record
+	// decodes little more than it.
+	ZFrameTarget = 64 << 10
+	// zMaxFrame bounds one frame's uncompressed length, so a corrupt
+	// table can never make a reader allocate more (a frame holds whole
+	// records, and a record is at most 64 MiB).
+	zMaxFrame = 80 << 20
+)
+
+// ErrBadSeekable is returned for a compressed blob whose framing, table or
+// frames do not check out.
+var ErrBadSeekable = errors.New("compressed blob is damaged")
+
+var (
+	zEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		return e
+	})
+	zDecoder = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(zMaxFrame), zstd.WithDecoderConcurrency(0))
+		if err != nil {
+			panic(err)
+		}
+		return d
+	})
+	zCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// EncodeSeekable compresses data into the seekable form. cuts are the
+// offsets (ascending, within data) where a frame may end; a frame ends at
+// the first cut at or past ZFrameTarget bytes after its start, or at the
+// end of data. Without cuts frames are cut every ZFrameTarget bytes.
+func EncodeSeekable(data []byte, cuts []int64) []byte {
+	return encodeSeekable(data, cuts, ZFrameTarget)
+}
+
+// encodeSeekable is EncodeSeekable with frames of target bytes (small in
+// the fuzz target, so that small inputs have many frames).
+func encodeSeekable(data []byte, cuts []int64, target int64) []byte {
+	enc := zEncoder()
+	out := append(make([]byte, 0, len(data)/3+64), zMagic...)
+	var table []byte
+	emit := func(from, to int64) {
+		before := len(out)
+		out = enc.EncodeAll(data[from:to], out)
+		table = binary.LittleEndian.AppendUint32(table, uint32(len(out)-before))
+		table = binary.LittleEndian.AppendUint32(table, uint32(to-from))
+	}
+	var start int64
+	n := int64(len(data))
+	if len(cuts) == 0 {
+		for c := target; c < n; c += target {
+			cuts = append(cuts, c)
+		}
+	}
+	for _, c := range cuts {
+		if c <= start || c >= n {
+			continue
+		}
+		if c-start >= target {
+			emit(start, c)
+			start = c
+		}
+	}
+	if start < n {
+		emit(start, n)
+	}
+	frames := len(table) / zEntryLen
+	table = binary.LittleEndian.AppendUint32(table, uint32(frames))
+	out = append(out, table...)
+	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(table, zCastagnoli))
+	return append(out, zTailMagic...)
+}
+
+// zFrame is one frame of a seekable blob.
+type zFrame struct {
+	coff, uoff int64 // where it starts, compressed and uncompressed
+	clen, ulen int64
+}
+
+// Seekable reads a seekable blob's uncompressed bytes at any offset. It is
+// safe for concurrent use; it keeps the last frame it decoded.
+type Seekable struct {
+	r      io.ReaderAt
+	c      io.Closer
+	frames []zFrame
+	size   int64
+
+	mu     sync.Mutex
+	pos    int64 // for Read and Seek
+	cached int   // index of the frame in buf, -1 for none
+	buf    []byte
+}
+
+var _ BlobReader = (*Seekable)(nil)
+
+// OpenSeekable reads the seek table of the seekable blob r of stored size
+// n. closer, when set, is closed by Close.
+func OpenSeekable(r io.ReaderAt, n int64, closer io.Closer) (*Seekable, error) {
+	if n < int64(len(zMagic)+zTailLen) {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadSeekable, n)
+	}
+	var head [len(zMagic)]byte
+	if _, err := r.ReadAt(head[:], 0); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSeekable, err)
+	}
+	var tail [zTailLen]byte
+	if _, err := r.ReadAt(tail[:], n-zTailLen); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSeekable, err)
+	}
+	if string(head[:]) != zMagic || string(tail[8:]) != zTailMagic {
+		return nil, fmt.Errorf("%w: bad magic", ErrBadSeekable)
+	}
+	count := int64(binary.LittleEndian.Uint32(tail[0:]))
+	body := n - int64(len(zMagic)) - zTailLen // frames and table entries
+	if count > body/zEntryLen {
+		return nil, fmt.Errorf("%w: %d frames cannot fit", ErrBadSeekable, count)
+	}
+	table := make([]byte, count*zEntryLen+4)
+	if _, err := r.ReadAt(table, n-zTailLen-count*zEntryLen); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSeekable, err)
+	}
+	copy(table[count*zEntryLen:], tail[0:4])
+	if crc32.Checksum(table, zCastagnoli) != binary.LittleEndian.Uint32(tail[4:]) {
+		return nil, fmt.Errorf("%w: seek table checksum mismatch", ErrBadSeekable)
+	}
+	s := &Seekable{r: r, c: closer, frames: make([]zFrame, count), cached: -1}
+	coff := int64(len(zMagic))
+	for i := range s.frames {
+		clen := int64(binary.LittleEndian.Uint32(table[i*zEntryLen:]))
+		ulen := int64(binary.LittleEndian.Uint32(table[i*zEntryLen+4:]))
+		if clen == 0 || ulen == 0 || ulen > zMaxFrame {
+			return nil, fmt.Errorf("%w: frame %d: bad lengths", ErrBadSeekable, i)
+		}
+		s.frames[i] = zFrame{coff: coff, uoff: s.size, clen: clen, ulen: ulen}
+		coff += clen
+		s.size += ulen
+	}
+	if coff != n-zTailLen-count*zEntryLen {
+		return nil, fmt.Errorf("%w: frames do not fill the blob", ErrBadSeekable)
+	}
+	return s, nil
+}
+
+// Size is the uncompressed size.
+func (s *Seekable) Size() int64 { return s.size }
+
+// Frames is the number of frames.
+func (s *Seekable) Frames() int { return len(s.frames) }
+
+// frame returns frame i decoded; s.mu is held.
+func (s *Seekable) frame(i int) ([]byte, error) {
+	if s.cached == i {
+		return s.buf, nil
+	}
+	f := s.frames[i]
+	src := make([]byte, f.clen)
+	if _, err := s.r.ReadAt(src, f.coff); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+	}
+	// No buffer sized from the table: a damaged table must not make the
+	// reader allocate what it claims (the decoder is bounded by zMaxFrame).
+	out, err := zDecoder().DecodeAll(src, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+	}
+	if int64(len(out)) != f.ulen {
+		return nil, fmt.Errorf("%w: frame %d: %d bytes, the table says %d", ErrBadSeekable, i, len(out), f.ulen)
+	}
+	s.cached, s.buf = i, out
+	return out, nil
+}
+
+// ReadAt reads uncompressed bytes at off, decoding only the frames that
+// hold them.
+func (s *Seekable) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("blob: negative offset %d", off)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for n < len(p) {
+		at := off + int64(n)
+		if at >= s.size {
+			return n, io.EOF
+		}
+		i := sort.Search(len(s.frames), func(i int) bool { return s.frames[i].uoff+s.frames[i].ulen > at })
+		data, err := s.frame(i)
+		if err != nil {
+			return n, err
+		}
+		n += copy(p[n:], data[at-s.frames[i].uoff:])
+	}
+	return n, nil
+}
+
+// Read reads from the current position.
+func (s *Seekable) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	pos := s.pos
+	s.mu.Unlock()
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := s.ReadAt(p, pos)
+	s.mu.Lock()
+	s.pos = pos + int64(n)
+	s.mu.Unlock()
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// Seek sets the position for Read.
+func (s *Seekable) Seek(off int64, whence int) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += s.pos
+	case io.SeekEnd:
+		off += s.size
+	default:
+		return 0, fmt.Errorf("blob: bad whence %d", whence)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("blob: negative position %d", off)
+	}
+	s.pos = off
+	return off, nil
+}
+
+// Close closes what the blob was opened from.
+func (s *Seekable) Close() error {
+	if s.c == nil {
+		return nil
+	}
+	return s.c.Close()
+}
+
+// DecodeSeekable decodes a whole seekable blob (the round-trip check of
+// PutSeekable, and tests).
+func DecodeSeekable(enc []byte) ([]byte, error) {
+	s, err := OpenSeekable(bytes.NewReader(enc), int64(len(enc)), nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, s.size)
+	if _, err := s.ReadAt(out, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return out, nil
+}

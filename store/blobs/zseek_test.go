@@ -1,0 +1,249 @@
+package blobs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/layout"
+)
+
+// recordsLike returns n compressible "records" (JSON-ish lines of varying
+// length, as a log segment's are) and the offsets where each ends.
+func recordsLike(seed uint64, n int) ([]byte, []int64) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var b []byte
+	var ends []int64
+	for i := 0; i < n; i++ {
+		b = fmt.Appendf(b, `{"seq":%d,"kind":"network","url":"https://shop.example/api/item/%d","pad":"%0*d"}`, i, rng.IntN(50), rng.IntN(900), 0)
+		ends = append(ends, int64(len(b)))
+	}
+	return b, ends
+}
+
+func TestSeekableRoundTripCutsAtRecords(t *testing.T) {
+	data, ends := recordsLike(1, 3000)
+	enc := EncodeSeekable(data, ends)
+	if len(enc) >= len(data)/3 {
+		t.Fatalf("compressed %d bytes to %d: expected at least 3×", len(data), len(enc))
+	}
+	s, err := OpenSeekable(bytes.NewReader(enc), int64(len(enc)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Size() != int64(len(data)) || s.Frames() < 2 {
+		t.Fatalf("size %d (want %d), %d frames", s.Size(), len(data), s.Frames())
+	}
+	// Every frame ends where a record ends: one record, one frame.
+	for _, f := range s.frames {
+		if _, ok := slices.BinarySearch(ends, f.uoff+f.ulen); !ok {
+			t.Fatalf("a frame ends at %d, inside a record", f.uoff+f.ulen)
+		}
+	}
+	// Every record reads back by (offset, length), from any order.
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, i := range rng.Perm(len(ends)) {
+		from := int64(0)
+		if i > 0 {
+			from = ends[i-1]
+		}
+		got := make([]byte, ends[i]-from)
+		if _, err := s.ReadAt(got, from); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data[from:ends[i]]) {
+			t.Fatalf("record %d reads back differently", i)
+		}
+	}
+	// Reading across frames and to the end.
+	got, err := io.ReadAll(s)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("sequential read: %v, equal %v", err, bytes.Equal(got, data))
+	}
+	tail := make([]byte, 10)
+	if n, err := s.ReadAt(tail, s.Size()-4); n != 4 || err != io.EOF {
+		t.Fatalf("read past the end: %d, %v", n, err)
+	}
+}
+
+func TestSeekableConcurrentReads(t *testing.T) {
+	data, ends := recordsLike(5, 2000)
+	enc := EncodeSeekable(data, ends)
+	s, err := OpenSeekable(bytes.NewReader(enc), int64(len(enc)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for k := 0; k < 300; k++ {
+				off := rng.Int64N(int64(len(data)))
+				n := min(int64(rng.IntN(5000)), int64(len(data))-off)
+				got := make([]byte, n)
+				if _, err := s.ReadAt(got, off); err != nil && err != io.EOF {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(got, data[off:off+n]) {
+					errs <- fmt.Errorf("bytes %d+%d differ", off, n)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func TestSeekableDamageIsAnError(t *testing.T) {
+	data, ends := recordsLike(7, 1500)
+	enc := EncodeSeekable(data, ends)
+	// Every single flipped byte is refused at open (magic, table) or when
+	// the frame holding it is read (zstd's frame checksum): never other
+	// bytes.
+	for i := 0; i < len(enc); i += 1 + len(enc)/400 {
+		bad := bytes.Clone(enc)
+		bad[i] ^= 0x40
+		back, err := DecodeSeekable(bad)
+		if err == nil && !bytes.Equal(back, data) {
+			t.Fatalf("byte %d flipped: decoded to other bytes without an error", i)
+		}
+		if err != nil && !errors.Is(err, ErrBadSeekable) {
+			t.Fatalf("byte %d flipped: %v is not ErrBadSeekable", i, err)
+		}
+	}
+	for _, n := range []int{0, 8, 20, len(enc) - 1} {
+		if _, err := DecodeSeekable(enc[:n]); !errors.Is(err, ErrBadSeekable) {
+			t.Fatalf("truncated to %d: %v", n, err)
+		}
+	}
+}
+
+// FuzzSeekable feeds the seekable decoder (magic, seek table, frames)
+// arbitrary bytes: it must refuse or read, never panic or read out of
+// bounds; and a valid encoding of the input reads back as the input.
+func FuzzSeekable(f *testing.F) {
+	data, ends := recordsLike(11, 12)
+	f.Add(encodeSeekable(data, ends, 256))
+	f.Add(encodeSeekable([]byte("x"), nil, 256))
+	f.Add([]byte(zMagic + zTailMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if s, err := OpenSeekable(bytes.NewReader(b), int64(len(b)), nil); err == nil {
+			buf := make([]byte, 4096)
+			for off := int64(0); off < s.Size() && off < 1<<20; off += int64(len(buf)) {
+				if _, err := s.ReadAt(buf, off); err != nil && err != io.EOF {
+					break
+				}
+			}
+		}
+		var cuts []int64
+		for i := 0; i < len(b); i += 1 + int(b[i]) {
+			cuts = append(cuts, int64(i))
+		}
+		back, err := DecodeSeekable(encodeSeekable(b, cuts, 256))
+		if err != nil || !bytes.Equal(back, b) {
+			t.Fatalf("round trip of %d bytes: %v", len(b), err)
+		}
+	})
+}
+
+func TestPutSeekable(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	data, ends := recordsLike(13, 1000)
+	c, created, err := b.PutSeekable(data, ends)
+	if err != nil || !created {
+		t.Fatalf("PutSeekable: %v, created %v", err, created)
+	}
+	if c != Sum(data) {
+		t.Fatalf("CID %s is not the uncompressed bytes' %s", c, Sum(data))
+	}
+	tree := layout.BlobTree{Dir: dir}
+	fi, err := os.Stat(tree.LooseCompressed(c.String()))
+	if err != nil || fi.Size() >= int64(len(data))/3 {
+		t.Fatalf("compressed file: %v (%d bytes for %d)", err, fi.Size(), len(data))
+	}
+	if _, err := os.Stat(tree.Loose(c.String())); err == nil {
+		t.Fatal("a plain copy was written too")
+	}
+	// Every read path sees the uncompressed bytes.
+	if n, err := b.Stat(c); err != nil || n != int64(len(data)) {
+		t.Fatalf("Stat: %d, %v", n, err)
+	}
+	r, err := b.Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Open: %v, equal %v", err, bytes.Equal(got, data))
+	}
+	walked := map[string]int64{}
+	b.Walk(func(c2 cid.Cid, n int64) error { walked[c2.String()] = n; return nil })
+	if walked[c.String()] != int64(len(data)) || len(walked) != 1 {
+		t.Fatalf("Walk: %v", walked)
+	}
+	// Stored once: neither form is written again.
+	if _, created, err := b.PutSeekable(data, ends); err != nil || created {
+		t.Fatalf("second PutSeekable: created %v, %v", created, err)
+	}
+	if _, created, err := b.Put(data); err != nil || created {
+		t.Fatalf("Put of a blob kept compressed: created %v, %v", created, err)
+	}
+	// A garbage-collection sweep that finds it dead removes it and
+	// counts its uncompressed size as freed, its file's as disk freed.
+	sw := b.BeginSweep()
+	rep, err := sw.Collect(func(cid.Cid) bool { return false }, nil)
+	sw.End()
+	if err != nil || rep.Removed != 1 || rep.Freed != int64(len(data)) || rep.DiskFreed != fi.Size() {
+		t.Fatalf("collect: %+v, %v", rep, err)
+	}
+	if _, err := b.Open(c); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after collection: %v", err)
+	}
+
+	// What does not compress is kept as it is.
+	noise := make([]byte, 50000)
+	rand.NewChaCha8([32]byte{1}).Read(noise)
+	c2, _, err := b.PutSeekable(noise, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tree.Loose(c2.String())); err != nil {
+		t.Fatalf("incompressible blob not kept plain: %v", err)
+	}
+	if err := b.Delete(c2); err != nil {
+		t.Fatal(err)
+	}
+	// Delete removes a compressed one too.
+	c3, _, _ := b.PutSeekable(data, ends)
+	if err := b.Delete(c3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stat(c3); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after Delete: %v", err)
+	}
+	if err := b.Delete(c3); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Delete: %v", err)
+	}
+}
