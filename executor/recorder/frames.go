@@ -29,6 +29,11 @@ type frames struct {
 
 func startFrames(s *session) *frames {
 	f := &frames{s: s, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
+	// The first frame can arrive before StartScreencast returns: the
+	// reader goroutine must find f already (onEvent).
+	s.mu.Lock()
+	s.frames = f
+	s.mu.Unlock()
 	q := int64(s.cfg.JPEGQuality)
 	vp := s.vp
 	_, err := chromedp.Call(s.ctx, page.StartScreencast, page.StartScreencastParams{

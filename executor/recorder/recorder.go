@@ -386,7 +386,7 @@ func (s *session) setup(vp flow.Viewport) error {
 			return fmt.Errorf("setting up the browser tab: %w", err)
 		}
 	}
-	s.frames = startFrames(s)
+	startFrames(s)
 	return nil
 }
 
@@ -417,7 +417,16 @@ func (s *session) onEvent(ev any) {
 	case *fetch.EventRequestPaused:
 		go s.onRequestPaused(ev)
 	case *page.EventScreencastFrame:
-		s.frames.offer(ev)
+		s.mu.Lock()
+		f := s.frames
+		s.mu.Unlock()
+		if f == nil {
+			// Not ours yet (setup has not begun the screencast's
+			// bookkeeping): acknowledge it, or the browser sends no more.
+			go chromedp.Call(s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
+			return
+		}
+		f.offer(ev)
 	default:
 		s.onConsoleEvent(ev)
 	}
