@@ -20,6 +20,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	_ "modernc.org/sqlite" // the "sqlite" driver, to dump the index logically
+
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // Corpus is every byte a secret search looks at, by where it came from:
@@ -79,7 +81,8 @@ func (c Corpus) Count(prefix string) int {
 }
 
 // AddFiles reads every regular file under dir, and the decompressed
-// contents of any that are gzip or zstd, so compression cannot hide a hit.
+// contents of any that are gzip, zstd or a seekable compressed blob (a
+// sealed segment), so compression cannot hide a hit.
 func (c Corpus) AddFiles(t testing.TB, dir, when string) {
 	t.Helper()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -103,6 +106,11 @@ func (c Corpus) AddFiles(t testing.TB, dir, when string) {
 }
 
 func decompress(b []byte) []byte {
+	// A sealed segment is a seekable blob: zstd frames behind a marker,
+	// so it does not start with zstd's magic.
+	if plain, err := blobs.DecodeSeekable(b); err == nil {
+		return plain
+	}
 	switch {
 	case bytes.HasPrefix(b, []byte{0x1f, 0x8b}):
 		zr, err := gzip.NewReader(bytes.NewReader(b))
