@@ -40,13 +40,31 @@ type RequestEffect struct {
 
 // Effects are what a step changed besides its own outcome.
 type Effects struct {
-	Navigation    *Navigation     `json:"navigation,omitempty"`
-	Popups        []string        `json:"popups,omitempty"`
-	Dialogs       []Dialog        `json:"dialogs,omitempty"`
-	Downloads     []string        `json:"downloads,omitempty"`
+	Navigation *Navigation `json:"navigation,omitempty"`
+	Popups     []string    `json:"popups,omitempty"`
+	Dialogs    []Dialog    `json:"dialogs,omitempty"`
+	Downloads  []string    `json:"downloads,omitempty"`
+	// Files describes the downloads one by one (Downloads keeps their
+	// names, as a list of strings, for readers that know only it).
+	Files         []File          `json:"files,omitempty"`
 	Requests      []RequestEffect `json:"requests,omitempty"`
 	ConsoleErrors int             `json:"console_errors,omitempty"`
 	SnapshotDelta string          `json:"snapshot_delta,omitempty"`
+}
+
+// File is a file a step downloaded: its suggested name (redacted on the
+// server like any text), size, MIME type (the response's, else sniffed
+// from the bytes) and the hex sha256 of its bytes. The bytes themselves
+// are not sent.
+type File struct {
+	Name   string `json:"name"`
+	URL    string `json:"url,omitempty"`
+	Size   int64  `json:"size"`
+	MIME   string `json:"mime,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// State is "completed", or "canceled" when the download did not end
+	// (then Size is what arrived and SHA256 is empty).
+	State string `json:"state,omitempty"`
 }
 
 // Navigation is a page change caused by a step.
