@@ -237,6 +237,21 @@ type HAR struct {
 	Timings         json.RawMessage `json:"timings,omitempty"`
 	Initiator       json.RawMessage `json:"_initiator,omitempty"`
 	Truncated       bool            `json:"_truncated,omitempty"`
+	// WebSocketMessages are a WebSocket's messages, in the order they
+	// went, on the entry of its handshake (Chrome's HAR extension).
+	WebSocketMessages []WebSocketMessage `json:"_webSocketMessages,omitempty"`
+}
+
+// WebSocketMessage is one message of a WebSocket connection: Type is
+// "send" (page to server) or "receive", Time wall-clock seconds since the
+// epoch, Opcode 1 for text and 2 for binary (Data then base64), Data as
+// sent, capped like a body (MaxHARBody, then Truncated) after redaction.
+type WebSocketMessage struct {
+	Type      string  `json:"type"`
+	Time      float64 `json:"time"`
+	Opcode    int     `json:"opcode"`
+	Data      string  `json:"data"`
+	Truncated bool    `json:"_truncated,omitempty"`
 }
 
 // MaxHARBody is the cap on a HAR body as stored.
