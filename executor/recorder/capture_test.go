@@ -3,6 +3,7 @@ package recorder_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,7 +36,10 @@ func receiptNamed(t *testing.T, evs []event.Envelope, verb, name string) (event.
 func TestDemoPopupAndDownload(t *testing.T) {
 	testenv.RequireChromium(t)
 	srv := appserver.Start(t)
-	shop, _ := testenv.Shop(t, demoapp.Options{})
+	// The socket's extra message carries a secret: redaction must erase
+	// it (by its JSON key) before anything is written.
+	const secret = "wsSecretPw7781"
+	shop, _ := testenv.Shop(t, demoapp.Options{SocketExtra: `{"type":"auth","password":"` + secret + `"}`})
 	res := recordFlow(t, srv.Base, shop, "checkout-passes")
 	if res.Verdict != "pass" {
 		t.Fatalf("verdict %s: %+v", res.Verdict, res.Failed)
@@ -62,5 +66,43 @@ func TestDemoPopupAndDownload(t *testing.T) {
 	}
 	if len(dl.Effects.Downloads) != 1 || dl.Effects.Downloads[0] != f.Name {
 		t.Errorf("effects.downloads %v, want [%s]", dl.Effects.Downloads, f.Name)
+	}
+
+	// The cart socket's messages are on its handshake's HAR entry: the
+	// page's hello, the count, the extra message (redacted), and the
+	// count pushed when the kettle went into the cart.
+	var sockets []event.HAR
+	for _, e := range evs {
+		if e.Kind == event.KindHAR {
+			if h := decode[event.HAR](t, e); strings.HasSuffix(h.Request.URL, "/ws/cart") {
+				sockets = append(sockets, h)
+			}
+		}
+	}
+	var sawHello, sawCount1, sawAuth bool
+	for _, h := range sockets {
+		for _, m := range h.WebSocketMessages {
+			switch {
+			case m.Type == "send" && strings.Contains(m.Data, `"hello"`):
+				sawHello = true
+			case m.Type == "receive" && m.Data == `{"count":1,"type":"cart"}`:
+				sawCount1 = true
+			case m.Type == "receive" && strings.Contains(m.Data, `"auth"`):
+				sawAuth = !strings.Contains(m.Data, secret) && m.Opcode == 1
+			}
+		}
+	}
+	if len(sockets) == 0 || !sawHello || !sawCount1 || !sawAuth {
+		t.Errorf("%d socket entries; hello %v, count 1 %v, auth redacted %v: %+v", len(sockets), sawHello, sawCount1, sawAuth, sockets)
+	}
+	dir := srv.App.Store.Dir()
+	c := testenv.Corpus{}
+	c.AddFiles(t, dir, "running")
+	srv.Close()
+	c.AddFiles(t, dir, "closed")
+	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
+	c["server log"] = srv.Log.Bytes()
+	if hits := c.Hits([]string{secret}, []string{"socket secret"}); len(hits) > 0 {
+		t.Errorf("the socket's secret reached the data directory:\n  %s", strings.Join(hits, "\n  "))
 	}
 }
