@@ -2,8 +2,11 @@ package diffrun
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // maxListed bounds the examples one aggregated difference lists.
@@ -120,7 +123,7 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 		for k := range ra {
 			qa, qb := &ra[k], &rb[k]
 			if qa.Method != qb.Method || qa.Status != qb.Status || qa.ErrorCode != qb.ErrorCode ||
-				qa.Failed != qb.Failed || reqRel(qa, d.oa) != reqRel(qb, d.ob) {
+				qa.Failed != qb.Failed || reqRel(qa, d.oa) != reqRel(qb, d.ob) || !slices.Equal(qa.Messages, qb.Messages) {
 				same = false
 				break
 			}
@@ -147,6 +150,7 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 		}
 		used[m] = true
 		qb := &rb[m]
+		diffs = socketMessages(diffs, ka, qa.Messages, qb.Messages)
 		ca, cb := reqClass(qa), reqClass(qb)
 		if qa.Status == qb.Status && qa.ErrorCode == qb.ErrorCode && ca == cb {
 			continue
@@ -177,6 +181,44 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 	diffs = appendListed(diffs, ChannelNetwork, "new_requests", "new: ", added, false)
 	diffs = appendListed(diffs, ChannelNetwork, "missing_requests", "missing: ", missing, false)
 	return diffs
+}
+
+// messageKey is what a WebSocket message is compared by: direction,
+// opcode and normalized payload (NormalizeText: ids, times and tokens
+// become placeholders).
+func messageKey(m event.WebSocketMessage) string {
+	return m.Type + " " + strconv.Itoa(m.Opcode) + " " + NormalizeText(m.Data)
+}
+
+// socketMessages compares the messages of one WebSocket in the two runs
+// as multisets: a message one run has and the other lacks is a material
+// difference (the socket told the page something else, or the page said
+// something else).
+func socketMessages(diffs []Difference, rel string, a, b []string) []Difference {
+	if slices.Equal(a, b) {
+		return diffs
+	}
+	count := map[string]int{}
+	for _, k := range a {
+		count[k]++
+	}
+	var added []string
+	for _, k := range b {
+		if count[k] > 0 {
+			count[k]--
+		} else {
+			added = append(added, k)
+		}
+	}
+	var missing []string
+	for _, k := range a {
+		if count[k] > 0 {
+			count[k]--
+			missing = append(missing, k)
+		}
+	}
+	diffs = appendListed(diffs, ChannelNetwork, "socket_messages", rel+": new message ", added, true)
+	return appendListed(diffs, ChannelNetwork, "socket_messages", rel+": missing message ", missing, true)
 }
 
 // listed joins up to maxListed items, saying how many more there are.

@@ -156,7 +156,8 @@ type harEntry struct {
 		} `json:"content"`
 		Error string `json:"_error"`
 	} `json:"response"`
-	ResourceType string `json:"_resourceType"`
+	ResourceType string                   `json:"_resourceType"`
+	Messages     []event.WebSocketMessage `json:"_webSocketMessages"`
 }
 
 func (l *loader) event(row *store.EventRow) error {
@@ -205,6 +206,9 @@ func (l *loader) event(row *store.EventRow) error {
 		}
 		req := Request{Method: h.Request.Method, URL: h.Request.URL, Template: Template(h.Request.URL),
 			Status: h.Response.Status, Failed: h.Response.Error, Type: h.ResourceType}
+		for _, m := range h.Messages {
+			req.Messages = append(req.Messages, messageKey(m))
+		}
 		if req.Status >= 400 {
 			req.ErrorCode = bodyErrorCode(h.Response.Content.MimeType, h.Response.Content.Text, h.Response.Content.Encoding)
 		}

@@ -62,6 +62,9 @@ type Request struct {
 	// executor says it; "" is treated as a document/fetch/XHR-like request
 	// unless the URL names a static asset.
 	Type string
+	// Messages are a WebSocket's messages, each as direction, opcode and
+	// normalized payload ("receive 1 {…}"), in order.
+	Messages []string
 }
 
 // ConsoleLine is one console message.
