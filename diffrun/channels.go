@@ -111,8 +111,15 @@ func statusText(q *Request) string {
 // 500→200, 404→500), another error code on an error answer, and a new
 // document/fetch/XHR request that fails. New successful requests, missing
 // requests and changes within a class (200→304) are reported, never
-// material.
+// material. Then the WebSocket messages that went during the steps
+// (socketMessages), material between two aligned steps; a step only one
+// run has is the difference itself, so its messages are reported only.
 func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
+	diffs = d.requests(diffs, x, y)
+	return socketMessages(diffs, x.Sockets, y.Sockets, x != &emptyStep && y != &emptyStep)
+}
+
+func (d *differ) requests(diffs []Difference, x, y *Step) []Difference {
 	ra, rb := x.Requests, y.Requests
 	if len(ra) == 0 && len(rb) == 0 {
 		return diffs
@@ -123,7 +130,7 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 		for k := range ra {
 			qa, qb := &ra[k], &rb[k]
 			if qa.Method != qb.Method || qa.Status != qb.Status || qa.ErrorCode != qb.ErrorCode ||
-				qa.Failed != qb.Failed || reqRel(qa, d.oa) != reqRel(qb, d.ob) || !slices.Equal(qa.Messages, qb.Messages) {
+				qa.Failed != qb.Failed || reqRel(qa, d.oa) != reqRel(qb, d.ob) {
 				same = false
 				break
 			}
@@ -150,7 +157,6 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 		}
 		used[m] = true
 		qb := &rb[m]
-		diffs = socketMessages(diffs, ka, qa.Messages, qb.Messages)
 		ca, cb := reqClass(qa), reqClass(qb)
 		if qa.Status == qb.Status && qa.ErrorCode == qb.ErrorCode && ca == cb {
 			continue
@@ -190,11 +196,11 @@ func messageKey(m event.WebSocketMessage) string {
 	return m.Type + " " + strconv.Itoa(m.Opcode) + " " + NormalizeText(m.Data)
 }
 
-// socketMessages compares the messages of one WebSocket in the two runs
-// as multisets: a message one run has and the other lacks is a material
-// difference (the socket told the page something else, or the page said
-// something else).
-func socketMessages(diffs []Difference, rel string, a, b []string) []Difference {
+// socketMessages compares the WebSocket messages of two steps as
+// multisets: a message one run has and the other lacks is a difference
+// (the socket told the page something else, or the page said something
+// else), material when the steps are aligned.
+func socketMessages(diffs []Difference, a, b []string, material bool) []Difference {
 	if slices.Equal(a, b) {
 		return diffs
 	}
@@ -217,8 +223,8 @@ func socketMessages(diffs []Difference, rel string, a, b []string) []Difference 
 			missing = append(missing, k)
 		}
 	}
-	diffs = appendListed(diffs, ChannelNetwork, "socket_messages", rel+": new message ", added, true)
-	return appendListed(diffs, ChannelNetwork, "socket_messages", rel+": missing message ", missing, true)
+	diffs = appendListed(diffs, ChannelNetwork, "socket_messages", "new message ", added, material)
+	return appendListed(diffs, ChannelNetwork, "socket_messages", "missing message ", missing, material)
 }
 
 // listed joins up to maxListed items, saying how many more there are.

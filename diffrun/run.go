@@ -47,6 +47,10 @@ type Step struct {
 	Interactive string
 	FrameCID    string // the step's last frame or screenshot
 	Checks      []Check
+	// Sockets are the WebSocket messages that went during the step, in
+	// order, each as the socket's URL template, direction, opcode and
+	// normalized payload ("ws://…/ws/cart: receive 1 {…}").
+	Sockets []string
 }
 
 // Request is one request a step started.
@@ -62,9 +66,6 @@ type Request struct {
 	// executor says it; "" is treated as a document/fetch/XHR-like request
 	// unless the URL names a static asset.
 	Type string
-	// Messages are a WebSocket's messages, each as direction, opcode and
-	// normalized payload ("receive 1 {…}"), in order.
-	Messages []string
 }
 
 // ConsoleLine is one console message.

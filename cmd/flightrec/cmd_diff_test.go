@@ -167,7 +167,7 @@ func TestDiffSocketMessage(t *testing.T) {
 	if fd := rep.FirstDivergence; fd == nil || fd.Channel != diffrun.ChannelNetwork || !strings.Contains(fd.Explanation, "free shipping") {
 		t.Errorf("first divergence %+v, want the promo message on the network channel", rep.FirstDivergence)
 	}
-	if out, code := diffCLI(t, srv.Base, a, b); code != exitFound || !strings.Contains(out, "new message receive 1") {
+	if out, code := diffCLI(t, srv.Base, a, b); code != exitFound || !strings.Contains(out, "/ws/cart: receive 1") {
 		t.Errorf("flightrec diff: exit %d\n%s", code, out)
 	}
 }
