@@ -3,7 +3,6 @@ package recorder_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,14 +94,7 @@ func TestDemoPopupAndDownload(t *testing.T) {
 	if len(sockets) == 0 || !sawHello || !sawCount1 || !sawAuth {
 		t.Errorf("%d socket entries; hello %v, count 1 %v, auth redacted %v: %+v", len(sockets), sawHello, sawCount1, sawAuth, sockets)
 	}
-	dir := srv.App.Store.Dir()
-	c := testenv.Corpus{}
-	c.AddFiles(t, dir, "running")
-	srv.Close()
-	c.AddFiles(t, dir, "closed")
-	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
-	c["server log"] = srv.Log.Bytes()
-	if hits := c.Hits([]string{secret}, []string{"socket secret"}); len(hits) > 0 {
+	if hits := writtenBytes(t, srv).Hits([]string{secret}, []string{"socket secret"}); len(hits) > 0 {
 		t.Errorf("the socket's secret reached the data directory:\n  %s", strings.Join(hits, "\n  "))
 	}
 }
