@@ -44,7 +44,7 @@ func TestDemoRecordsBothFlows(t *testing.T) {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-passes\): pass, 14 steps`),
+		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-passes\): pass, 16 steps`),
 		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-with-gift-card-fails\): fail, 17 steps`),
 		regexp.MustCompile(`step 14 failed: APP_ERROR: POST http://127\.0\.0\.1:\d+/api/checkout answered 500`),
 		regexp.MustCompile(`http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps`),
