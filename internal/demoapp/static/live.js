@@ -3,8 +3,17 @@
 "use strict";
 (function () {
   var badge = document.getElementById("cart-badge");
+  var ws = null;
   if (badge && window.WebSocket) {
-    var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/cart");
+    // The badge is an enhancement: where no socket can be opened (a
+    // rerun's network pin refuses them), the rendered count stays.
+    try {
+      ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/cart");
+    } catch (e) {
+      ws = null;
+    }
+  }
+  if (ws) {
     ws.onopen = function () {
       ws.send(JSON.stringify({ type: "hello", page: location.pathname }));
     };
