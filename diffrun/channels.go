@@ -2,8 +2,11 @@ package diffrun
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flightrec/flightrec/event"
 )
 
 // maxListed bounds the examples one aggregated difference lists.
@@ -108,8 +111,15 @@ func statusText(q *Request) string {
 // 500→200, 404→500), another error code on an error answer, and a new
 // document/fetch/XHR request that fails. New successful requests, missing
 // requests and changes within a class (200→304) are reported, never
-// material.
+// material. Then the WebSocket messages that went during the steps
+// (socketMessages), material between two aligned steps; a step only one
+// run has is the difference itself, so its messages are reported only.
 func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
+	diffs = d.requests(diffs, x, y)
+	return socketMessages(diffs, x.Sockets, y.Sockets, x != &emptyStep && y != &emptyStep)
+}
+
+func (d *differ) requests(diffs []Difference, x, y *Step) []Difference {
 	ra, rb := x.Requests, y.Requests
 	if len(ra) == 0 && len(rb) == 0 {
 		return diffs
@@ -177,6 +187,44 @@ func (d *differ) network(diffs []Difference, x, y *Step) []Difference {
 	diffs = appendListed(diffs, ChannelNetwork, "new_requests", "new: ", added, false)
 	diffs = appendListed(diffs, ChannelNetwork, "missing_requests", "missing: ", missing, false)
 	return diffs
+}
+
+// messageKey is what a WebSocket message is compared by: direction,
+// opcode and normalized payload (NormalizeText: ids, times and tokens
+// become placeholders).
+func messageKey(m event.WebSocketMessage) string {
+	return m.Type + " " + strconv.Itoa(m.Opcode) + " " + NormalizeText(m.Data)
+}
+
+// socketMessages compares the WebSocket messages of two steps as
+// multisets: a message one run has and the other lacks is a difference
+// (the socket told the page something else, or the page said something
+// else), material when the steps are aligned.
+func socketMessages(diffs []Difference, a, b []string, material bool) []Difference {
+	if slices.Equal(a, b) {
+		return diffs
+	}
+	count := map[string]int{}
+	for _, k := range a {
+		count[k]++
+	}
+	var added []string
+	for _, k := range b {
+		if count[k] > 0 {
+			count[k]--
+		} else {
+			added = append(added, k)
+		}
+	}
+	var missing []string
+	for _, k := range a {
+		if count[k] > 0 {
+			count[k]--
+			missing = append(missing, k)
+		}
+	}
+	diffs = appendListed(diffs, ChannelNetwork, "socket_messages", "new message ", added, material)
+	return appendListed(diffs, ChannelNetwork, "socket_messages", "missing message ", missing, material)
 }
 
 // listed joins up to maxListed items, saying how many more there are.

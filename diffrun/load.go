@@ -1,6 +1,7 @@
 package diffrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,6 +75,15 @@ type loader struct {
 	through uint64
 	steps   map[int]*stepAcc
 	origin  string // the first snapshot's origin
+	// messages are every WebSocket message, placed in steps by time in
+	// build: a socket's entry is sent once, at the step it opened in, but
+	// its messages belong to the steps they went in.
+	messages []timedMessage
+}
+
+type timedMessage struct {
+	ts  int64 // unix ns
+	key string
 }
 
 // stepAcc gathers one step's events.
@@ -151,7 +161,8 @@ type harEntry struct {
 		Content event.HARContent `json:"content"`
 		Error   string           `json:"_error"`
 	} `json:"response"`
-	ResourceType string `json:"_resourceType"`
+	ResourceType string                   `json:"_resourceType"`
+	Messages     []event.WebSocketMessage `json:"_webSocketMessages"`
 }
 
 func (l *loader) event(row *store.EventRow) error {
@@ -200,6 +211,9 @@ func (l *loader) event(row *store.EventRow) error {
 		}
 		req := Request{Method: h.Request.Method, URL: h.Request.URL, Template: Template(h.Request.URL),
 			Status: h.Response.Status, Failed: h.Response.Error, Type: h.ResourceType}
+		for _, m := range h.Messages {
+			l.messages = append(l.messages, timedMessage{ts: int64(m.Time * 1e9), key: req.Template + ": " + messageKey(m)})
+		}
 		if req.Status >= 400 {
 			req.ErrorCode = h.Response.Content.ErrorCode()
 		}
@@ -293,6 +307,23 @@ func (l *loader) build(run *Run) {
 			}
 		}
 		run.Steps = append(run.Steps, s)
+	}
+	placeMessages(run.Steps, l.messages)
+}
+
+// placeMessages puts each WebSocket message in the step that was running
+// when it went: the last step started at or before it (none before the
+// first step).
+func placeMessages(steps []Step, msgs []timedMessage) {
+	slices.SortStableFunc(msgs, func(a, b timedMessage) int { return cmp.Compare(a.ts, b.ts) })
+	k := -1
+	for _, m := range msgs {
+		for k+1 < len(steps) && steps[k+1].StartTS <= m.ts {
+			k++
+		}
+		if k >= 0 {
+			steps[k].Sockets = append(steps[k].Sockets, m.key)
+		}
 	}
 }
 

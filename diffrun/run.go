@@ -47,6 +47,10 @@ type Step struct {
 	Interactive string
 	FrameCID    string // the step's last frame or screenshot
 	Checks      []Check
+	// Sockets are the WebSocket messages that went during the step, in
+	// order, each as the socket's URL template, direction, opcode and
+	// normalized payload ("ws://…/ws/cart: receive 1 {…}").
+	Sockets []string
 }
 
 // Request is one request a step started.

@@ -40,13 +40,31 @@ type RequestEffect struct {
 
 // Effects are what a step changed besides its own outcome.
 type Effects struct {
-	Navigation    *Navigation     `json:"navigation,omitempty"`
-	Popups        []string        `json:"popups,omitempty"`
-	Dialogs       []Dialog        `json:"dialogs,omitempty"`
-	Downloads     []string        `json:"downloads,omitempty"`
+	Navigation *Navigation `json:"navigation,omitempty"`
+	Popups     []string    `json:"popups,omitempty"`
+	Dialogs    []Dialog    `json:"dialogs,omitempty"`
+	Downloads  []string    `json:"downloads,omitempty"`
+	// Files describes the downloads one by one (Downloads keeps their
+	// names, as a list of strings, for readers that know only it).
+	Files         []File          `json:"files,omitempty"`
 	Requests      []RequestEffect `json:"requests,omitempty"`
 	ConsoleErrors int             `json:"console_errors,omitempty"`
 	SnapshotDelta string          `json:"snapshot_delta,omitempty"`
+}
+
+// File is a file a step downloaded: its suggested name (redacted on the
+// server like any text), size, MIME type (the response's, else sniffed
+// from the bytes) and the hex sha256 of its bytes. The bytes themselves
+// are not sent.
+type File struct {
+	Name   string `json:"name"`
+	URL    string `json:"url,omitempty"`
+	Size   int64  `json:"size"`
+	MIME   string `json:"mime,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	// State is "completed", or "canceled" when the download did not end
+	// (then Size is what arrived and SHA256 is empty).
+	State string `json:"state,omitempty"`
 }
 
 // Navigation is a page change caused by a step.
@@ -219,6 +237,21 @@ type HAR struct {
 	Timings         json.RawMessage `json:"timings,omitempty"`
 	Initiator       json.RawMessage `json:"_initiator,omitempty"`
 	Truncated       bool            `json:"_truncated,omitempty"`
+	// WebSocketMessages are a WebSocket's messages, in the order they
+	// went, on the entry of its handshake (Chrome's HAR extension).
+	WebSocketMessages []WebSocketMessage `json:"_webSocketMessages,omitempty"`
+}
+
+// WebSocketMessage is one message of a WebSocket connection: Type is
+// "send" (page to server) or "receive", Time wall-clock seconds since the
+// epoch, Opcode 1 for text and 2 for binary (Data then base64), Data as
+// sent, capped like a body (MaxHARBody, then Truncated) after redaction.
+type WebSocketMessage struct {
+	Type      string  `json:"type"`
+	Time      float64 `json:"time"`
+	Opcode    int     `json:"opcode"`
+	Data      string  `json:"data"`
+	Truncated bool    `json:"_truncated,omitempty"`
 }
 
 // MaxHARBody is the cap on a HAR body as stored.

@@ -94,11 +94,31 @@ func (r *Redactor) redactHAR(d *event.Decoded) (Result, error) {
 		}
 		w.pop()
 	}
+	if msgs, ok := m["_webSocketMessages"].([]any); ok {
+		w.push("_webSocketMessages")
+		for i, x := range msgs {
+			if msg, ok := x.(map[string]any); ok {
+				w.push(strconv.Itoa(i))
+				ch, tr := w.socketMessage(msg)
+				w.pop()
+				changed = changed || ch || tr
+				if t, ok := msg["data"]; ok {
+					bodies = append(bodies, held{msg, t})
+					delete(msg, "data")
+				}
+			}
+		}
+		w.pop()
+	}
 	if _, ch := w.walk(m); ch {
 		changed = true
 	}
 	for _, b := range bodies {
-		b.obj["text"] = b.text
+		if _, ok := b.obj["opcode"]; ok {
+			b.obj["data"] = b.text // a WebSocket message
+		} else {
+			b.obj["text"] = b.text
+		}
 	}
 	if truncated {
 		m["_truncated"] = true
@@ -183,6 +203,9 @@ func (r *Redactor) harNeedsWork(h *event.HAR) bool {
 		if _, ok := d.dropParam(p.Name); ok || (d.generic && secretishName(p.Name)) {
 			return true
 		}
+	}
+	if len(h.WebSocketMessages) > 0 {
+		return true
 	}
 	c := h.Response.Content
 	if c.Text != "" {
@@ -463,6 +486,50 @@ func (w *scrubber) harBody(obj map[string]any, request bool) (changed, truncated
 	} else {
 		obj["text"] = nb
 	}
+	return true, truncated
+}
+
+// socketMessage redacts a WebSocket message's data (the current pointer)
+// as a body: text (opcode 1) by the body rules, JSON by key, a message the
+// page sent like a request body; binary is base64, scanned decoded. Then
+// it is capped at event.MaxHARBody and the message marked _truncated.
+func (w *scrubber) socketMessage(msg map[string]any) (changed, truncated bool) {
+	data, ok := msg["data"].(string)
+	if !ok || data == "" {
+		return false, false
+	}
+	w.push("data")
+	w.fixed = w.ptr()
+	defer func() { w.fixed = ""; w.pop() }()
+	send := msg["type"] == "send"
+	op, _ := msg["opcode"].(float64)
+	if n, ok := msg["opcode"].(interface{ String() string }); ok {
+		f, _ := strconv.ParseFloat(n.String(), 64)
+		op = f
+	}
+	text := data
+	if op != 1 {
+		raw, err := decodeBase64(data)
+		if err != nil {
+			msg["data"] = ""
+			w.find("body:undecodable")
+			return true, false
+		}
+		text = string(raw)
+	}
+	nt, ch := w.harBodyText(text, "", send)
+	if len(nt) > event.MaxHARBody {
+		nt = capUTF8(nt, event.MaxHARBody)
+		ch, truncated = true, true
+		msg["_truncated"] = true
+	}
+	if !ch {
+		return false, false
+	}
+	if op != 1 {
+		nt = base64.StdEncoding.EncodeToString([]byte(nt))
+	}
+	msg["data"] = nt
 	return true, truncated
 }
 

@@ -101,8 +101,8 @@ func TestDiffDemoRuns(t *testing.T) {
 	if !strings.Contains(fd.Explanation, "Pay") || !strings.Contains(fd.Explanation, "500") || !strings.Contains(fd.Explanation, "GIFT_CARD_STATE") {
 		t.Errorf("pass vs fail: first divergence %+v, want the Pay step with 500 GIFT_CARD_STATE", fd)
 	}
-	if fd.StepA != 11 || fd.StepB != 14 {
-		t.Errorf("pass vs fail: diverge at steps %d/%d, want 11 (Pay in the passing flow) / 14 (Pay in the failing one)", fd.StepA, fd.StepB)
+	if fd.StepA != 12 || fd.StepB != 14 {
+		t.Errorf("pass vs fail: diverge at steps %d/%d, want 12 (Pay in the passing flow) / 14 (Pay in the failing one)", fd.StepA, fd.StepB)
 	}
 	out, code := diffCLI(t, srv.Base, pass1, fails[0])
 	if code != exitFound || !strings.Contains(out, "GIFT_CARD_STATE") {
@@ -136,8 +136,8 @@ func TestDiffDemoRuns(t *testing.T) {
 			matched++
 		}
 	}
-	if rep.FirstDivergence != nil || inserted != 2 || matched != 14 {
-		t.Errorf("pass vs retry: divergence %+v, %d inserted, %d matched; want none, 2, 14", rep.FirstDivergence, inserted, matched)
+	if rep.FirstDivergence != nil || inserted != 2 || matched != 16 {
+		t.Errorf("pass vs retry: divergence %+v, %d inserted, %d matched; want none, 2, 16", rep.FirstDivergence, inserted, matched)
 	}
 
 	// Three failing runs and one passing: reproduced 3 of 4.
@@ -149,6 +149,26 @@ func TestDiffDemoRuns(t *testing.T) {
 	out, code = diffCLI(t, srv.Base, append([]string{"--group"}, append(fails, pass1)...)...)
 	if code != exitFound || !strings.Contains(out, "reproduced 3 of 4") {
 		t.Errorf("flightrec diff --group: exit %d\n%s", code, out)
+	}
+}
+
+// TestDiffSocketMessage: two passing runs against storefronts whose cart
+// sockets differ by one message the server sends differ in flightrec diff,
+// on the network channel, naming the message.
+func TestDiffSocketMessage(t *testing.T) {
+	testenv.RequireChromium(t)
+	srv := appserver.Start(t)
+	plain, _ := testenv.Shop(t, demoapp.Options{})
+	chatty, _ := testenv.Shop(t, demoapp.Options{SocketExtra: `{"type":"promo","text":"free shipping"}`})
+	a := recordDemo(t, srv.Base, plain, "checkout-passes", 0)
+	b := recordDemo(t, srv.Base, chatty, "checkout-passes", 0)
+	var rep diffrun.Report
+	getJSON(t, srv.Base+"/v1/diff?a="+a+"&b="+b, &rep)
+	if fd := rep.FirstDivergence; fd == nil || fd.Channel != diffrun.ChannelNetwork || !strings.Contains(fd.Explanation, "free shipping") {
+		t.Errorf("first divergence %+v, want the promo message on the network channel", rep.FirstDivergence)
+	}
+	if out, code := diffCLI(t, srv.Base, a, b); code != exitFound || !strings.Contains(out, "/ws/cart: receive 1") {
+		t.Errorf("flightrec diff: exit %d\n%s", code, out)
 	}
 }
 

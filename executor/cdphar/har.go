@@ -31,6 +31,8 @@ type Entry struct {
 	Connection      string     `json:"connection,omitempty"`
 	Initiator       *Initiator `json:"_initiator,omitempty"`
 	ResourceType    string     `json:"_resourceType,omitempty"`
+	// WebSocketMessages are a WebSocket's messages (websocket.go).
+	WebSocketMessages []event.WebSocketMessage `json:"_webSocketMessages,omitempty"`
 }
 
 // Request is a HAR request.

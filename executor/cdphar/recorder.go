@@ -59,6 +59,7 @@ type Recorder struct {
 	cond     *sync.Cond // signalled when fetching drops
 	reqs     map[network.RequestID]*request
 	hops     []*hop // in the order the requests started
+	sockets  []*socket
 	fetching int
 	last     time.Time // when the last network event arrived
 	stopped  bool
@@ -152,7 +153,7 @@ func (r *Recorder) Stop() {
 func (r *Recorder) handle(ev any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped {
+	if r.stopped || r.handleSocket(ev) {
 		return
 	}
 	switch ev := ev.(type) {
@@ -420,6 +421,11 @@ func (r *Recorder) Entries() []json.RawMessage {
 	r.build(true, func(h *hop) bool { return h.ended }, func(_ *hop, _ *Entry, b json.RawMessage) {
 		out = append(out, b)
 	})
+	for _, s := range r.sockets {
+		if b, err := json.Marshal(socketEntry(s)); err == nil {
+			out = append(out, b)
+		}
+	}
 	return out
 }
 
@@ -512,6 +518,17 @@ func (r *Recorder) Take(all bool) []Taken {
 		}
 		out = append(out, t)
 	})
+	for _, s := range r.sockets {
+		if s.taken || !(s.closed || all) {
+			continue
+		}
+		s.taken = true
+		e := socketEntry(s)
+		if b, err := json.Marshal(e); err == nil {
+			out = append(out, Taken{Step: s.step, Entry: b, Method: "GET", URL: s.url, Status: s.status,
+				Type: "WebSocket", Started: s.wall})
+		}
+	}
 	return out
 }
 

@@ -286,6 +286,11 @@ func TestCDPLogFromRealChromium(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %d", h.Request.Method, h.Request.URL, h.Response.Status))
 	}
 	for _, r := range served() {
+		if strings.HasSuffix(r.URL, "/ws/cart") {
+			// The cart badge's WebSocket: its events are not in this log
+			// (methodOf), and the storefront logs a socket only once it closed.
+			continue
+		}
 		want = append(want, fmt.Sprintf("%s %s %d", r.Method, r.URL, r.Status))
 	}
 	sort.Strings(got)

@@ -719,7 +719,9 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	unserved := map[string]int{}
 	for _, r := range served() {
 		unserved[fmt.Sprintf("%s %s %d", r.Method, r.URL, r.Status)]++
-		if r.URL != base+"/favicon.ico" {
+		// Nor is the cart badge's WebSocket asked of the import: the
+		// storefront logs it only once closed, as a 200 of http://.
+		if r.URL != base+"/favicon.ico" && r.URL != base+"/ws/cart" {
 			want = append(want, fmt.Sprintf("%s %s %d", r.Method, r.URL, r.Status))
 		}
 	}

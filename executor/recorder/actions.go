@@ -63,6 +63,9 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	}
 	resolved, actErr := s.act(step, timeout)
 	s.settle(2 * time.Second)
+	// A download the step began is described once it ends (or the step's
+	// timeout passes: then as it stands).
+	files, popups := s.cap.effects(n, timeout)
 	entries := s.har.Take(false)
 	s.sendHAR(entries)
 	s.ensureFrame(n)
@@ -99,7 +102,12 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	eff.Dialogs = s.dialogs[n]
 	s.mu.Unlock()
 	eff.SnapshotDelta = s.refs.delta()
-	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" {
+	eff.Popups, eff.Files = popups, files
+	for _, f := range files {
+		eff.Downloads = append(eff.Downloads, f.Name)
+	}
+	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" ||
+		len(eff.Popups) > 0 || len(eff.Files) > 0 {
 		rc.Effects = eff
 	}
 	misses := s.takeMisses(n)

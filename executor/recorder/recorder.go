@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -170,6 +171,10 @@ type session struct {
 	mask wire.MaskRules
 	refs *refs
 	maps *sourceMaps
+	// scratch is the run's own directory (removed with it): downloads
+	// land there and nowhere else.
+	scratch string
+	cap     *capture
 
 	mu            sync.Mutex
 	url           string // the main frame's URL
@@ -233,7 +238,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
-	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(),
+	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"),
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
 		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
@@ -335,6 +340,10 @@ func (s *session) setup(vp flow.Viewport) error {
 	s.vp = event.Viewport{Width: vp.Width, Height: vp.Height}
 	chromedp.Listen(ctx, s.onEvent)
 	var err error
+	s.cap = newCapture(s.scratch, chromedp.FromContext(ctx).Target.TargetID)
+	if err := s.cap.start(ctx, s.st.currentStep); err != nil {
+		return fmt.Errorf("setting up downloads and popups: %w", err)
+	}
 	s.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: s.st.currentStep})
 	if err != nil {
 		return err
@@ -427,6 +436,8 @@ func (s *session) onEvent(ev any) {
 			return
 		}
 		f.offer(ev)
+	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
+		s.cap.onEvent(ev, s.st.currentStep())
 	default:
 		s.onConsoleEvent(ev)
 	}

@@ -79,6 +79,20 @@ func allEvents(t testing.TB, base, id string) []event.Envelope {
 	}
 }
 
+// writtenBytes is every byte the server wrote: its data directory while
+// running and after it closed (which it does), its SQLite index and its log.
+func writtenBytes(t testing.TB, srv *appserver.Server) testenv.Corpus {
+	t.Helper()
+	dir := srv.App.Store.Dir()
+	c := testenv.Corpus{}
+	c.AddFiles(t, dir, "running")
+	srv.Close()
+	c.AddFiles(t, dir, "closed")
+	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
+	c["server log"] = srv.Log.Bytes()
+	return c
+}
+
 func decode[T any](t testing.TB, e event.Envelope) T {
 	t.Helper()
 	var v T
@@ -133,13 +147,7 @@ func TestDemoFlowsOnRealChromium(t *testing.T) {
 	checkPayStep(t, srv.Base, pass, false)
 
 	// No byte the server wrote holds the card number or the password.
-	dir := srv.App.Store.Dir()
-	c := testenv.Corpus{}
-	c.AddFiles(t, dir, "running")
-	srv.Close()
-	c.AddFiles(t, dir, "closed")
-	c.AddSQLite(t, filepath.Join(dir, "index.sqlite"))
-	c["server log"] = srv.Log.Bytes()
+	c := writtenBytes(t, srv)
 	secrets := []string{demoapp.Card, strings.ReplaceAll(demoapp.Card, " ", ""), demoapp.Password}
 	labels := []string{"card number", "card number (digits)", "password"}
 	if hits := c.Hits(secrets, labels); len(hits) > 0 {

@@ -68,6 +68,20 @@ func TestExportValidate(t *testing.T) {
 		if at < 0 {
 			t.Fatalf("no POST %s 500 entry among the export's %d entries", checkout, len(doc.Log.Entries))
 		}
+		// The cart badge's WebSocket is exported with its messages (the
+		// count the server pushed when the kettle went into the cart), and
+		// the document above validated with them.
+		pushed := false
+		for _, e := range doc.Log.Entries {
+			msgs, _ := e["_webSocketMessages"].([]any)
+			for _, m := range msgs {
+				mm, _ := m.(map[string]any)
+				pushed = pushed || mm["type"] == "receive" && mm["data"] == `{"count":1,"type":"cart"}` && mm["opcode"] == float64(1)
+			}
+		}
+		if !pushed {
+			t.Error("no exported WebSocket entry has the cart count the server pushed")
+		}
 		// The validator is live: the same document with that entry's
 		// response status removed is refused, at that place.
 		delete(doc.Log.Entries[at]["response"].(map[string]any), "status")

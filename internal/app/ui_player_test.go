@@ -380,6 +380,25 @@ func TestUIPlayerDemo(t *testing.T) {
 	if wantLog == "" {
 		t.Fatalf("the Pay step has no \"checkout failed\" console event")
 	}
+	// The step whose network holds the cart socket that got the count 1.
+	wsStep := -1
+	for _, st := range tl.Steps {
+		var v playback.StepView
+		do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d", srv.Base, id, st.Step), nil).decode(t, &v)
+		for _, e := range v.Events {
+			var h event.HAR
+			if e.Kind == event.KindHAR && json.Unmarshal(e.Data, &h) == nil && strings.HasSuffix(h.Request.URL, "/ws/cart") {
+				for _, m := range h.WebSocketMessages {
+					if m.Data == `{"count":1,"type":"cart"}` && wsStep < 0 {
+						wsStep = st.Step
+					}
+				}
+			}
+		}
+	}
+	if wsStep < 0 {
+		t.Fatal("no step has the cart socket's entry with the count 1")
+	}
 
 	tab := newUITab(t, 1280, 800)
 
@@ -476,6 +495,21 @@ func TestUIPlayerDemo(t *testing.T) {
 		detail := uiEval[string](tab, `document.getElementById("network-detail").hidden ? "" : document.getElementById("network-detail").textContent`)
 		if !strings.Contains(detail, "Request headers") || !strings.Contains(detail, "GIFT_CARD_STATE") {
 			t.Errorf("request details: %.500q", detail)
+		}
+
+		// Network: the cart badge's WebSocket shows its messages (the
+		// count the server pushed when the kettle went into the cart).
+		if wsStep > 0 {
+			tab.click(fmt.Sprintf(`#steps [data-step="%d"]`, wsStep))
+			idx := tab.waitFor("the socket's row", `(() => {
+				const r = Array.from(document.querySelectorAll('#network tr[data-index]')).find((r) => r.textContent.includes("/ws/cart"));
+				return r ? r.dataset.index : ""; })()`, 10*time.Second)
+			tab.click(fmt.Sprintf(`#network tr[data-index="%s"]`, idx))
+			detail := uiEval[string](tab, `document.getElementById("network-detail").hidden ? "" : document.getElementById("network-detail").textContent`)
+			if !strings.Contains(detail, "WebSocket messages") || !strings.Contains(detail, `{"count":1,"type":"cart"}`) || !strings.Contains(detail, "received") {
+				t.Errorf("the socket's details: %.800q", detail)
+			}
+			tab.click(fmt.Sprintf(`#steps [data-step="%d"]`, pay))
 		}
 
 		// Console: the storefront's error, with its source-mapped stack.

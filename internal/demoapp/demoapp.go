@@ -22,14 +22,22 @@
 //	POST /api/gift          {"code"} → 200 | 404 GIFT_CARD_NOT_FOUND | 409 CART_EMPTY | 422 MISSING_CODE
 //	POST /api/checkout      {"email","card"} → 200 {"order_id","next"} | 409 CART_EMPTY | 422 INVALID_EMAIL, INVALID_CARD | 500 GIFT_CARD_STATE
 //	GET  /api/orders/last   the last checkout attempt: {"id","state","http_status","error","total_cents"}
-//	GET  /orders/{id}       the order confirmation
-//	GET  /static/…          app.min.js (with app.min.js.map), src/app.js, style.css
+//	GET  /orders/{id}       the order confirmation, with a "Download receipt" link
+//	GET  /orders/{id}/receipt.pdf  the paid order's receipt, a one-page PDF, as an attachment
+//	GET  /terms             the terms of sale (the "Terms" link opens it in a popup)
+//	GET  /ws/cart           a WebSocket: the server sends {"type":"cart","count":N} on
+//	                        connect and whenever the cart changes; the page sends
+//	                        {"type":"hello","page":PATH} once open
+//	GET  /static/…          app.min.js (with app.min.js.map), src/app.js, live.js, style.css
 //
 // The pages load static/app.min.js, minified by esbuild from the readable
 // static/src/app.js with a source map whose "sources" is src/app.js, served
 // at /static/src/app.js: a console stack recorded on the storefront maps
 // back to the source it was written in. Regenerate both with go generate
 // after editing static/src/app.js (it needs npx, from Node.js).
+//
+// static/live.js (the cart badge's socket and the Terms popup) is served
+// as written, outside the minified bundle, so it needs no regeneration.
 //
 // Options.FrontendOnly serves the pages and assets alone: every /api/
 // route answers 503 {"error":"FRONTEND_ONLY"}.
@@ -91,6 +99,10 @@ type Options struct {
 	// the cart (/orders/{id} confirms order id). A run whose API answers
 	// come from a recording proves with it that none came from here.
 	FrontendOnly bool
+	// SocketExtra, when set, is one more text message the cart socket
+	// sends after the first count: tests use it for a run whose socket
+	// differs, or that carries a secret.
+	SocketExtra string
 }
 
 //go:embed templates/*.html
@@ -162,18 +174,26 @@ type shop struct {
 	opts     Options
 	mu       sync.Mutex
 	sessions map[string]*session
+	sockets  map[*session]map[*wsConn]bool // the cart sockets open, by session
 }
 
 // Handler returns the storefront's handler (for tests that serve it with
 // net/http/httptest). Each Handler has its own sessions.
 func Handler(opts Options) http.Handler {
-	s := &shop{opts: opts, sessions: map[string]*session{}}
+	s := &shop{opts: opts, sessions: map[string]*session{}, sockets: map[*session]map[*wsConn]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("GET /signin", s.signinPage)
 	mux.HandleFunc("GET /product", s.page("product"))
 	mux.HandleFunc("GET /checkout", s.page("checkout"))
 	mux.HandleFunc("GET /orders/{id}", s.orderPage)
+	mux.HandleFunc("GET /orders/{id}/receipt.pdf", s.receipt)
+	mux.HandleFunc("GET /terms", func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, http.StatusOK, "terms", view{Title: "Terms of sale"})
+	})
+	if !opts.FrontendOnly {
+		mux.HandleFunc("GET /ws/cart", s.cartSocket)
+	}
 	if !opts.FrontendOnly {
 		// Frontend only, every /api/ path falls through to the 503 below.
 		mux.HandleFunc("POST /api/signin", s.apiSignin)
@@ -502,10 +522,12 @@ func (s *shop) apiAddToCart(r *http.Request, ss *session) (int, any, *apiError) 
 				return 0, nil, fail(http.StatusUnprocessableEntity, "BAD_QUANTITY")
 			}
 			ss.cart[i].Qty += req.Qty
+			s.pushCount(ss)
 			return http.StatusCreated, cartOf(ss), nil
 		}
 	}
 	ss.cart = append(ss.cart, line{SKU: p.SKU, Name: p.Name, Qty: req.Qty, Cents: p.Cents})
+	s.pushCount(ss)
 	return http.StatusCreated, cartOf(ss), nil
 }
 
@@ -559,6 +581,7 @@ func (s *shop) apiCheckout(r *http.Request, ss *session) (int, any, *apiError) {
 	at.State, at.HTTPStatus = "paid", http.StatusOK
 	ss.orders[at.ID] = at
 	ss.cart, ss.gift = nil, false
+	s.pushCount(ss)
 	return http.StatusOK, map[string]any{"order_id": at.ID, "total_cents": at.TotalCents, "next": "/orders/" + at.ID}, nil
 }
 

@@ -744,6 +744,22 @@
     return FR.el("table", { class: "grid compact headers" }, tb);
   }
 
+  // A WebSocket's messages (the entry's _webSocketMessages): direction,
+  // time, opcode and data, the first 500.
+  function socketTable(msgs) {
+    const tb = FR.el("tbody");
+    for (const m of msgs.slice(0, 500)) {
+      const when = typeof m.time === "number" ? new Date(m.time * 1000).toISOString().slice(11, 23) : "";
+      tb.append(FR.el("tr", { class: "ws-" + (m.type === "send" ? "send" : "receive") },
+        FR.el("td", { text: m.type === "send" ? "↑ sent" : "↓ received" }),
+        FR.el("td", { text: when }),
+        FR.el("td", { text: m.opcode === 1 ? "text" : m.opcode === 2 ? "binary" : String(m.opcode) }),
+        FR.el("td", {}, preview(m.data, 500), m._truncated ? " (truncated)" : "")));
+    }
+    return FR.el("table", { class: "grid compact socket-messages" },
+      FR.el("thead", {}, FR.el("tr", {}, ...["", "time", "opcode", "data"].map((t) => FR.el("th", { scope: "col", text: t })))), tb);
+  }
+
   function showNetwork(i) {
     const ev = state.net[i];
     if (!ev) return;
@@ -777,7 +793,9 @@
         (req.postData.params || []).map((p) => p.name + "=" + p.value).join("&"))) : null,
       FR.el("h4", { text: "Response headers" }), headersTable(res.headers),
       FR.el("h4", { text: "Response body" + (content.encoding ? " (" + content.encoding + ")" : "") }),
-      content.text ? FR.el("pre", { class: "body" }, preview(content.text)) : empty("not recorded"));
+      content.text ? FR.el("pre", { class: "body" }, preview(content.text)) : empty("not recorded"),
+      h._webSocketMessages ? FR.el("h4", { text: "WebSocket messages (" + h._webSocketMessages.length + ")" }) : null,
+      h._webSocketMessages ? socketTable(h._webSocketMessages) : null);
     box.hidden = false;
     box.dataset.index = String(i);
     if (hooks.netDetail) hooks.netDetail(box, ev);

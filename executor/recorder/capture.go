@@ -1,0 +1,194 @@
+package recorder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/event"
+)
+
+// capture follows what a step starts outside its page: downloads and the
+// popups or tabs it opens.
+//
+// Downloads land in the recorder's scratch directory (never the user's:
+// Browser.setDownloadBehavior allowAndName names each file by its guid
+// there), are hashed when complete and deleted; only their description
+// (event.File) is sent.
+type capture struct {
+	dir string // scratch: removed with the run
+
+	mu        sync.Mutex
+	changed   chan struct{}       // closed and replaced on every change
+	downloads map[string]*dlState // by guid
+	popups    map[target.ID]*popup
+	opener    target.ID // the recorded tab
+}
+
+type dlState struct {
+	step      int
+	file      event.File
+	finishing bool // finish is under way
+	done      bool
+}
+
+type popup struct {
+	step int
+	url  string
+}
+
+func newCapture(dir string, opener target.ID) *capture {
+	return &capture{dir: dir, changed: make(chan struct{}), downloads: map[string]*dlState{},
+		popups: map[target.ID]*popup{}, opener: opener}
+}
+
+// start routes downloads to the scratch directory and listens to the
+// browser's target events for popups.
+func (c *capture) start(ctx context.Context, stepOf func() int) error {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return err
+	}
+	events := true
+	if _, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: c.dir, EventsEnabled: &events}); err != nil {
+		return err
+	}
+	return chromedp.ListenBrowser(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *target.EventTargetCreated:
+			c.onTarget(ev.TargetInfo, stepOf())
+		case *target.EventTargetInfoChanged:
+			c.onTarget(ev.TargetInfo, -1)
+		}
+	})
+}
+
+// onTarget notes a page opened by the recorded tab (step ≥ 0), or a known
+// popup's new URL (step -1): a popup starts at about:blank.
+func (c *capture) onTarget(ti *target.Info, step int) {
+	if ti == nil || ti.Type != "page" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.popups[ti.TargetID]
+	switch {
+	case p != nil:
+		p.url = ti.URL
+	case step >= 0 && ti.OpenerID == c.opener && c.opener != "":
+		c.popups[ti.TargetID] = &popup{step: step, url: ti.URL}
+	default:
+		return
+	}
+	c.notify()
+}
+
+// onEvent takes the download events (the tab's listener passes them on).
+func (c *capture) onEvent(ev any, step int) {
+	switch ev := ev.(type) {
+	case *browser.EventDownloadWillBegin:
+		c.mu.Lock()
+		if c.downloads[ev.GUID] == nil { // the tab and the browser may both report it
+			c.downloads[ev.GUID] = &dlState{step: step, file: event.File{Name: ev.SuggestedFilename, URL: ev.URL}}
+			c.notify()
+		}
+		c.mu.Unlock()
+	case *browser.EventDownloadProgress:
+		switch ev.State {
+		case browser.DownloadProgressStateCompleted, browser.DownloadProgressStateCanceled:
+			c.mu.Lock()
+			d := c.downloads[ev.GUID]
+			first := d != nil && !d.finishing
+			if first {
+				d.finishing = true
+			}
+			c.mu.Unlock()
+			if first {
+				// Hashing reads the file: off the reader goroutine.
+				go c.finish(ev.GUID, ev.State, int64(ev.ReceivedBytes))
+			}
+		}
+	}
+}
+
+// finish describes a download that ended and deletes its file.
+func (c *capture) finish(guid string, state browser.DownloadProgressState, received int64) {
+	f := event.File{State: string(state), Size: received}
+	path := filepath.Join(c.dir, filepath.Base(guid))
+	if state == browser.DownloadProgressStateCompleted {
+		if fh, err := os.Open(path); err == nil {
+			h := sha256.New()
+			head := make([]byte, 512)
+			n, _ := io.ReadFull(fh, head)
+			h.Write(head[:n])
+			size, err := io.Copy(h, fh)
+			fh.Close()
+			if err == nil {
+				f.Size, f.SHA256 = int64(n)+size, hex.EncodeToString(h.Sum(nil))
+				f.MIME = http.DetectContentType(head[:n])
+			}
+		}
+	}
+	_ = os.Remove(path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.downloads[guid]
+	d.file.State, d.file.Size, d.file.SHA256, d.file.MIME = f.State, f.Size, f.SHA256, f.MIME
+	d.done = true
+	c.notify()
+}
+
+func (c *capture) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// effects waits (at most wait) for step's downloads to end, then returns
+// the downloads and popups the step started.
+func (c *capture) effects(step int, wait time.Duration) (files []event.File, popups []string) {
+	deadline := time.After(wait)
+	for {
+		c.mu.Lock()
+		pending := false
+		files, popups = nil, nil
+		for _, d := range c.downloads {
+			if d.step != step {
+				continue
+			}
+			if !d.done {
+				pending = true
+			}
+			files = append(files, d.file)
+		}
+		for _, p := range c.popups {
+			if p.step == step {
+				popups = append(popups, p.url)
+			}
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		if !pending {
+			break
+		}
+		select {
+		case <-ch:
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	sort.Strings(popups)
+	return files, popups
+}

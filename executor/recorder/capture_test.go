@@ -1,0 +1,100 @@
+package recorder_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/internal/demoapp"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testenv/appserver"
+)
+
+// receiptNamed returns the receipt of the step whose action is verb on a
+// target named name.
+func receiptNamed(t *testing.T, evs []event.Envelope, verb, name string) (event.Receipt, int) {
+	t.Helper()
+	for _, e := range evs {
+		if e.Kind != event.KindReceipt {
+			continue
+		}
+		r := decode[event.Receipt](t, e)
+		if r.Action.Verb == verb && r.Action.Target != nil && r.Action.Target.Name == name {
+			return r, e.Step
+		}
+	}
+	t.Fatalf("no %s %q step", verb, name)
+	return event.Receipt{}, 0
+}
+
+// TestDemoPopupAndDownload records the passing demo flow in real Chromium:
+// the Terms click's receipt lists the popup it opened, and the receipt
+// download is described by name, size, MIME type and the PDF's sha256.
+func TestDemoPopupAndDownload(t *testing.T) {
+	testenv.RequireChromium(t)
+	srv := appserver.Start(t)
+	// The socket's extra message carries a secret: redaction must erase
+	// it (by its JSON key) before anything is written.
+	const secret = "wsSecretPw7781"
+	shop, _ := testenv.Shop(t, demoapp.Options{SocketExtra: `{"type":"auth","password":"` + secret + `"}`})
+	res := recordFlow(t, srv.Base, shop, "checkout-passes")
+	if res.Verdict != "pass" {
+		t.Fatalf("verdict %s: %+v", res.Verdict, res.Failed)
+	}
+	indexed(t, srv.Base, res.ID, res.Total)
+	evs := allEvents(t, srv.Base, res.ID)
+
+	terms, _ := receiptNamed(t, evs, "click", "Terms")
+	if terms.Effects == nil || len(terms.Effects.Popups) != 1 || terms.Effects.Popups[0] != shop+"/terms" {
+		t.Errorf("the Terms step's effects: %+v, want the popup %s/terms", terms.Effects, shop)
+	}
+
+	dl, _ := receiptNamed(t, evs, "click", "Download receipt")
+	if dl.Effects == nil || len(dl.Effects.Files) != 1 {
+		t.Fatalf("the download step's effects: %+v", dl.Effects)
+	}
+	f := dl.Effects.Files[0]
+	id := strings.TrimSuffix(strings.TrimPrefix(f.Name, "receipt-"), ".pdf")
+	pdf := demoapp.ReceiptPDF(id, 4900)
+	sum := sha256.Sum256(pdf)
+	if !strings.HasPrefix(id, "ord_") || f.Size != int64(len(pdf)) || f.SHA256 != hex.EncodeToString(sum[:]) ||
+		f.MIME != "application/pdf" || f.State != "completed" {
+		t.Errorf("file %+v, want %d bytes with sha256 %x", f, len(pdf), sum)
+	}
+	if len(dl.Effects.Downloads) != 1 || dl.Effects.Downloads[0] != f.Name {
+		t.Errorf("effects.downloads %v, want [%s]", dl.Effects.Downloads, f.Name)
+	}
+
+	// The cart socket's messages are on its handshake's HAR entry: the
+	// page's hello, the count, the extra message (redacted), and the
+	// count pushed when the kettle went into the cart.
+	var sockets []event.HAR
+	for _, e := range evs {
+		if e.Kind == event.KindHAR {
+			if h := decode[event.HAR](t, e); strings.HasSuffix(h.Request.URL, "/ws/cart") {
+				sockets = append(sockets, h)
+			}
+		}
+	}
+	var sawHello, sawCount1, sawAuth bool
+	for _, h := range sockets {
+		for _, m := range h.WebSocketMessages {
+			switch {
+			case m.Type == "send" && strings.Contains(m.Data, `"hello"`):
+				sawHello = true
+			case m.Type == "receive" && m.Data == `{"count":1,"type":"cart"}`:
+				sawCount1 = true
+			case m.Type == "receive" && strings.Contains(m.Data, `"auth"`):
+				sawAuth = !strings.Contains(m.Data, secret) && m.Opcode == 1
+			}
+		}
+	}
+	if len(sockets) == 0 || !sawHello || !sawCount1 || !sawAuth {
+		t.Errorf("%d socket entries; hello %v, count 1 %v, auth redacted %v: %+v", len(sockets), sawHello, sawCount1, sawAuth, sockets)
+	}
+	if hits := writtenBytes(t, srv).Hits([]string{secret}, []string{"socket secret"}); len(hits) > 0 {
+		t.Errorf("the socket's secret reached the data directory:\n  %s", strings.Join(hits, "\n  "))
+	}
+}
