@@ -484,3 +484,28 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// recordingPrefix keeps what a reader needs of each finished recording
+// beside the blobs (meta.json, ROOT): recordings/<id>/<name>.
+const recordingPrefix = "recordings/"
+
+// PutRecordingFile stores a finished recording's file for other nodes,
+// replacing what was there (a reseal changes meta.json and ROOT).
+func (s *Store) PutRecordingFile(id, name string, data []byte) error {
+	key := recordingPrefix + id + "/" + name
+	if _, err := s.obj.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		return fmt.Errorf("store: publish %s: %w", key, err)
+	}
+	return nil
+}
+
+// RecordingFile reads a file PutRecordingFile stored; a missing one is
+// blobs.ErrNotFound.
+func (s *Store) RecordingFile(id, name string) ([]byte, error) {
+	key := recordingPrefix + id + "/" + name
+	data, _, err := objstore.ReadAll(context.Background(), s.obj, key)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", key, blobs.ErrNotFound)
+	}
+	return data, err
+}

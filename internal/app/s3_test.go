@@ -1,0 +1,87 @@
+package app_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store/objstore"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// node starts a flightrec server on its own data directory whose blobs
+// live in srv's bucket under prefix and whose index is the ClickHouse
+// database dsn: one node of a deployment sharing both.
+func node(t *testing.T, srv *testenv.S3Server, prefix, dsn string) (*app.App, string) {
+	t.Helper()
+	var cfg app.Config
+	cfg.Store.Data = t.TempDir()
+	cfg.Store.Index = dsn
+	cfg.Store.Blobs = srv.URL(prefix)
+	cfg.Store.BlobCredentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	cfg.Ingest.Limits.MaxBatchBytes = 1 << 20
+	cfg.Ingest.Limits.MaxEventBytes = 300 << 10
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(a.Handler())
+	t.Cleanup(func() { hs.Close(); a.Close() })
+	return a, hs.URL
+}
+
+// TestAnyNodeServesAnyRecording: a recording ingested through node A (its
+// blobs packed into the shared bucket, its segments and manifest sealed
+// there, its meta.json and ROOT published beside them) is served by node
+// B, which never saw it and has a data directory of its own: the same
+// timeline, step views, DOM, events, video and bundle bytes.
+func TestAnyNodeServesAnyRecording(t *testing.T) {
+	testenv.RequireFFmpeg(t, "ffmpeg")
+	srv := testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	_, baseA := node(t, srv, "deploy", dsn)
+	_, baseB := node(t, srv, "deploy", dsn)
+
+	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
+	id := openRec(t, baseA)
+	for from := 0; from < len(evs); from += 40 {
+		to := min(from+40, len(evs))
+		if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
+			t.Fatalf("batch to %d: %+v", to, a)
+		}
+	}
+	r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+	var fin wire.FinishReply
+	r.decode(t, &fin)
+	if r.status != 200 || fin.Root == "" {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	waitIndexed(t, baseA, id, uint64(len(evs)))
+
+	// B reads everything A does, byte for byte.
+	checkReads(t, baseB, id, evs)
+	var tl playback.Timeline
+	do(t, "GET", baseB+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
+	paths := []string{"", "/steps", "/events?limit=10000", "/bundle", "/blobs/" + fin.Root, "/video.webm"}
+	for _, st := range tl.Steps {
+		paths = append(paths, fmt.Sprintf("/steps/%d", st.Step), fmt.Sprintf("/steps/%d/dom", st.Step))
+	}
+	for _, p := range paths {
+		a := do(t, "GET", baseA+"/v1/recordings/"+id+p, nil)
+		b := do(t, "GET", baseB+"/v1/recordings/"+id+p, nil)
+		if a.status != b.status || !bytes.Equal(a.body, b.body) {
+			t.Errorf("GET …%s: node A %d (%d bytes), node B %d (%d bytes) %.300s", p, a.status, len(a.body), b.status, len(b.body), b.body)
+		}
+		if p != "" && p != "/steps" && a.status != 200 && !bytes.HasSuffix([]byte(p), []byte("/dom")) {
+			t.Errorf("GET …%s: %d %.300s", p, a.status, a.body)
+		}
+	}
+}
