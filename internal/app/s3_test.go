@@ -2,11 +2,15 @@ package app_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
@@ -84,4 +88,66 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 			t.Errorf("GET …%s: %d %.300s", p, a.status, a.body)
 		}
 	}
+}
+
+// TestS3OutageMidIngest: versitygw is stopped for 10 s in the middle of an
+// executor's upload. Appends meanwhile answer 503 with Retry-After (a
+// batch is acknowledged only once its blobs are in the object store), the
+// client retries and resumes, and after finishing every event is there:
+// nothing acknowledged was lost, and the server never asked to rewind
+// below what it had acknowledged.
+func TestS3OutageMidIngest(t *testing.T) {
+	srv := testenv.S3(t)
+	_, base := node(t, srv, "outage", "")
+	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 10, FrameBytes: 6000})
+	id := openRec(t, base)
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(base)
+	var unavailable []*wire.Error
+	c.OnRetry = func(err error, _ time.Duration) {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			unavailable = append(unavailable, we)
+		}
+	}
+	var maxAcked uint64
+	c.OnGap = func(expected uint64) {
+		if expected <= maxAcked {
+			t.Errorf("the server expects seq %d after acknowledging %d: acknowledged events were lost", expected, maxAcked)
+		}
+	}
+	restarted := make(chan struct{})
+	stopped := false
+	_, err = c.Send(context.Background(), id, lines, 20, 1<<20, func(acked uint64) {
+		maxAcked = max(maxAcked, acked)
+		if !stopped && acked >= 40 {
+			stopped = true
+			srv.Stop()
+			go func() {
+				time.Sleep(10 * time.Second)
+				srv.Start()
+				close(restarted)
+			}()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-restarted
+	if _, err := c.Finish(context.Background(), id, "pass"); err != nil {
+		t.Fatal(err)
+	}
+	if len(unavailable) == 0 {
+		t.Fatal("no append was refused during the outage")
+	}
+	for _, we := range unavailable {
+		if we.Status != 503 || we.RetryAfter <= 0 || we.Next == "" {
+			t.Fatalf("a refusal during the outage: %+v, want 503 with Retry-After and a next step", we)
+		}
+	}
+	waitIndexed(t, base, id, uint64(len(evs)))
+	checkReads(t, base, id, evs)
 }
