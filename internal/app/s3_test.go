@@ -3,10 +3,12 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -16,6 +18,9 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/playback/attest"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -51,8 +56,8 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	testenv.RequireFFmpeg(t, "ffmpeg")
 	srv := testenv.S3(t)
 	dsn := testenv.ClickHouse(t)
-	_, baseA := node(t, srv, "deploy", dsn)
-	_, baseB := node(t, srv, "deploy", dsn)
+	appA, baseA := node(t, srv, "deploy", dsn)
+	appB, baseB := node(t, srv, "deploy", dsn)
 
 	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
 	id := openRec(t, baseA)
@@ -87,6 +92,62 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 		if p != "" && p != "/steps" && a.status != 200 && !bytes.HasSuffix([]byte(p), []byte("/dom")) {
 			t.Errorf("GET …%s: %d %.300s", p, a.status, a.body)
 		}
+	}
+
+	// verify re-hashes the recording's blobs from the bucket on both nodes.
+	for name, a := range map[string]*app.App{"A": appA, "B": appB} {
+		rep, err := a.Store.Verify(context.Background(), nil)
+		if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
+			t.Errorf("verify on node %s: %+v %v", name, rep, err)
+		}
+	}
+	// The video B built is cached as a derived blob in the bucket: A's
+	// blob store finds it too.
+	derived, err := os.ReadFile(layout.Of(appB.Store.Dir()).Derived(id))
+	if err != nil {
+		t.Fatalf("node B cached no video: %v", err)
+	}
+	var names map[string]string
+	if err := json.Unmarshal(derived, &names); err != nil || len(names) == 0 {
+		t.Fatalf("derived.json: %s %v", derived, err)
+	}
+	for name, cs := range names {
+		c, err := store.ParseCID(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := appA.Store.Blobs.Stat(c); err != nil {
+			t.Errorf("derived %s (%s) not in the shared bucket: %v", name, cs, err)
+		}
+	}
+	// B's attestation verifies with B's key against the manifest, and B's
+	// bundle imports into a data directory of its own and verifies.
+	pub, err := attest.ParsePublicKey(do(t, "GET", baseB+"/v1/attestation/key", nil).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil)
+	if env.status != 200 {
+		t.Fatalf("attestation on B: %d %s", env.status, env.body)
+	}
+	manifest, _, _, err := appB.Store.ManifestBytes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
+		t.Fatalf("B's attestation: %v", err)
+	}
+	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	bundle := do(t, "GET", baseB+"/v1/recordings/"+id+"/bundle", nil)
+	if gotID, root, err := other.ImportBundle(bytes.NewReader(bundle.body)); err != nil || gotID != id || root != fin.Root {
+		t.Fatalf("import B's bundle: %s %s %v", gotID, root, err)
+	}
+	if rep, err := other.Verify(context.Background(), nil); err != nil || !rep.OK() {
+		t.Fatalf("verify the imported bundle: %+v %v", rep, err)
 	}
 }
 
