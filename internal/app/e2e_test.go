@@ -50,7 +50,7 @@ type reply struct {
 	header http.Header
 }
 
-func (r reply) decode(t *testing.T, v any) {
+func (r reply) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decoding %s: %v", r.body, err)
@@ -70,7 +70,7 @@ func (r reply) errCode(t *testing.T) string {
 	return env.Error.Code
 }
 
-func do(t *testing.T, method, url string, body []byte, hdr ...string) reply {
+func do(t testing.TB, method, url string, body []byte, hdr ...string) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -88,7 +88,7 @@ func do(t *testing.T, method, url string, body []byte, hdr ...string) reply {
 	return reply{resp.StatusCode, b, resp.Header}
 }
 
-func appendBatch(t *testing.T, base, id string, evs []event.Envelope, hdr ...string) reply {
+func appendBatch(t testing.TB, base, id string, evs []event.Envelope, hdr ...string) reply {
 	t.Helper()
 	return do(t, "POST", base+"/v1/recordings/"+id+"/events", testgen.NDJSON(evs), hdr...)
 }
@@ -103,7 +103,7 @@ func acked(t *testing.T, r reply) wire.AppendReply {
 	return a
 }
 
-func openRec(t *testing.T, base string) string {
+func openRec(t testing.TB, base string) string {
 	t.Helper()
 	r := do(t, "POST", base+"/v1/recordings", []byte(`{"project":"shop","flow":"checkout","labels":{"ci":"yes"}}`))
 	if r.status != 201 {
