@@ -33,8 +33,17 @@ import (
 func server(t *testing.T, lim ingest.Limits) (*app.App, string) {
 	t.Helper()
 	var cfg app.Config
-	cfg.Store.Data = t.TempDir()
 	cfg.Ingest.Limits = lim
+	return startApp(t, cfg)
+}
+
+// startApp starts the app of cfg on a loopback listener, over a temp dir
+// unless cfg names one, and closes both when the test ends.
+func startApp(t testing.TB, cfg app.Config) (*app.App, string) {
+	t.Helper()
+	if cfg.Store.Data == "" {
+		cfg.Store.Data = t.TempDir()
+	}
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

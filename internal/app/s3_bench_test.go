@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -29,15 +27,7 @@ import (
 //	go test -run '^$' -bench S3Ingest -benchtime 1x ./internal/app/
 func BenchmarkS3Ingest(b *testing.B) {
 	srv := testenv.S3(b)
-	cfg, err := objstore.ParseS3URL(srv.URL("bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	obj, err := objstore.NewS3(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	obj := srv.Store(b, "bench-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	ctx := context.Background()
 	bs, err := objblobs.Open(ctx, obj)
 	if err != nil {
@@ -98,7 +88,7 @@ func BenchmarkS3Ingest(b *testing.B) {
 			localEvents = max(localEvents, smallEventRate(b, func(*app.Config) {}))
 			s3Events = max(s3Events, smallEventRate(b, func(c *app.Config) {
 				c.Store.Blobs = srv.URL("bench-small-" + strconv.FormatInt(time.Now().UnixNano(), 36))
-				c.Store.BlobCredentials = cfg.Credentials
+				c.Store.BlobCredentials = srv.Credentials()
 			}))
 		}
 
@@ -128,15 +118,9 @@ func firstKey(b *testing.B, obj objstore.Store) string {
 // through a fresh server configured by set and returns events per second.
 func smallEventRate(b *testing.B, set func(*app.Config)) float64 {
 	var cfg app.Config
-	cfg.Store.Data = b.TempDir()
 	cfg.Ingest.Limits = ingest.DefaultLimits
 	set(&cfg)
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	defer func() { hs.Close(); a.Close() }()
+	_, base := startApp(b, cfg)
 	evs := testgen.Recording(testgen.Options{Seed: 3, Steps: 100, EventsPerStep: 20})
 	var small []event.Envelope
 	for _, e := range evs {
@@ -147,11 +131,11 @@ func smallEventRate(b *testing.B, set func(*app.Config)) float64 {
 	for i := range small {
 		small[i].Seq = uint64(i + 1)
 	}
-	id := openRec(b, hs.URL)
+	id := openRec(b, base)
 	start := time.Now()
 	for from := 0; from < len(small); from += 100 {
 		to := min(from+100, len(small))
-		r := appendBatch(b, hs.URL, id, small[from:to])
+		r := appendBatch(b, base, id, small[from:to])
 		if r.status != 200 {
 			b.Fatalf("append: %d %s", r.status, r.body)
 		}

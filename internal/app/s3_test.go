@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -21,7 +19,6 @@ import (
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
-	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -31,20 +28,13 @@ import (
 func node(t *testing.T, srv *testenv.S3Server, prefix, dsn string) (*app.App, string) {
 	t.Helper()
 	var cfg app.Config
-	cfg.Store.Data = t.TempDir()
 	cfg.Store.Index = dsn
 	cfg.Store.Blobs = srv.URL(prefix)
-	cfg.Store.BlobCredentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	cfg.Store.BlobCredentials = srv.Credentials()
 	cfg.Ingest.Limits = ingest.DefaultLimits
 	cfg.Ingest.Limits.MaxBatchBytes = 1 << 20
 	cfg.Ingest.Limits.MaxEventBytes = 300 << 10
-	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(a.Handler())
-	t.Cleanup(func() { hs.Close(); a.Close() })
-	return a, hs.URL
+	return startApp(t, cfg)
 }
 
 // TestAnyNodeServesAnyRecording: a recording ingested through node A (its

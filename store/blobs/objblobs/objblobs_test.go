@@ -19,21 +19,6 @@ import (
 	"github.com/flightrec/flightrec/store/objstore"
 )
 
-func s3Store(t *testing.T, srv *testenv.S3Server, prefix string) objstore.Store {
-	t.Helper()
-	cfg, err := objstore.ParseS3URL(srv.URL(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	cfg.MaxRetries = 1
-	s, err := objstore.NewS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func open(t *testing.T, obj objstore.Store) *objblobs.Store {
 	t.Helper()
 	s, err := objblobs.Open(context.Background(), obj)
@@ -153,7 +138,7 @@ func TestOnLocalObjects(t *testing.T) {
 
 func TestOnS3(t *testing.T) {
 	srv := testenv.S3(t)
-	exercise(t, func() objstore.Store { return s3Store(t, srv, "blobs") })
+	exercise(t, func() objstore.Store { return srv.Store(t, "blobs") })
 }
 
 // TestOutage: with the server down a put fails with ErrUnavailable (never
@@ -161,7 +146,7 @@ func TestOnS3(t *testing.T) {
 // the server is back, the put succeeds.
 func TestOutage(t *testing.T) {
 	srv := testenv.S3(t)
-	s := open(t, s3Store(t, srv, "outage"))
+	s := open(t, srv.Store(t, "outage"))
 	old := blobstest.RandMany(t, 4, 100)
 	oc := blobstest.PutMany(t, s.PutMany, old)
 	srv.Stop()
@@ -178,7 +163,7 @@ func TestOutage(t *testing.T) {
 	}
 	srv.Start()
 	bc := blobstest.PutMany(t, s.PutMany, batch)
-	if got := blobstest.Read(t, open(t, s3Store(t, srv, "outage")).Open, bc[4]); !bytes.Equal(got, batch[4]) {
+	if got := blobstest.Read(t, open(t, srv.Store(t, "outage")).Open, bc[4]); !bytes.Equal(got, batch[4]) {
 		t.Fatal("blob stored after the outage differs")
 	}
 	if !strings.Contains(s.String(), "s3://") {
