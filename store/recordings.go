@@ -61,6 +61,17 @@ func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
 	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
 }
 
+// OpenStoreReadOnlyWithBlobs is OpenStoreReadOnly for a data directory
+// whose blobs live in b (an object store's: --blobs), which the store
+// closes. Nothing is written to b either.
+func OpenStoreReadOnlyWithBlobs(dir string, lo LogOptions, b blobs.Store) (*Store, error) {
+	if fi, err := os.Stat(layout.Of(dir).Recordings()); err != nil || !fi.IsDir() {
+		b.Close()
+		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
+	}
+	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
+}
+
 // writable returns ErrReadOnly for a store opened read-only; every method
 // that changes the data directory calls it first.
 func (s *Store) writable() error {

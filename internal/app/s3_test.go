@@ -91,6 +91,16 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 			t.Errorf("verify on node %s: %+v %v", name, rep, err)
 		}
 	}
+	// So does the read-only open of `flightrec verify --data A --blobs s3://…`.
+	ro, err := app.StoreConfig{Data: appA.Store.Dir(), Blobs: srv.URL("deploy"), BlobCredentials: srv.Credentials()}.OpenReadOnly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ro.Verify(context.Background(), nil)
+	ro.Close()
+	if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
+		t.Errorf("read-only verify with --blobs: %+v %v", rep, err)
+	}
 	// The video B built is cached as a derived blob in the bucket: A's
 	// blob store finds it too.
 	derived, err := os.ReadFile(layout.Of(appB.Store.Dir()).Derived(id))
