@@ -170,7 +170,7 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 // importable checks that recording id can take root: absent, or there
 // with that root.
 func (s *Store) importable(id, root string) error {
-	have, err := s.Root(id)
+	have, err := s.localRoot(id)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,10 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 	if err := s.importable(id, root); err != nil {
 		return err
 	}
-	if have, _ := s.Root(id); have == root {
+	if have, _ := s.localRoot(id); have == root {
+		if manifest == nil {
+			return nil
+		}
 		_, _, err := s.Blobs.Put(manifest)
 		return err
 	}
@@ -225,8 +228,10 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 	if err := WriteFileAtomic(s.Layout().Root(staged), []byte(root+"\n"), 0o644); err != nil {
 		return err
 	}
-	if _, _, err := s.Blobs.Put(manifest); err != nil {
-		return err
+	if manifest != nil { // nil: the shared blob store holds it (fetch)
+		if _, _, err := s.Blobs.Put(manifest); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(stage, s.recDir(id)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -234,7 +239,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 			if err := s.importable(id, root); err != nil {
 				return err
 			}
-			if have, _ := s.Root(id); have == root {
+			if have, _ := s.localRoot(id); have == root {
 				os.RemoveAll(stage)
 				return nil
 			}

@@ -66,6 +66,17 @@ func OpenStoreReadOnly(dir string, lo LogOptions) (*Store, error) {
 	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
 }
 
+// OpenStoreReadOnlyWithBlobs is OpenStoreReadOnly for a data directory
+// whose blobs live in b (an object store's: --blobs), which the store
+// closes. Nothing is written to b either.
+func OpenStoreReadOnlyWithBlobs(dir string, lo LogOptions, b blobs.Store) (*Store, error) {
+	if fi, err := os.Stat(layout.Of(dir).Recordings()); err != nil || !fi.IsDir() {
+		b.Close()
+		return nil, fmt.Errorf("store: %s is not a flightrec data directory: %w", dir, ErrNotFound)
+	}
+	return &Store{dir: dir, Blobs: b, LogOptions: lo, readOnly: true}, nil
+}
+
 // writable returns ErrReadOnly for a store opened read-only; every method
 // that changes the data directory calls it first.
 func (s *Store) writable() error {
@@ -90,6 +101,21 @@ func OpenStore(dir string, lo LogOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return openStore(dir, lo, b)
+}
+
+// OpenStoreWithBlobs opens (creating if needed) a data directory whose
+// blobs live in b (an object store's: serve --blobs), which the store
+// closes.
+func OpenStoreWithBlobs(dir string, lo LogOptions, b blobs.Store) (*Store, error) {
+	if err := os.MkdirAll(layout.Of(dir).Recordings(), 0o755); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return openStore(dir, lo, b)
+}
+
+func openStore(dir string, lo LogOptions, b blobs.Store) (*Store, error) {
 	s := &Store{dir: dir, Blobs: b, LogOptions: lo}
 	if err := s.removeLeftovers(); err != nil {
 		b.Close()
@@ -177,7 +203,13 @@ func (s *Store) Meta(id string) (RecordingMeta, error) {
 	}
 	b, err := os.ReadFile(s.metaPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+		// Another node may have ingested it (a shared blob store).
+		if ferr := s.fetch(id); errors.Is(ferr, ErrNotFound) {
+			return m, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+		} else if ferr != nil {
+			return m, ferr // the shared blob store unreachable: not "missing"
+		}
+		b, err = os.ReadFile(s.metaPath(id))
 	}
 	if err != nil {
 		return m, fmt.Errorf("store: %w", err)
@@ -189,7 +221,21 @@ func (s *Store) Meta(id string) (RecordingMeta, error) {
 }
 
 // Root returns the manifest CID of a finished recording, or "" while open.
+// A recording this data directory does not have is looked for in a shared
+// blob store (another node's: fetch).
 func (s *Store) Root(id string) (string, error) {
+	root, err := s.localRoot(id)
+	if err != nil || root != "" {
+		return root, err
+	}
+	if _, merr := os.Stat(s.metaPath(id)); !errors.Is(merr, fs.ErrNotExist) || s.fetch(id) != nil {
+		return "", nil // open here, or nowhere
+	}
+	return s.localRoot(id)
+}
+
+// localRoot is Root in this data directory alone.
+func (s *Store) localRoot(id string) (string, error) {
 	if !ValidRecordingID(id) {
 		return "", fmt.Errorf("recording %q: %w", id, ErrNotFound)
 	}
@@ -286,9 +332,16 @@ func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
 		if _, statErr := os.Stat(s.logDir(id)); root != "" && statErr == nil {
 			_ = os.RemoveAll(s.logDir(id)) // a crash after ROOT, before cleanup
 		}
+		if err == nil {
+			err = s.publish(id, root)
+		}
 		return root, err
 	}
-	return s.sealLog(meta, gaps)
+	root, err := s.sealLog(meta, gaps)
+	if err == nil {
+		err = s.publish(id, root)
+	}
+	return root, err
 }
 
 // Reseal replaces a finished recording's events and metadata with recs (in
@@ -340,7 +393,9 @@ func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot stri
 	if err := WriteFileAtomic(s.metaPath(id), b, 0o644); err != nil {
 		return "", "", err
 	}
-	newRoot, err = s.sealLog(meta, old.Gaps)
+	if newRoot, err = s.sealLog(meta, old.Gaps); err == nil {
+		err = s.publish(id, newRoot)
+	}
 	return oldRoot, newRoot, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store/objstore"
 )
 
 // Configuration comes from flags, each of which may fall back on an
@@ -136,6 +137,10 @@ func storeFlags(fs *flag.FlagSet, c *app.StoreConfig) {
 	envFlag(fs, &c.Index, "index", "",
 		"index DSN: empty or sqlite:PATH for the embedded index (default DATA/index.sqlite), "+
 			"or clickhouse://USER:PASS@HOST:9000/DB for ClickHouse")
+	envFlag(fs, &c.Blobs, "blobs", "",
+		"where blobs and sealed logs are kept: empty for DATA/blobs, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R "+
+			"(credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)")
+	c.BlobCredentials = objstore.CredentialsFromEnv(os.Getenv)
 	envFlag(fs, &c.LockTimeout, "lock-timeout", 10*time.Second,
 		"how long to wait for the data directory's lock while another command holds it")
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,8 +33,10 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/blobs/objblobs"
 	"github.com/flightrec/flightrec/store/clickhouse"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/store/sqlite"
 	"github.com/flightrec/flightrec/ui"
 	"github.com/flightrec/flightrec/wire"
@@ -44,6 +47,11 @@ import (
 type StoreConfig struct {
 	Data  string
 	Index string
+	// Blobs is where blobs are kept: "" for the data directory's blobs/
+	// (the single-node default), or an object store, s3://BUCKET/PREFIX?…
+	// (objstore.Open), signed with BlobCredentials.
+	Blobs           string
+	BlobCredentials objstore.Credentials
 	// SegmentBytes is the log segment size.
 	SegmentBytes int64
 	// LockTimeout is how long a command waits for the data directory's
@@ -131,7 +139,7 @@ func OpenIndex(dsn, dataDir string) (store.Index, error) {
 // Open opens the data directory and the index of a StoreConfig; on error
 // nothing stays open.
 func (c StoreConfig) Open() (*store.Store, store.Index, error) {
-	st, err := store.OpenStore(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})
+	st, err := c.openStore()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,6 +149,45 @@ func (c StoreConfig) Open() (*store.Store, store.Index, error) {
 		return nil, nil, err
 	}
 	return st, idx, nil
+}
+
+// openStore opens the data directory with its blobs where c.Blobs says.
+func (c StoreConfig) openStore() (*store.Store, error) {
+	lo := store.LogOptions{SegmentBytes: c.SegmentBytes}
+	if c.Blobs == "" {
+		return store.OpenStore(c.Data, lo)
+	}
+	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials)
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenStoreWithBlobs(c.Data, lo, b)
+}
+
+// OpenBlobs opens the blob store on the object store target names
+// (objstore.Open), refusing at once a server it cannot reach or whose
+// bucket or credentials are wrong.
+func OpenBlobs(ctx context.Context, target string, creds objstore.Credentials) (*objblobs.Store, error) {
+	obj, err := objstore.Open(target, creds)
+	if err != nil {
+		return nil, fmt.Errorf("--blobs: %w", err)
+	}
+	closeObj := func() {
+		if c, ok := obj.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	if s3, ok := obj.(*objstore.S3); ok {
+		if err := s3.Check(ctx); err != nil {
+			return nil, fmt.Errorf("--blobs %s: %w", obj, err)
+		}
+	}
+	b, err := objblobs.Open(ctx, obj)
+	if err != nil {
+		closeObj()
+		return nil, fmt.Errorf("--blobs: %w", err)
+	}
+	return b, nil
 }
 
 // App is a running flightrec server's modules.

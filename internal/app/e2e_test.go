@@ -39,8 +39,23 @@ func server(t *testing.T, lim ingest.Limits) (*app.App, string) {
 func serverLog(t *testing.T, lim ingest.Limits, log *slog.Logger) (*app.App, string) {
 	t.Helper()
 	var cfg app.Config
-	cfg.Store.Data = t.TempDir()
 	cfg.Ingest.Limits = lim
+	return startAppLog(t, cfg, log)
+}
+
+// startApp starts the app of cfg on a loopback listener, over a temp dir
+// unless cfg names one, and closes both when the test ends.
+func startApp(t testing.TB, cfg app.Config) (*app.App, string) {
+	t.Helper()
+	return startAppLog(t, cfg, slog.New(slog.DiscardHandler))
+}
+
+// startAppLog is startApp logging to log.
+func startAppLog(t testing.TB, cfg app.Config, log *slog.Logger) (*app.App, string) {
+	t.Helper()
+	if cfg.Store.Data == "" {
+		cfg.Store.Data = t.TempDir()
+	}
 	a, err := app.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +71,7 @@ type reply struct {
 	header http.Header
 }
 
-func (r reply) decode(t *testing.T, v any) {
+func (r reply) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decoding %s: %v", r.body, err)
@@ -76,7 +91,7 @@ func (r reply) errCode(t *testing.T) string {
 	return env.Error.Code
 }
 
-func do(t *testing.T, method, url string, body []byte, hdr ...string) reply {
+func do(t testing.TB, method, url string, body []byte, hdr ...string) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -94,7 +109,7 @@ func do(t *testing.T, method, url string, body []byte, hdr ...string) reply {
 	return reply{resp.StatusCode, b, resp.Header}
 }
 
-func appendBatch(t *testing.T, base, id string, evs []event.Envelope, hdr ...string) reply {
+func appendBatch(t testing.TB, base, id string, evs []event.Envelope, hdr ...string) reply {
 	t.Helper()
 	return do(t, "POST", base+"/v1/recordings/"+id+"/events", testgen.NDJSON(evs), hdr...)
 }
@@ -109,7 +124,7 @@ func acked(t *testing.T, r reply) wire.AppendReply {
 	return a
 }
 
-func openRec(t *testing.T, base string) string {
+func openRec(t testing.TB, base string) string {
 	t.Helper()
 	r := do(t, "POST", base+"/v1/recordings", []byte(`{"project":"shop","flow":"checkout","labels":{"ci":"yes"}}`))
 	if r.status != 201 {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -94,7 +95,15 @@ func (c StoreConfig) OpenReadOnly() (*store.Store, error) {
 		return nil, wire.New(0, "NO_DATA_DIR", "give the data directory with --data DIR (env FLIGHTREC_DATA)",
 			"%s is not a data directory", c.Data)
 	}
-	return store.OpenStoreReadOnly(c.Data, store.LogOptions{SegmentBytes: c.SegmentBytes})
+	lo := store.LogOptions{SegmentBytes: c.SegmentBytes}
+	if c.Blobs == "" {
+		return store.OpenStoreReadOnly(c.Data, lo)
+	}
+	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials)
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenStoreReadOnlyWithBlobs(c.Data, lo, b)
 }
 
 // OpenIndexReadOnly opens the index a DSN names for reading only: the

@@ -15,6 +15,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/flightrec/flightrec/store/objstore"
 )
 
 const versitygwHelp = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 (about 2 minutes; .ci/run does it), " +
@@ -161,4 +163,27 @@ func (s *S3Server) stopLocked() {
 	}
 	s.d.stop(30 * time.Second)
 	s.d = nil
+}
+
+// Store is an objstore.S3 on prefix of the server's bucket, signed with
+// its root credentials, retrying each request twice at most (so that an
+// outage is answered quickly).
+func (s *S3Server) Store(t testing.TB, prefix string) *objstore.S3 {
+	t.Helper()
+	cfg, err := objstore.ParseS3URL(s.URL(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Credentials = s.Credentials()
+	cfg.MaxRetries = 2
+	st, err := objstore.NewS3(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Credentials are the server's root credentials.
+func (s *S3Server) Credentials() objstore.Credentials {
+	return objstore.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}
 }

@@ -28,17 +28,7 @@ func TestOnLocalObjects(t *testing.T) {
 
 // s3Backend opens a backend on a fresh prefix of srv's bucket.
 func s3Backend(t *testing.T, srv *testenv.S3Server, prefix string) objbackend.Backend {
-	cfg, err := objstore.ParseS3URL(srv.URL(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	cfg.MaxRetries = 2
-	s, err := objstore.NewS3(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return objbackend.Backend{Store: s}
+	return objbackend.Backend{Store: srv.Store(t, prefix)}
 }
 
 func TestOnS3(t *testing.T) {

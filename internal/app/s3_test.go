@@ -1,0 +1,214 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/executor/client"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/playback/attest"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// node starts a flightrec server on its own data directory whose blobs
+// live in srv's bucket under prefix and whose index is the ClickHouse
+// database dsn: one node of a deployment sharing both.
+func node(t *testing.T, srv *testenv.S3Server, prefix, dsn string) (*app.App, string) {
+	t.Helper()
+	var cfg app.Config
+	cfg.Store.Index = dsn
+	cfg.Store.Blobs = srv.URL(prefix)
+	cfg.Store.BlobCredentials = srv.Credentials()
+	cfg.Ingest.Limits = ingest.DefaultLimits
+	cfg.Ingest.Limits.MaxBatchBytes = 1 << 20
+	cfg.Ingest.Limits.MaxEventBytes = 300 << 10
+	return startApp(t, cfg)
+}
+
+// TestAnyNodeServesAnyRecording: a recording ingested through node A (its
+// blobs packed into the shared bucket, its segments and manifest sealed
+// there, its meta.json and ROOT published beside them) is served by node
+// B, which never saw it and has a data directory of its own: the same
+// timeline, step views, DOM, events, video and bundle bytes.
+func TestAnyNodeServesAnyRecording(t *testing.T) {
+	testenv.RequireFFmpeg(t, "ffmpeg")
+	srv := testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	appA, baseA := node(t, srv, "deploy", dsn)
+	appB, baseB := node(t, srv, "deploy", dsn)
+
+	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
+	id := openRec(t, baseA)
+	for from := 0; from < len(evs); from += 40 {
+		to := min(from+40, len(evs))
+		if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
+			t.Fatalf("batch to %d: %+v", to, a)
+		}
+	}
+	r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+	var fin wire.FinishReply
+	r.decode(t, &fin)
+	if r.status != 200 || fin.Root == "" {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	waitIndexed(t, baseA, id, uint64(len(evs)))
+
+	// B reads everything A does, byte for byte.
+	checkReads(t, baseB, id, evs)
+	var tl playback.Timeline
+	do(t, "GET", baseB+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
+	paths := []string{"", "/steps", "/events?limit=10000", "/bundle", "/blobs/" + fin.Root, "/video.webm"}
+	for _, st := range tl.Steps {
+		paths = append(paths, fmt.Sprintf("/steps/%d", st.Step), fmt.Sprintf("/steps/%d/dom", st.Step))
+	}
+	for _, p := range paths {
+		a := do(t, "GET", baseA+"/v1/recordings/"+id+p, nil)
+		b := do(t, "GET", baseB+"/v1/recordings/"+id+p, nil)
+		if a.status != b.status || !bytes.Equal(a.body, b.body) {
+			t.Errorf("GET …%s: node A %d (%d bytes), node B %d (%d bytes) %.300s", p, a.status, len(a.body), b.status, len(b.body), b.body)
+		}
+		if p != "" && p != "/steps" && a.status != 200 && !bytes.HasSuffix([]byte(p), []byte("/dom")) {
+			t.Errorf("GET …%s: %d %.300s", p, a.status, a.body)
+		}
+	}
+
+	// verify re-hashes the recording's blobs from the bucket on both nodes.
+	for name, a := range map[string]*app.App{"A": appA, "B": appB} {
+		rep, err := a.Store.Verify(context.Background(), nil)
+		if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
+			t.Errorf("verify on node %s: %+v %v", name, rep, err)
+		}
+	}
+	// So does the read-only open of `flightrec verify --data A --blobs s3://…`.
+	ro, err := app.StoreConfig{Data: appA.Store.Dir(), Blobs: srv.URL("deploy"), BlobCredentials: srv.Credentials()}.OpenReadOnly()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ro.Verify(context.Background(), nil)
+	ro.Close()
+	if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
+		t.Errorf("read-only verify with --blobs: %+v %v", rep, err)
+	}
+	// The video B built is cached as a derived blob in the bucket: A's
+	// blob store finds it too.
+	derived, err := os.ReadFile(layout.Of(appB.Store.Dir()).Derived(id))
+	if err != nil {
+		t.Fatalf("node B cached no video: %v", err)
+	}
+	var names map[string]string
+	if err := json.Unmarshal(derived, &names); err != nil || len(names) == 0 {
+		t.Fatalf("derived.json: %s %v", derived, err)
+	}
+	for name, cs := range names {
+		c, err := store.ParseCID(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := appA.Store.Blobs.Stat(c); err != nil {
+			t.Errorf("derived %s (%s) not in the shared bucket: %v", name, cs, err)
+		}
+	}
+	// B's attestation verifies with B's key against the manifest, and B's
+	// bundle imports into a data directory of its own and verifies.
+	pub, err := attest.ParsePublicKey(do(t, "GET", baseB+"/v1/attestation/key", nil).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil)
+	if env.status != 200 {
+		t.Fatalf("attestation on B: %d %s", env.status, env.body)
+	}
+	manifest, _, _, err := appB.Store.ManifestBytes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
+		t.Fatalf("B's attestation: %v", err)
+	}
+	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	bundle := do(t, "GET", baseB+"/v1/recordings/"+id+"/bundle", nil)
+	if gotID, root, err := other.ImportBundle(bytes.NewReader(bundle.body)); err != nil || gotID != id || root != fin.Root {
+		t.Fatalf("import B's bundle: %s %s %v", gotID, root, err)
+	}
+	if rep, err := other.Verify(context.Background(), nil); err != nil || !rep.OK() {
+		t.Fatalf("verify the imported bundle: %+v %v", rep, err)
+	}
+}
+
+// TestS3OutageMidIngest: versitygw is stopped for 10 s in the middle of an
+// executor's upload. Appends meanwhile answer 503 with Retry-After (a
+// batch is acknowledged only once its blobs are in the object store), the
+// client retries and resumes, and after finishing every event is there:
+// nothing acknowledged was lost, and the server never asked to rewind
+// below what it had acknowledged.
+func TestS3OutageMidIngest(t *testing.T) {
+	srv := testenv.S3(t)
+	_, base := node(t, srv, "outage", "")
+	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 10, FrameBytes: 6000})
+	id := openRec(t, base)
+	lines, err := client.ParseLines(testgen.NDJSON(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(base)
+	var unavailable []*wire.Error
+	c.OnRetry = func(err error, _ time.Duration) {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			unavailable = append(unavailable, we)
+		}
+	}
+	var maxAcked uint64
+	c.OnGap = func(expected uint64) {
+		if expected <= maxAcked {
+			t.Errorf("the server expects seq %d after acknowledging %d: acknowledged events were lost", expected, maxAcked)
+		}
+	}
+	restarted := make(chan struct{})
+	stopped := false
+	_, err = c.Send(context.Background(), id, lines, 20, 1<<20, func(acked uint64) {
+		maxAcked = max(maxAcked, acked)
+		if !stopped && acked >= 40 {
+			stopped = true
+			srv.Stop()
+			go func() {
+				time.Sleep(10 * time.Second)
+				srv.Start()
+				close(restarted)
+			}()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-restarted
+	if _, err := c.Finish(context.Background(), id, "pass"); err != nil {
+		t.Fatal(err)
+	}
+	if len(unavailable) == 0 {
+		t.Fatal("no append was refused during the outage")
+	}
+	for _, we := range unavailable {
+		if we.Status != 503 || we.RetryAfter <= 0 || we.Next == "" {
+			t.Fatalf("a refusal during the outage: %+v, want 503 with Retry-After and a next step", we)
+		}
+	}
+	waitIndexed(t, base, id, uint64(len(evs)))
+	checkReads(t, base, id, evs)
+}

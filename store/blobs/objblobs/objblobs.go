@@ -1,0 +1,519 @@
+// Package objblobs is a blob store (blobs.Store) over an object store
+// (objstore.Store: S3, or a directory of objects), what `serve --blobs
+// s3://…` stores blobs in. Its objects, under the store's prefix:
+//
+//	loose/<shard>/<cid>   one blob larger than PackMaxBlob, or put alone
+//	packs/<sha256 hex>    a pack: many small blobs written with one PUT
+//
+// Both are content-addressed and written create-only, so two nodes
+// writing the same bytes write the same key and neither overwrites the
+// other. A pack object is self-describing (see packFormat): its header
+// holds the digest, offset and length of every blob in it, so the index of
+// which pack holds which CID is rebuilt by reading the headers of the
+// packs listed under packs/, by this node at open and by any other node
+// that shares the bucket. A blob in a pack is read with one ranged GET.
+//
+// Ack rule: Put, PutMany and PutFile return only after the object store
+// answered the PUT (S3's acknowledgement is its durability); a failure
+// (objstore.ErrUnavailable when the store cannot be reached) returns an
+// error and nothing is acknowledged on its strength.
+package objblobs
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/blobs/objbackend"
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
+)
+
+// Key prefixes of the two kinds of object.
+const (
+	loosePrefix = "loose/"
+	packPrefix  = "packs/"
+)
+
+// packFormat: a pack object is
+//
+//	magic "FRPACK1\n" (8 bytes)
+//	count uint32, big-endian
+//	count entries of: digest [32]byte, offset uint64, length uint64
+//	the blobs' bytes, at their offsets (from the object's start)
+//
+// The header comes first so that a reader rebuilding the index reads a
+// prefix of the object, not its whole.
+const (
+	packMagic   = "FRPACK1\n"
+	entryBytes  = 32 + 8 + 8
+	headerFixed = len(packMagic) + 4
+	// headerGuess is how much of a pack's start the index rebuild reads
+	// in its first GET: the whole header of a pack of up to ~1300 blobs.
+	headerGuess = 64 << 10
+)
+
+// loc is where a packed blob lies.
+type loc struct {
+	pack   string // key of the pack object
+	off, n int64
+}
+
+// Store is a blob store over an object store.
+type Store struct {
+	obj objstore.Store
+	raw objbackend.Backend // the loose blobs
+
+	mu    sync.RWMutex
+	index map[[32]byte]loc    // packed blobs
+	packs map[string]struct{} // pack keys whose headers are in index
+	// reloadMu serializes index reloads (a miss reloads: another node may
+	// have packed the blob since).
+	reloadMu sync.Mutex
+}
+
+var _ blobs.Store = (*Store)(nil)
+
+// Open opens the blob store kept in obj and loads its pack index from the
+// packs' headers. An unreachable store fails (objstore.ErrUnavailable).
+func Open(ctx context.Context, obj objstore.Store) (*Store, error) {
+	s := &Store{obj: obj, raw: objbackend.Backend{Store: obj}, index: map[[32]byte]loc{}, packs: map[string]struct{}{}}
+	if err := s.reload(ctx); err != nil {
+		return nil, fmt.Errorf("store: blobs on %s: %w", obj, err)
+	}
+	return s, nil
+}
+
+// String names the object store (never a credential).
+func (s *Store) String() string { return s.obj.String() }
+
+// reload reads the header of every pack not yet indexed.
+func (s *Store) reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	for info, err := range s.obj.List(ctx, packPrefix) {
+		if err != nil {
+			return err
+		}
+		s.mu.RLock()
+		_, known := s.packs[info.Key]
+		s.mu.RUnlock()
+		if known {
+			continue
+		}
+		ents, err := s.readHeader(ctx, info.Key, info.Size)
+		if err != nil {
+			return err
+		}
+		s.addPack(info.Key, ents)
+	}
+	return nil
+}
+
+type entry struct {
+	d      [32]byte
+	off, n int64
+}
+
+// readHeader reads a pack's header.
+func (s *Store) readHeader(ctx context.Context, key string, size int64) ([]entry, error) {
+	first := min(size, headerGuess)
+	p := make([]byte, first)
+	if err := s.raw.GetRange(ctx, key, 0, p); err != nil {
+		return nil, err
+	}
+	if len(p) < headerFixed || string(p[:len(packMagic)]) != packMagic {
+		return nil, fmt.Errorf("store: pack %s: not a pack (bad magic)", key)
+	}
+	count := int64(binary.BigEndian.Uint32(p[len(packMagic):]))
+	hlen := int64(headerFixed) + count*entryBytes
+	if hlen > size {
+		return nil, fmt.Errorf("store: pack %s: header of %d entries exceeds the object", key, count)
+	}
+	if hlen > int64(len(p)) {
+		p = make([]byte, hlen)
+		if err := s.raw.GetRange(ctx, key, 0, p); err != nil {
+			return nil, err
+		}
+	}
+	ents := make([]entry, count)
+	for i := range ents {
+		e := p[headerFixed+i*entryBytes:]
+		copy(ents[i].d[:], e[:32])
+		ents[i].off = int64(binary.BigEndian.Uint64(e[32:]))
+		ents[i].n = int64(binary.BigEndian.Uint64(e[40:]))
+		if ents[i].off < hlen || ents[i].off+ents[i].n > size || ents[i].n < 0 {
+			return nil, fmt.Errorf("store: pack %s: entry %d lies outside the object", key, i)
+		}
+	}
+	return ents, nil
+}
+
+// addPack indexes a pack's entries; a blob already indexed elsewhere keeps
+// its first place.
+func (s *Store) addPack(key string, ents []entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.packs[key] = struct{}{}
+	for _, e := range ents {
+		if _, ok := s.index[e.d]; !ok {
+			s.index[e.d] = loc{pack: key, off: e.off, n: e.n}
+		}
+	}
+}
+
+func (s *Store) has(d [32]byte) (loc, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, ok := s.index[d]
+	return l, ok
+}
+
+// name checks that c is a CID this store could have made and returns its
+// digest and string.
+func name(c cid.Cid) ([32]byte, string, error) {
+	var d [32]byte
+	if !c.Defined() || c.Version() != 1 || c.Type() != cid.Raw {
+		return d, "", blobs.ErrBadCID
+	}
+	dm, err := multihash.Decode(c.Hash())
+	if err != nil || dm.Code != multihash.SHA2_256 || len(dm.Digest) != 32 {
+		return d, "", blobs.ErrBadCID
+	}
+	copy(d[:], dm.Digest)
+	return d, c.String(), nil
+}
+
+func looseKey(cidStr string) string {
+	return loosePrefix + layout.ShardOf(cidStr) + "/" + cidStr
+}
+
+// Put stores data as a loose object (one PUT; a batch goes to a pack with
+// PutMany).
+// PutSeekable stores data as Put does. Sealed segments stay plain in the
+// bucket: the seekable zstd form (blobs.EncodeSeekable) is the local
+// directory's saving, and a pack or loose object here is already read by
+// byte range. Compressing them in the bucket too is a next step.
+func (s *Store) PutSeekable(data []byte, _ []int64) (cid.Cid, bool, error) {
+	return s.Put(data)
+}
+
+func (s *Store) Put(data []byte) (cid.Cid, bool, error) {
+	d := sha256.Sum256(data)
+	c := blobs.FromDigest(d[:])
+	if _, ok := s.has(d); ok {
+		return c, false, nil
+	}
+	created, err := s.putLoose(context.Background(), c.String(), bytes.NewReader(data), int64(len(data)))
+	return c, created, err
+}
+
+// putLoose writes a loose object create-only: one that exists holds the
+// same bytes (its key is their address).
+func (s *Store) putLoose(ctx context.Context, key string, r io.Reader, n int64) (bool, error) {
+	_, err := s.obj.Put(ctx, looseKey(key), r, n, objstore.PutOptions{CreateOnly: true})
+	if errors.Is(err, objstore.ErrExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: put blob %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// PutMany stores a batch: blobs up to blobs.PackMaxBlob not yet indexed go
+// into one new pack object (one PUT), larger ones loose.
+func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
+	ctx := context.Background()
+	cids := make([]cid.Cid, len(datas))
+	var ents []entry
+	var packed [][]byte
+	var one int // the index of the only packed blob, when only one
+	var loose []int
+	seen := map[[32]byte]bool{}
+	for i, data := range datas {
+		d := sha256.Sum256(data)
+		cids[i] = blobs.FromDigest(d[:])
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if _, ok := s.has(d); ok {
+			continue
+		}
+		if len(data) > blobs.PackMaxBlob {
+			loose = append(loose, i)
+			continue
+		}
+		ents = append(ents, entry{d: d, n: int64(len(data))})
+		packed = append(packed, data)
+		one = i
+	}
+	for _, i := range loose {
+		if _, err := s.putLoose(ctx, cids[i].String(), bytes.NewReader(datas[i]), int64(len(datas[i]))); err != nil {
+			return nil, err
+		}
+	}
+	if len(ents) == 0 {
+		return cids, nil
+	}
+	if len(ents) == 1 {
+		// A pack of one is a loose object with a header.
+		if _, err := s.putLoose(ctx, cids[one].String(), bytes.NewReader(packed[0]), ents[0].n); err != nil {
+			return nil, err
+		}
+		return cids, nil
+	}
+	body := encodePack(ents, packed)
+	sum := sha256.Sum256(body)
+	key := packPrefix + hex.EncodeToString(sum[:])
+	_, err := s.obj.Put(ctx, key, bytes.NewReader(body), int64(len(body)), objstore.PutOptions{CreateOnly: true})
+	if err != nil && !errors.Is(err, objstore.ErrExists) {
+		return nil, fmt.Errorf("store: put pack of %d blobs: %w", len(ents), err)
+	}
+	s.addPack(key, ents)
+	return cids, nil
+}
+
+// encodePack lays out a pack, filling in the entries' offsets.
+func encodePack(ents []entry, datas [][]byte) []byte {
+	hlen := int64(headerFixed) + int64(len(ents))*entryBytes
+	total := hlen
+	for _, d := range datas {
+		total += int64(len(d))
+	}
+	body := make([]byte, hlen, total)
+	copy(body, packMagic)
+	binary.BigEndian.PutUint32(body[len(packMagic):], uint32(len(ents)))
+	off := hlen
+	for i := range ents {
+		ents[i].off = off
+		e := body[headerFixed+i*entryBytes:]
+		copy(e, ents[i].d[:])
+		binary.BigEndian.PutUint64(e[32:], uint64(off))
+		binary.BigEndian.PutUint64(e[40:], uint64(ents[i].n))
+		off += ents[i].n
+	}
+	for _, d := range datas {
+		body = append(body, d...)
+	}
+	return body
+}
+
+// PutFile stores the file at src as a loose object, streamed, and removes
+// src once stored (as the local store moves it into place); when the blob
+// was already stored, or on an error, src is left for the caller.
+func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
+	}
+	c := blobs.FromDigest(h.Sum(nil))
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
+	}
+	created, err := s.putLoose(context.Background(), c.String(), f, n)
+	if err != nil || !created {
+		return c, false, err
+	}
+	f.Close()
+	os.Remove(src)
+	return c, true, nil
+}
+
+// Open opens blob c: a packed blob is read with one ranged GET, a loose
+// one streams.
+func (s *Store) Open(c cid.Cid) (blobs.BlobReader, error) { return s.open(c, false) }
+
+func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
+	d, key, err := name(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if l, ok := s.has(d); ok {
+		p := make([]byte, l.n)
+		if err := s.raw.GetRange(ctx, l.pack, l.off, p); err != nil {
+			return nil, fmt.Errorf("blob %s (pack %s): %w", key, l.pack, err)
+		}
+		if sha256.Sum256(p) != d {
+			return nil, fmt.Errorf("blob %s (pack %s, offset %d): %w", key, l.pack, l.off, blobs.ErrBlobCorrupt)
+		}
+		return &memBlob{Reader: bytes.NewReader(p)}, nil
+	}
+	r, err := s.raw.Get(ctx, looseKey(key))
+	if errors.Is(err, blobs.ErrNotFound) && !retried {
+		if rerr := s.reload(ctx); rerr != nil {
+			return nil, rerr
+		}
+		return s.open(c, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// memBlob is a packed blob read whole.
+type memBlob struct{ *bytes.Reader }
+
+func (m *memBlob) Close() error { return nil }
+
+// Stat returns blob c's size.
+func (s *Store) Stat(c cid.Cid) (int64, error) { return s.stat(c, false) }
+
+func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
+	d, key, err := name(c)
+	if err != nil {
+		return 0, err
+	}
+	if l, ok := s.has(d); ok {
+		return l.n, nil
+	}
+	ctx := context.Background()
+	n, err := s.raw.Stat(ctx, looseKey(key))
+	if errors.Is(err, blobs.ErrNotFound) && !retried {
+		if rerr := s.reload(ctx); rerr != nil {
+			return 0, rerr
+		}
+		return s.stat(c, true)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("blob %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// Delete removes a loose blob; a packed one is blobs.ErrPacked.
+func (s *Store) Delete(c cid.Cid) error {
+	d, key, err := name(c)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.has(d); ok {
+		return fmt.Errorf("blob %s: %w", key, blobs.ErrPacked)
+	}
+	if err := s.raw.Delete(context.Background(), looseKey(key)); err != nil {
+		return fmt.Errorf("blob %s: %w", key, err)
+	}
+	return nil
+}
+
+// Walk calls fn with every packed blob, then every loose one.
+func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
+	s.mu.RLock()
+	ents := make([]entry, 0, len(s.index))
+	for d, l := range s.index {
+		ents = append(ents, entry{d: d, n: l.n})
+	}
+	s.mu.RUnlock()
+	for _, e := range ents {
+		if err := fn(blobs.FromDigest(e.d[:]), e.n); err != nil {
+			return err
+		}
+	}
+	return s.raw.List(context.Background(), loosePrefix, func(key string, size int64) error {
+		i := strings.LastIndexByte(key, '/')
+		c, err := blobs.ParseCID(key[i+1:])
+		if err != nil {
+			return nil // not a blob's name
+		}
+		if d, _, _ := name(c); s.isPacked(d) {
+			return nil // reported with the packs
+		}
+		return fn(c, size)
+	})
+}
+
+func (s *Store) isPacked(d [32]byte) bool { _, ok := s.has(d); return ok }
+
+// Hold brackets storing blobs and referencing them. Sweeps on the object
+// store collect nothing (see BeginSweep), so there is nothing to wait for.
+func (s *Store) Hold() (release func()) { return func() {} }
+
+// BeginSweep starts a sweep that collects nothing: collecting on a bucket
+// other nodes write to needs holds across nodes (issue 20, garbage
+// collection across nodes), which this store does not have yet, and a
+// sweep that removed a blob another node's batch had stored but not yet
+// referenced would lose acknowledged data.
+func (s *Store) BeginSweep() blobs.Sweeper { return noSweep{} }
+
+type noSweep struct{}
+
+func (noSweep) Collect(func(cid.Cid) bool, func(done, total int)) (blobs.CollectReport, error) {
+	return blobs.CollectReport{}, nil
+}
+func (noSweep) Touched(cid.Cid) bool { return true }
+func (noSweep) End()                 {}
+
+// PackDamage: a packed blob is checked against its CID on every read
+// (Open answers blobs.ErrBlobCorrupt); no damage is tracked here.
+func (s *Store) PackDamage() ([]blobs.PackDamage, map[string]blobs.PackDamage) {
+	return nil, nil
+}
+
+// StoredBytes is the size of every object of the store, by listing.
+func (s *Store) StoredBytes() (int64, error) {
+	var total int64
+	for _, prefix := range []string{packPrefix, loosePrefix} {
+		for info, err := range s.obj.List(context.Background(), prefix) {
+			if err != nil {
+				return 0, err
+			}
+			total += info.Size
+		}
+	}
+	return total, nil
+}
+
+// Close closes the object store when it holds something open (a Local
+// store's lock).
+func (s *Store) Close() error {
+	if c, ok := s.obj.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// recordingPrefix keeps what a reader needs of each finished recording
+// beside the blobs (meta.json, ROOT): recordings/<id>/<name>.
+const recordingPrefix = "recordings/"
+
+// PutRecordingFile stores a finished recording's file for other nodes,
+// replacing what was there (a reseal changes meta.json and ROOT).
+func (s *Store) PutRecordingFile(id, name string, data []byte) error {
+	key := recordingPrefix + id + "/" + name
+	if _, err := s.obj.Put(context.Background(), key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		return fmt.Errorf("store: publish %s: %w", key, err)
+	}
+	return nil
+}
+
+// RecordingFile reads a file PutRecordingFile stored; a missing one is
+// blobs.ErrNotFound.
+func (s *Store) RecordingFile(id, name string) ([]byte, error) {
+	key := recordingPrefix + id + "/" + name
+	data, _, err := objstore.ReadAll(context.Background(), s.obj, key)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", key, blobs.ErrNotFound)
+	}
+	return data, err
+}
