@@ -380,9 +380,9 @@ func (v Viewer) Name() string {
 	return "anonymous"
 }
 
-// parseExpiresIn reads a link's life: a Go duration ("168h") or days
+// ParseExpiresIn reads a link's life: a Go duration ("168h") or days
 // ("7d"); "" is the default.
-func parseExpiresIn(s string) (time.Duration, error) {
+func ParseExpiresIn(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
