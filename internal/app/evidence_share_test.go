@@ -80,7 +80,8 @@ func failedRecording(t *testing.T, base string) string {
 // code (listed, audited, revocable: a revoked link answers the unknown
 // recording's 404 bytes); a GET card makes no share; the failing step's
 // comments are in the card, masked as stored and capped, and the card
-// stays under the comment limit however many long comments there are; no
+// stays under the comment limit however many long comments there are; the
+// card's step link opens the player at the failing step in Chromium; no
 // secret (share secrets, the comment's card number and password) is in
 // any byte written.
 func TestEvidenceShared(t *testing.T) {
@@ -225,6 +226,15 @@ func TestEvidenceShared(t *testing.T) {
 			t.Fatalf("the player's %s through the player link: %d %s", path, p.status, short(p.body))
 		}
 	}
+	// In Chromium: the card's step link opens the player with no token,
+	// at the failing step.
+	t.Run("chromium", func(t *testing.T) {
+		tab := newUITab(t, 1280, 900)
+		tab.open(l.Step)
+		if shared := uiEval[string](tab, `document.body.dataset.shared || ""`); shared != "1" || tab.selected() != 2 {
+			t.Errorf("the card's step link: shared=%q, step %d selected, want the shared player at step 2", shared, tab.selected())
+		}
+	})
 	// A GET through a link is no share either.
 	if n := len(listShares()); n != 6 {
 		t.Fatalf("%d shares after the links were used, want 6", n)
