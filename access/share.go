@@ -58,7 +58,8 @@ var ShareKinds = []string{SharePlayer, ShareEvidence, ShareVideo}
 
 // shareRoutes are the routes (all GET) each kind of link opens, on its
 // own recording only: the player's reads (timeline, steps, DOM, video,
-// blobs, redaction summary, comments, the evidence card), the card alone,
+// blobs, redaction summary, comments, the evidence card), the card (and
+// its thumbnail, ?format=thumbnail) and the blobs it shows,
 // the video alone. No list, no other recording, no write, no export.
 var shareRoutes = map[string][]string{
 	SharePlayer: {"/v1/recordings/{id}", "/v1/recordings/{id}/steps", "/v1/recordings/{id}/steps/{n}",
@@ -380,9 +381,9 @@ func (v Viewer) Name() string {
 	return "anonymous"
 }
 
-// parseExpiresIn reads a link's life: a Go duration ("168h") or days
+// ParseExpiresIn reads a link's life: a Go duration ("168h") or days
 // ("7d"); "" is the default.
-func parseExpiresIn(s string) (time.Duration, error) {
+func ParseExpiresIn(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}

@@ -43,7 +43,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 		}
 		var d time.Duration
 		if err == nil {
-			d, err = parseExpiresIn(req.ExpiresIn)
+			d, err = ParseExpiresIn(req.ExpiresIn)
 		}
 		if err != nil {
 			edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",

@@ -1,17 +1,28 @@
 package playback
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/color"
+	_ "image/gif" // thumbnails of GIF screenshots
+	"image/jpeg"
+	_ "image/png" // thumbnails of PNG screenshots
+	"io"
 	"net/http"
 	"slices"
+	"time"
+
+	"github.com/ipfs/go-cid"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback/card"
@@ -21,43 +32,198 @@ import (
 
 // handleEvidenceCard serves GET /v1/recordings/{id}/evidence: the
 // recording's evidence card (playback/card), as GitHub-flavoured Markdown
-// (format=markdown, the default) or JSON (format=json, wire.EvidenceCard).
-// Its links are absolute, from PublicURL or else the request's own host.
+// (format=markdown, the default) or JSON (format=json, wire.EvidenceCard),
+// or its failure screenshot as a small image (format=thumbnail, what a
+// shared card shows through its evidence link). Its links are absolute,
+// from PublicURL or else the request's own host. A GET never makes a
+// share link.
 func (s *Service) handleEvidenceCard(w http.ResponseWriter, r *http.Request) {
+	format := r.URL.Query().Get("format")
+	if err := enumParam("format", format, []string{"markdown", "json", "thumbnail"}); err != nil {
+		s.edge.Fail(w, r, err)
+		return
+	}
+	if format == "thumbnail" {
+		s.serveThumbnail(w, r, recordingOf(r))
+		return
+	}
+	c, err := s.evidenceCard(r.Context(), recordingOf(r), s.linkBase(r), nil)
+	if err != nil {
+		s.edge.Fail(w, r, err)
+		return
+	}
+	s.writeCard(w, format, http.StatusOK, c)
+}
+
+func (s *Service) writeCard(w http.ResponseWriter, format string, status int, c wire.EvidenceCard) {
+	if format == "json" {
+		httpx.JSON(w, status, c, httpx.NoStore)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(card.Markdown(c)))
+}
+
+// handleEvidenceShare answers POST /v1/recordings/{id}/evidence
+// ({"share": "7d"}, scope share; ?format= as the GET's): the card whose
+// links are share links, made by a POST since a GET must not create
+// shares. It makes three links through access.Shares, each audited,
+// listed and revocable like any other: a player link (the player, the
+// step, the screenshot's place), a video link and an evidence link (this
+// card, and the thumbnail of its failure screenshot). 201.
+func (s *Service) handleEvidenceShare(w http.ResponseWriter, r *http.Request) {
 	format := r.URL.Query().Get("format")
 	if err := enumParam("format", format, []string{"markdown", "json"}); err != nil {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	c, err := s.evidenceCard(r.Context(), recordingOf(r), s.linkBase(r))
+	row, err := s.recording(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
-		s.edge.Fail(w, r, err)
-		return
-	}
-	if format == "json" {
-		httpx.JSON(w, http.StatusOK, c)
-		return
-	}
-	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write([]byte(card.Markdown(c)))
-}
-
-// handleEvidenceShare answers POST /v1/recordings/{id}/evidence
-// ({"share": "7d"}, scope share): a card whose links are share links, made
-// by a POST since a GET must not create shares. Share links are not built
-// yet, so after the recording is found it answers 501 with what works now.
-func (s *Service) handleEvidenceShare(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.recording(r.Context(), chi.URLParam(r, "id")); err != nil {
 		if e := wire.From(err); e.Code == "RECORDING_NOT_FOUND" {
 			err = wire.RecordingNotFound(false) // a POST's, as the access guard answers it
 		}
 		s.edge.Fail(w, r, err)
 		return
 	}
-	s.edge.Fail(w, r, wire.New(http.StatusNotImplemented, "NOT_IMPLEMENTED",
-		"GET …/evidence?format=markdown gives the card with links for readers holding a read token",
-		"evidence cards with share links are not built yet"))
+	var req struct {
+		Share string `json:"share"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&req)
+	var d time.Duration
+	if err == nil {
+		d, err = access.ParseExpiresIn(req.Share)
+	}
+	if err != nil || req.Share == "" {
+		s.edge.Fail(w, r, wire.New(http.StatusBadRequest, "BAD_REQUEST",
+			`send {"share": "7d"}: how long the links live, up to 90d; GET …/evidence gives the card with token links`,
+			"the body is not a shared card request"))
+		return
+	}
+	if s.shares == nil {
+		s.edge.Fail(w, r, wire.New(http.StatusNotImplemented, "NOT_IMPLEMENTED",
+			"GET …/evidence?format=markdown gives the card with links for readers holding a read token",
+			"this server makes no share links"))
+		return
+	}
+	base, by := s.linkBase(r), access.ViewerOf(r.Context()).Name()
+	var l card.SharedLinks
+	for _, k := range []struct {
+		what string
+		url  *string
+	}{{access.SharePlayer, &l.Player}, {access.ShareVideo, &l.Video}, {access.ShareEvidence, &l.Evidence}} {
+		sh, secret, err := s.shares.Create(row.ID, row.Project, k.what, d, by)
+		if err != nil {
+			if errors.Is(err, access.ErrBadShare) {
+				err = wire.New(http.StatusBadRequest, "BAD_REQUEST", `send {"share": "7d"}, at most 90d`, "%v", err)
+			}
+			s.edge.Fail(w, r, err)
+			return
+		}
+		*k.url, l.ExpiresAt = access.ShareURL(base, r, row.ID, k.what, secret), sh.ExpiresAt
+	}
+	c, err := s.evidenceCard(r.Context(), row, base, &l)
+	if err != nil {
+		s.edge.Fail(w, r, err)
+		return
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	s.writeCard(w, format, http.StatusCreated, c)
+}
+
+// thumbnailWidth bounds a thumbnail's width (a comment's column is ~900
+// CSS pixels; a thumbnail is a preview that links to the player).
+const thumbnailWidth = 480
+
+// maxThumbnailSource bounds the image a thumbnail is decoded from.
+const (
+	maxThumbnailSource = 16 << 20
+	maxThumbnailPixels = 40 << 20
+)
+
+// serveThumbnail answers format=thumbnail: the failure screenshot (else
+// the failing step's last frame) scaled down to thumbnailWidth as a JPEG,
+// or, when it is an image the standard library cannot decode (WebP), the
+// stored image itself. A recording without one answers 404
+// THUMBNAIL_NOT_FOUND.
+func (s *Service) serveThumbnail(w http.ResponseWriter, r *http.Request, row store.RecordingRow) {
+	c, err := s.evidenceCard(r.Context(), row, "", nil)
+	if err != nil {
+		s.edge.Fail(w, r, err)
+		return
+	}
+	if c.FailingStep == nil || c.FailingStep.Screenshot == "" {
+		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "THUMBNAIL_NOT_FOUND",
+			"the card's player link shows the step", "the recording has no failure screenshot"))
+		return
+	}
+	id, err := cid.Decode(c.FailingStep.Screenshot)
+	if err != nil {
+		s.edge.Fail(w, r, err)
+		return
+	}
+	var small []byte
+	ok := false
+	if f, err := s.st.Blobs.Open(id); err == nil {
+		// A screenshot past maxThumbnailSource is served as stored
+		// rather than decoded.
+		b, err := io.ReadAll(io.LimitReader(f, maxThumbnailSource+1))
+		f.Close()
+		if err == nil && len(b) <= maxThumbnailSource {
+			small, ok = thumbnail(b, thumbnailWidth)
+		}
+	}
+	if !ok {
+		s.serveBlob(w, r, id, "private, no-store") // as stored, or the blob's own error
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "image/jpeg")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, no-store")
+	_, _ = w.Write(small)
+}
+
+// thumbnail decodes a PNG, JPEG or GIF and scales it to at most width
+// pixels wide (each output pixel the mean of a 2×2 sample of its source
+// block: no resizing library is needed for a preview), as a JPEG.
+func thumbnail(b []byte, width int) ([]byte, bool) {
+	// The header first: a small file may declare a huge image.
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(b)); err != nil || cfg.Width*cfg.Height > maxThumbnailPixels {
+		return nil, false
+	}
+	src, _, err := image.Decode(bytes.NewReader(b))
+	if err != nil {
+		return nil, false
+	}
+	sb := src.Bounds()
+	if sb.Dx() <= 0 || sb.Dy() <= 0 {
+		return nil, false
+	}
+	dw := min(width, sb.Dx())
+	dh := max(1, sb.Dy()*dw/sb.Dx())
+	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
+	for y := range dh {
+		for x := range dw {
+			var sum [4]uint32
+			for _, o := range [4][2]int{{1, 1}, {3, 1}, {1, 3}, {3, 3}} {
+				sx := sb.Min.X + (4*x+o[0])*sb.Dx()/(4*dw)
+				sy := sb.Min.Y + (4*y+o[1])*sb.Dy()/(4*dh)
+				r, g, bl, a := src.At(sx, sy).RGBA()
+				sum[0], sum[1], sum[2], sum[3] = sum[0]+r, sum[1]+g, sum[2]+bl, sum[3]+a
+			}
+			dst.Set(x, y, color.RGBA64{uint16(sum[0] / 4), uint16(sum[1] / 4), uint16(sum[2] / 4), uint16(sum[3] / 4)})
+		}
+	}
+	var out bytes.Buffer
+	if err := jpeg.Encode(&out, dst, &jpeg.Options{Quality: 80}); err != nil {
+		return nil, false
+	}
+	return out.Bytes(), true
 }
 
 // linkBase is the base URL of a card's links: PublicURL when set, else the
@@ -84,10 +250,13 @@ func (s *Service) EvidenceCard(ctx context.Context, id, base string) (wire.Evide
 	if err != nil {
 		return wire.EvidenceCard{}, err
 	}
-	return s.evidenceCard(ctx, row, base)
+	return s.evidenceCard(ctx, row, base, nil)
 }
 
-func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base string) (wire.EvidenceCard, error) {
+// evidenceCard builds the card; shared, when set, are the share links it
+// carries instead of links needing a token. base "" (the thumbnail's
+// look-up, which needs only the failing step) skips the attestation.
+func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base string, shared *card.SharedLinks) (wire.EvidenceCard, error) {
 	steps, err := s.idx.Timeline(ctx, row.ID)
 	if err != nil {
 		return wire.EvidenceCard{}, indexError(err)
@@ -102,6 +271,7 @@ func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base
 	switch {
 	case row.State != store.StateFinished:
 		notes = append(notes, "the recording is still open: it has no root to verify yet")
+	case base == "":
 	case s.signer == nil:
 		notes = append(notes, "no attestation: this server has no signing key (flightrec export attestation makes one)")
 	default:
@@ -118,6 +288,9 @@ func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base
 		}
 	}
 	b := card.New(meta)
+	if shared != nil {
+		b.Shared(*shared)
+	}
 	for _, n := range notes {
 		b.Note(n)
 	}
@@ -162,7 +335,26 @@ func (s *Service) evidenceCard(ctx context.Context, row store.RecordingRow, base
 		}
 	}
 	b.Failing(fs.Step, receipt, fs.StartTS, fs.EndTS)
+	b.Comments(s.stepComments(row.ID, fs.Step))
 	return b.Card(), nil
+}
+
+// stepComments are the comments on step n of recording id, as stored
+// (redacted when written); unreadable comments are logged and left out,
+// not the card.
+func (s *Service) stepComments(id string, n int) []wire.CardComment {
+	cs, err := s.Comments(id)
+	if err != nil {
+		s.log.Error("reading a recording's comments failed", "recording", id, "err", err)
+		return nil
+	}
+	var out []wire.CardComment
+	for _, c := range cs {
+		if c.Step == n {
+			out = append(out, wire.CardComment{Author: c.Author, T: c.T, Text: c.Text, CreatedAt: c.CreatedAt})
+		}
+	}
+	return out
 }
 
 // cardGroups are the groups recording id belongs to, newest first; a group

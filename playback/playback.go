@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/ipfs/go-cid"
 
+	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/httpx"
@@ -45,6 +46,7 @@ type Service struct {
 	signer    *attest.Signer
 	cfg       Config
 	audit     *audit.Log
+	shares    *access.Shares
 	cmu       sync.Mutex // serializes read-modify-write of comments.json
 }
 
@@ -64,6 +66,9 @@ type Deps struct {
 	Retention func(ctx context.Context, row store.RecordingRow) wire.Retention
 	// Audit records comments' changes; nil records nothing.
 	Audit *audit.Log
+	// Shares makes the share links of a shared evidence card; nil
+	// answers POST …/evidence 501.
+	Shares *access.Shares
 }
 
 // Config tunes a Service. The zero value is the default.
@@ -92,7 +97,8 @@ func New(cfg Config, d Deps) *Service {
 		cfg.MaxVideoDuration = DefaultMaxVideoDuration
 	}
 	return &Service{st: d.Store, idx: d.Index, rd: d.Store.NewReader(), log: d.Log, edge: d.Edge,
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention, audit: d.Audit}
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention, audit: d.Audit,
+		shares: d.Shares}
 }
 
 // Close releases cached segment handles.

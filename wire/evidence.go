@@ -31,8 +31,13 @@ type EvidenceCard struct {
 	// step answered 4xx/5xx or not at all; FailedRequestsTotal counts them.
 	FailedRequests      []CardRequest `json:"failed_requests"`
 	FailedRequestsTotal int           `json:"failed_requests_total"`
-	Links               CardLinks     `json:"links"`
-	Verify              CardVerify    `json:"verify"`
+	// Comments are people's comments on the failing step (redacted with
+	// the recording's plan when they were written), oldest first, at most
+	// MaxCardComments; CommentsTotal counts them all.
+	Comments      []CardComment `json:"comments,omitempty"`
+	CommentsTotal int           `json:"comments_total,omitempty"`
+	Links         CardLinks     `json:"links"`
+	Verify        CardVerify    `json:"verify"`
 	// Notes say what the card could not include and why (an index
 	// catching up, a server without a signing key).
 	Notes []string `json:"notes,omitempty"`
@@ -44,6 +49,7 @@ const (
 	MaxCardRequests = 6
 	MaxCardVersions = 16
 	MaxCardGroups   = 3
+	MaxCardComments = 5
 	// MaxCardMarkdown is GitHub's limit on an issue or pull request
 	// comment; a card's Markdown is always shorter.
 	MaxCardMarkdown = 65536
@@ -105,15 +111,33 @@ type CardRequest struct {
 	Code string `json:"code,omitempty"`
 }
 
+// CardComment is one comment on the failing step.
+type CardComment struct {
+	Author    string  `json:"author"`
+	T         float64 `json:"t,omitempty"` // seconds from the recording's start
+	Text      string  `json:"text"`
+	CreatedAt int64   `json:"created_at"` // unix ns
+}
+
 // CardLinks are links into the player and the API (absolute, from the
-// server's base URL).
+// server's base URL). A card made by POST …/evidence {"share": …} carries
+// share links instead, which open without a token: Player, Step and
+// Screenshot open the player through a player link, Video and Thumbnail
+// are plain GETs through a video and an evidence link, Evidence is this
+// card through the evidence link; StepJSON and HAR (which need a token)
+// are left out, and SharesExpireAt says when the links stop working.
 type CardLinks struct {
 	Player     string `json:"player"`
 	Step       string `json:"step,omitempty"`       // the player at the failing step
 	Screenshot string `json:"screenshot,omitempty"` // the player at the failing step, where its screenshot shows
 	StepJSON   string `json:"step_json,omitempty"`  // GET …/steps/{n}
-	HAR        string `json:"har"`
+	HAR        string `json:"har,omitempty"`
 	Evidence   string `json:"evidence"` // this card
+	// Video and Thumbnail (the failure screenshot as a small image) are
+	// share links, on a shared card only.
+	Video          string `json:"video,omitempty"`
+	Thumbnail      string `json:"thumbnail,omitempty"`
+	SharesExpireAt int64  `json:"shares_expire_at,omitempty"` // unix ns
 }
 
 // CardVerify is what a reviewer needs to check the recording offline.

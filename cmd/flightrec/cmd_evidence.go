@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/url"
@@ -18,14 +19,17 @@ import (
 // runEvidence prints a recording's evidence card (GitHub-flavoured
 // Markdown, or --format json) from a server's GET …/evidence, or built
 // from --data DIR opened read-only (no lock, no attestation: reading
-// changes no byte, and a signature is the server's to make).
+// changes no byte, and a signature is the server's to make). --share D
+// asks the server for the card with share links living D (POST …/evidence,
+// scope share), for readers without a token.
 func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("evidence", "evidence REC [--format markdown|json] [--server URL | --data DIR [--base URL]]", errOut)
+	fs := newFlags("evidence", "evidence REC [--format markdown|json] [--server URL [--share 7d] | --data DIR [--base URL]]", errOut)
 	server := serverFlag(fs, serverByDefault, "server URL (FLIGHTREC_TOKEN: a read token)")
 	var sc app.StoreConfig
 	storeFlags(fs, &sc)
 	format := fs.String("format", "markdown", "markdown (for an issue or pull request comment) or json")
 	base := fs.String("base", defaultServer, "with --data: the server URL the card's links point to")
+	share := fs.String("share", "", "with --server: links that open without a token for this long (\"7d\", at most 90d; a share token)")
 	id, code := parseOne(fs, args)
 	if code >= 0 {
 		return code
@@ -39,6 +43,11 @@ func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int 
 	if !ok {
 		return exitUsage
 	}
+	if local && *share != "" {
+		printErr(errOut, asJSON, wire.New(0, "USAGE", "give --server URL with --share: share links are the server's to make",
+			"--share needs a server"))
+		return exitUsage
+	}
 	if !store.ValidRecordingID(id) {
 		printErr(errOut, asJSON, wire.New(0, "NOT_FOUND", "check the recording id", "%q is not a recording id", id))
 		return exitFailure
@@ -48,7 +57,13 @@ func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int 
 	if local {
 		body, err = evidenceFromStore(ctx, sc, id, *base, asJSON, errOut)
 	} else {
-		body, err = getAPI(ctx, strings.TrimRight(*server, "/")+"/v1/recordings/"+url.PathEscape(id)+"/evidence?format="+*format)
+		u := strings.TrimRight(*server, "/") + "/v1/recordings/" + url.PathEscape(id) + "/evidence?format=" + *format
+		if *share != "" {
+			req, _ := json.Marshal(map[string]string{"share": *share})
+			body, err = callAPI(ctx, "POST", u, req)
+		} else {
+			body, err = getAPI(ctx, u)
+		}
 	}
 	if err != nil {
 		printErr(errOut, asJSON, err)

@@ -47,6 +47,20 @@ func TestEvidenceCommand(t *testing.T) {
 		t.Fatalf("evidence --format json: exit %d %s\n%s", code, errOut, js)
 	}
 
+	// --share: the card with share links, the links made on the server.
+	js, errOut, code = evidenceCLI(id, "--server", srv.Base, "--format", "json", "--share", "2d")
+	var shared wire.EvidenceCard
+	if code != exitOK || json.Unmarshal([]byte(js), &shared) != nil || !strings.HasPrefix(shared.Links.Video, srv.Base+"/s/frs_") ||
+		!strings.Contains(shared.Links.Player, "#share=frs_") || shared.Links.HAR != "" {
+		t.Fatalf("evidence --share: exit %d %s\n%s", code, errOut, js)
+	}
+	if list, err := srv.App.Shares.List(id); err != nil || len(list) != 3 {
+		t.Fatalf("shares after --share: %+v %v, want 3", list, err)
+	}
+	if _, _, code := evidenceCLI(id, "--data", srv.App.Store.Dir(), "--share", "2d"); code != exitUsage {
+		t.Fatalf("--share with --data: exit %d, want usage", code)
+	}
+
 	srv.Close()
 	data := srv.App.Store.Dir()
 	js, errOut, code = evidenceCLI(id, "--data", data, "--format", "json", "--base", srv.Base)

@@ -330,7 +330,7 @@ func (f *fixture) requests(method, route string) []cell {
 	case "GET /v1/recordings/{id}/evidence":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/evidence?format=json" }, nil)
 	case "POST /v1/recordings/{id}/evidence":
-		// Not built yet: the handler answers 501 after the guard.
+		// A card with share links: 201, three links made.
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/evidence" }, []byte(`{"share":"7d"}`))
 	case "GET /v1/recordings/{id}/steps/{n}/dom":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/steps/1/dom?at=after" }, nil)

@@ -329,8 +329,13 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	if cfg.RetentionInterval > 0 {
 		go sweeper.Run(ctx, cfg.RetentionInterval)
 	}
+	shareKey, err := st.Key(layout.ShareKeyName)
+	if err != nil {
+		return nil, err
+	}
+	shares := access.NewShares(st, shareKey, auditLog)
 	pb := playback.New(playback.Config{MaxVideoDuration: cfg.MaxVideoDuration, FFmpeg: cfg.FFmpeg, PublicURL: cfg.PublicURL},
-		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer, Audit: auditLog,
+		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer, Audit: auditLog, Shares: shares,
 			Retention: func(ctx context.Context, row store.RecordingRow) wire.Retention {
 				return sweeper.Status(ctx, row, time.Now())
 			}})
@@ -341,10 +346,6 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "flightrec_dom_sets_built_total", Help: "DOM checkpoint sets built by replaying a recording from its first event."},
 		func() float64 { _, b := pb.DOMSetCounts(); return float64(b) }))
-	shareKey, err := st.Key(layout.ShareKeyName)
-	if err != nil {
-		return nil, err
-	}
 	denied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flightrec_access_denied_total",
 		Help: "Requests refused by access control, by reason."}, []string{"reason"})
 	reg.MustRegister(denied)
@@ -354,7 +355,6 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	// The guard finds each request's route in the router it guards: the
 	// router is made first, its routes mounted once the guard exists.
 	router := chi.NewRouter()
-	shares := access.NewShares(st, shareKey, auditLog)
 	guard := &access.Guard{Tokens: tokens, Policy: pol, Anonymous: !cfg.RequireTokens, Log: log, Edge: edge, Denied: denied,
 		Public: publicRoutes(), Projects: pb, Router: router, Shares: shares}
 	// An index rebuild in flight stops first, so shutdown does not wait

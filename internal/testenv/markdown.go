@@ -18,6 +18,7 @@ type Markdown struct {
 	Headings []string     // each heading's text, in order
 	Tables   [][][]string // each table's rows (the header first) of cells' text
 	Links    []MDLink
+	Images   []MDLink // each image: its alt text and source
 	// HTML counts raw HTML blocks and inline HTML (<details>, <br>).
 	HTML int
 }
@@ -50,6 +51,8 @@ func ParseMarkdown(src []byte) Markdown {
 			out.Tables = append(out.Tables, rows)
 		case *ast.Link:
 			out.Links = append(out.Links, MDLink{Text: nodeText(n, src), URL: string(n.Destination)})
+		case *ast.Image:
+			out.Images = append(out.Images, MDLink{Text: nodeText(n, src), URL: string(n.Destination)})
 		case *ast.HTMLBlock, *ast.RawHTML:
 			out.HTML++
 		}

@@ -58,6 +58,36 @@ type Builder struct {
 	others []wire.CardConsole // the rest, first MaxCardConsole
 	shot   string             // the failure screenshot's CID
 	frame  string             // the step's last frame's CID
+	shared *SharedLinks
+}
+
+// SharedLinks are the share links a shared card carries in place of links
+// that need a token (the caller makes them, through access.Shares).
+type SharedLinks struct {
+	// Player is a player link's URL (BASE/r/ID#share=SECRET).
+	Player string
+	// Video and Evidence are a video link's and an evidence link's URLs
+	// (BASE/s/SECRET); the thumbnail is the evidence link's
+	// ?format=thumbnail.
+	Video, Evidence string
+	ExpiresAt       int64 // unix ns
+}
+
+// Shared makes the card carry l instead of links that need a token.
+func (b *Builder) Shared(l SharedLinks) { b.shared = &l }
+
+// Comments sets the failing step's comments (as stored, oldest first); the
+// card keeps wire.MaxCardComments of them, each clipped.
+func (b *Builder) Comments(cs []wire.CardComment) {
+	b.c.CommentsTotal = len(cs)
+	b.c.Comments = nil
+	for i, c := range cs {
+		if i == wire.MaxCardComments {
+			break
+		}
+		c.Author, c.Text = clip(c.Author, capName), clip(c.Text, capMessage)
+		b.c.Comments = append(b.c.Comments, c)
+	}
 }
 
 // New starts the card of a recording.
@@ -246,6 +276,16 @@ func (b *Builder) Card() wire.EvidenceCard {
 	c.Console = append([]wire.CardConsole{}, lines...)
 	c.FailedRequests = slices.Clone(c.FailedRequests)
 	c.Versions, c.Groups, c.Notes = slices.Clone(c.Versions), slices.Clone(c.Groups), slices.Clone(c.Notes)
+	c.Comments = slices.Clone(c.Comments)
+	if l := b.shared; l != nil {
+		c.Links = wire.CardLinks{Player: l.Player, Video: l.Video, Evidence: l.Evidence, SharesExpireAt: l.ExpiresAt}
+		if c.FailingStep != nil {
+			// The step goes in the query, before the fragment that
+			// carries the secret.
+			page, frag, _ := strings.Cut(l.Player, "#")
+			c.Links.Step = fmt.Sprintf("%s?step=%d#%s", page, c.FailingStep.Step, frag)
+		}
+	}
 	if c.FailingStep != nil {
 		s := *c.FailingStep
 		if s.Screenshot = b.shot; s.Screenshot == "" {
@@ -253,6 +293,9 @@ func (b *Builder) Card() wire.EvidenceCard {
 		}
 		if s.Screenshot != "" {
 			c.Links.Screenshot = c.Links.Step
+			if b.shared != nil {
+				c.Links.Thumbnail = b.shared.Evidence + "?format=thumbnail"
+			}
 		}
 		c.FailingStep = &s
 	}

@@ -3,6 +3,7 @@ package card_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,6 +61,11 @@ func TestCardBoundedWhateverTheRecording(t *testing.T) {
 		b.Failing(3, event.Receipt{Action: event.Action{Verb: huge, Target: &event.Target{Role: huge, Name: huge}},
 			Resolved: &event.Target{Selector: huge}, Outcome: "failed",
 			Error: &event.StepError{Code: huge, Message: huge, Next: huge}}, 1, 2)
+		var cs []wire.CardComment
+		for range 1000 {
+			cs = append(cs, wire.CardComment{Author: huge[:5000], Text: huge[:8<<10], T: 1})
+		}
+		b.Comments(cs)
 		c := b.Card()
 		md := card.Markdown(c)
 		js, _ := json.Marshal(c)
@@ -83,6 +89,10 @@ func TestCardBoundedWhateverTheRecording(t *testing.T) {
 		}
 		if len(c.FailedRequests) != wire.MaxCardRequests || c.FailedRequestsTotal != 10_000 {
 			t.Errorf("requests: %d shown of %d, want %d of 10000", len(c.FailedRequests), c.FailedRequestsTotal, wire.MaxCardRequests)
+		}
+		if len(c.Comments) != wire.MaxCardComments || c.CommentsTotal != 1000 || len(c.Comments[0].Text) > 1100 {
+			t.Errorf("comments: %d shown of %d (the first %d bytes), want %d of 1000 clipped",
+				len(c.Comments), c.CommentsTotal, len(c.Comments[0].Text), wire.MaxCardComments)
 		}
 		if len(c.Versions) != wire.MaxCardVersions || len(c.Groups) != wire.MaxCardGroups {
 			t.Errorf("%d versions, %d groups: want the caps", len(c.Versions), len(c.Groups))
@@ -108,6 +118,7 @@ func TestCardTextStaysText(t *testing.T) {
 	b.Add(failedHAR(2, "https://shop.example/api/x?q="+evil, 500, `{"error":{"code":"`+strings.ReplaceAll(evil, `"`, "")+`"}}`))
 	b.Failing(3, event.Receipt{Action: event.Action{Verb: "click", Target: &event.Target{Role: "button", Name: evil}},
 		Outcome: "failed", Error: &event.StepError{Code: "APP_ERROR", Message: evil, Next: evil}}, 1, 2)
+	b.Comments([]wire.CardComment{{Author: evil, Text: evil}})
 	md := card.Markdown(b.Card())
 	doc := testenv.ParseMarkdown([]byte(md))
 	for _, l := range doc.Links {
@@ -150,4 +161,45 @@ func inCode(md, s string) bool {
 		}
 	}
 	return true
+}
+
+// TestSharedCard: a card given share links carries them instead of links
+// needing a token: the player (and the step, in its query before the
+// fragment with the secret), the video, the thumbnail as an image linking
+// to the step, no HAR or step JSON; its comments show under a heading.
+func TestSharedCard(t *testing.T) {
+	const base = "https://flightrec.example"
+	b := card.New(card.Meta{ID: "rec_x", Project: "shop", State: "finished", Verdict: "fail", Base: base, Root: "bafkreiroot"})
+	b.Shared(card.SharedLinks{Player: base + "/r/rec_x#share=frs_p", Video: base + "/s/frs_v", Evidence: base + "/s/frs_e",
+		ExpiresAt: 1_800_000_000_000_000_000})
+	b.Add(env(1, event.KindScreenshot, event.Screenshot{Frame: event.Frame{Mime: "image/jpeg", ImageCID: "bafkshot", Width: 8, Height: 8},
+		Reason: "failure"}))
+	b.Failing(3, event.Receipt{Action: event.Action{Verb: "click"}, Outcome: "failed", Error: &event.StepError{Code: "APP_ERROR"}}, 1, 2)
+	b.Comments([]wire.CardComment{{Author: "tok_alice", Text: "the gift card was spent", T: 1.5}})
+	c := b.Card()
+	want := wire.CardLinks{Player: base + "/r/rec_x#share=frs_p", Step: base + "/r/rec_x?step=3#share=frs_p",
+		Screenshot: base + "/r/rec_x?step=3#share=frs_p", Evidence: base + "/s/frs_e", Video: base + "/s/frs_v",
+		Thumbnail: base + "/s/frs_e?format=thumbnail", SharesExpireAt: 1_800_000_000_000_000_000}
+	if c.Links != want {
+		t.Fatalf("links %+v\nwant  %+v", c.Links, want)
+	}
+	md := card.Markdown(c)
+	doc := testenv.ParseMarkdown([]byte(md))
+	if len(doc.Images) != 1 || doc.Images[0].URL != want.Thumbnail {
+		t.Fatalf("images %+v, want the thumbnail\n%s", doc.Images, md)
+	}
+	urls := map[string]bool{}
+	for _, l := range doc.Links {
+		urls[l.URL] = true
+		if !strings.Contains(l.URL, "frs_") {
+			t.Errorf("link %q → %q needs a token", l.Text, l.URL)
+		}
+	}
+	if !urls[want.Step] || !urls[want.Video] || !urls[want.Evidence] || !urls[want.Player] {
+		t.Errorf("links %v, want the step, the video, the card and the player", urls)
+	}
+	if !slices.Contains(doc.Headings, "Comments on step 3 (1)") || !strings.Contains(md, "`tok_alice` at 1.5 s: `the gift card was spent`") ||
+		!strings.Contains(md, "until 2027-01-15T08:00:00Z") {
+		t.Errorf("comments or expiry missing:\n%s", md)
+	}
 }

@@ -80,12 +80,29 @@ func Markdown(c wire.EvidenceCard) string {
 			w("| Duration | %s |\n", time.Duration(s.EndTS-s.StartTS).Round(time.Millisecond))
 		}
 		w("\n")
+		if c.Links.Thumbnail != "" {
+			// A shared card shows the screenshot itself, opening the
+			// player at the step.
+			w("[![failure screenshot of step %d](%s)](%s)\n\n", s.Step, link(c.Links.Thumbnail), link(c.Links.Step))
+		}
 		links := []string{fmt.Sprintf("[Open the player at step %d](%s)", s.Step, link(c.Links.Step))}
 		if c.Links.Screenshot != "" {
 			links = append(links, fmt.Sprintf("[failure screenshot](%s) (%s)", link(c.Links.Screenshot), code(s.Screenshot)))
 		}
-		links = append(links, fmt.Sprintf("[step as JSON](%s)", link(c.Links.StepJSON)), fmt.Sprintf("[HAR](%s)", link(c.Links.HAR)))
+		links = append(links, otherLinks(c.Links)...)
 		w("%s\n\n", strings.Join(links, " · "))
+
+		if len(c.Comments) > 0 {
+			w("#### Comments on step %d (%s)\n\n", s.Step, shown(len(c.Comments), c.CommentsTotal))
+			for _, cm := range c.Comments {
+				at := ""
+				if cm.T > 0 {
+					at = fmt.Sprintf(" at %.1f s", cm.T)
+				}
+				w("- %s%s: %s\n", code(cm.Author), at, code(cm.Text))
+			}
+			w("\n")
+		}
 
 		if c.FailedRequestsTotal > 0 {
 			w("#### Failed requests (%s)\n\n", shown(len(c.FailedRequests), c.FailedRequestsTotal))
@@ -115,8 +132,8 @@ func Markdown(c wire.EvidenceCard) string {
 			w("%s\n</details>\n\n", fenced("text", lines.String()))
 		}
 	} else {
-		w("#### No failing step\n\nNo step of this recording failed. [Open the player](%s) · [HAR](%s)\n\n",
-			link(c.Links.Player), link(c.Links.HAR))
+		links := append([]string{fmt.Sprintf("[Open the player](%s)", link(c.Links.Player))}, otherLinks(c.Links)...)
+		w("#### No failing step\n\nNo step of this recording failed. %s\n\n", strings.Join(links, " · "))
 	}
 
 	if c.Verify.Root != "" {
@@ -133,8 +150,29 @@ func Markdown(c wire.EvidenceCard) string {
 	if len(c.Notes) > 0 {
 		w("\n")
 	}
-	w("<sub>Redacted as stored. [This card](%s)</sub>\n", link(c.Links.Evidence))
+	if c.Links.SharesExpireAt != 0 {
+		w("<sub>Redacted as stored. These share links open without a token until %s. [This card](%s)</sub>\n",
+			time.Unix(0, c.Links.SharesExpireAt).UTC().Format(time.RFC3339), link(c.Links.Evidence))
+	} else {
+		w("<sub>Redacted as stored. [This card](%s)</sub>\n", link(c.Links.Evidence))
+	}
 	return limit(b.String())
+}
+
+// otherLinks are the card's links besides the player's that it has: the
+// step as JSON and the HAR (a token's card), the video (a shared card).
+func otherLinks(l wire.CardLinks) []string {
+	var out []string
+	if l.StepJSON != "" {
+		out = append(out, fmt.Sprintf("[step as JSON](%s)", link(l.StepJSON)))
+	}
+	if l.HAR != "" {
+		out = append(out, fmt.Sprintf("[HAR](%s)", link(l.HAR)))
+	}
+	if l.Video != "" {
+		out = append(out, fmt.Sprintf("[video](%s)", link(l.Video)))
+	}
+	return out
 }
 
 // limit is the last guard on the size: the caps keep a card far below
