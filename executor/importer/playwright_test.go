@@ -711,6 +711,12 @@ func TestPlaywrightTraceFromRealChromium(t *testing.T) {
 	var pay []event.Envelope
 	for _, e := range kinds(evs, event.KindHAR) {
 		h := entryOf(t, e)
+		// The cart badge's WebSocket: Playwright records its upgrade as
+		// ws:// 101, which the storefront's log (http://, once closed)
+		// cannot match; it is checked for what it is instead.
+		if h.Request.URL == "ws"+strings.TrimPrefix(base, "http")+"/ws/cart" && h.Response.Status == 101 {
+			continue
+		}
 		got = append(got, fmt.Sprintf("%s %s %d", h.Request.Method, h.Request.URL, h.Response.Status))
 		if h.Request.Method == "POST" && h.Request.URL == base+"/api/checkout" {
 			pay = append(pay, e)
