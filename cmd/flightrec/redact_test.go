@@ -338,8 +338,7 @@ func TestRealCookieCaptureThroughTheBinary(t *testing.T) {
 	srv.kill()
 	srv.start()
 	sendAll(t, base, id, again, len(again))
-	finishRec(t, base, id)
-	waitIndexed(t, base, id)
+	waitFinishedThrough(t, base, id, finishRec(t, base, id))
 	searchServedAndStored(t, srv, logs, id, cp.Secrets, labels)
 }
 
