@@ -1,0 +1,181 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback/attest"
+	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// propagation bounds how long the shared-state tests wait for a change
+// made through one node to show on the other: a guard against a change
+// that never arrives, not a speed check (the design's bound is a second's
+// re-read; the machine is shared).
+const propagation = 5 * time.Second
+
+// eventually polls f until it holds or propagation passes.
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(propagation)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, propagation)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSharedState: two nodes of one deployment (one versitygw bucket, one
+// ClickHouse, the same keys) share tokens, pins and keys. A token created
+// through A works on B, and once revoked through A is refused by B; a pin
+// made through A holds against B's sweep (and once removed, B's sweep
+// removes the recording); an attestation made by B verifies with the key
+// A publishes.
+func TestSharedState(t *testing.T) {
+	srv := testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	keys := deployKeys(t)
+	requireTokens := func(c *app.Config) { c.RequireTokens = true }
+	appA, baseA := node(t, srv, "deploy", dsn, keys, requireTokens)
+	appB, baseB := node(t, srv, "deploy", dsn, keys, requireTokens)
+	admin, _, err := appA.Tokens.Create("*", []string{"admin", "ingest", "read", "pin"}, 0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := []string{"Authorization", "Bearer " + admin}
+
+	// A token made through A's API works on B; revoked through A, B
+	// refuses it.
+	r := do(t, "POST", baseA+"/v1/tokens", []byte(`{"project":"shop","scopes":["read"]}`), auth...)
+	var made struct {
+		Token string `json:"token"`
+		Grant struct {
+			ID string `json:"id"`
+		} `json:"grant"`
+	}
+	r.decode(t, &made)
+	if r.status != 201 || made.Token == "" {
+		t.Fatalf("create a token on A: %d %s", r.status, r.body)
+	}
+	reader := []string{"Authorization", "Bearer " + made.Token}
+	eventually(t, "a token made on A works on B", func() bool {
+		return do(t, "GET", baseB+"/v1/recordings", nil, reader...).status == 200
+	})
+	if r := do(t, "DELETE", baseA+"/v1/tokens/"+made.Grant.ID, nil, auth...); r.status != 200 {
+		t.Fatalf("revoke on A: %d %s", r.status, r.body)
+	}
+	eventually(t, "a token revoked on A is refused by B", func() bool {
+		r := do(t, "GET", baseB+"/v1/recordings", nil, reader...)
+		return r.status == 401 && r.errCode(t) == "UNAUTHENTICATED"
+	})
+
+	// A recording through A, finished.
+	evs := testgen.Recording(testgen.Options{Seed: 7, Steps: 3, EventsPerStep: 5, FrameBytes: 2000})
+	r = do(t, "POST", baseA+"/v1/recordings", []byte(`{"project":"shop","flow":"checkout"}`), auth...)
+	var o wire.OpenReply
+	r.decode(t, &o)
+	id := o.ID
+	if a := acked(t, appendBatch(t, baseA, id, evs, auth...)); a.AckedThrough != uint64(len(evs)) {
+		t.Fatalf("append: %+v", a)
+	}
+	if r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`), auth...); r.status != 200 {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	eventually(t, "the recording is indexed", func() bool {
+		row, err := appA.Index.Recording(context.Background(), id)
+		return err == nil && row.IndexedTo >= uint64(len(evs))
+	})
+
+	// B's attestation verifies with the key A publishes: one key per
+	// deployment.
+	pub, err := attest.ParsePublicKey(do(t, "GET", baseA+"/v1/attestation/key", nil).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil, auth...)
+	if env.status != 200 {
+		t.Fatalf("attestation on B: %d %s", env.status, env.body)
+	}
+	manifest, _, _, err := appB.Store.ManifestBytes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
+		t.Fatalf("B's attestation with A's key: %v", err)
+	}
+
+	// A pin made through A holds against B's sweep, long after the
+	// recording's class expired.
+	r = do(t, "POST", baseA+"/v1/recordings/"+id+"/pins", []byte(`{"reason":"legal_hold","ref":"case 7"}`), auth...)
+	var pin wire.Pin
+	r.decode(t, &pin)
+	if r.status != 201 {
+		t.Fatalf("pin on A: %d %s", r.status, r.body)
+	}
+	appB.Sweeper.Now = func() time.Time { return time.Now().AddDate(20, 0, 0) }
+	rep, err := appB.Sweeper.Sweep(context.Background(), false, nil)
+	if err != nil || len(rep.Deleted) != 0 || rep.Pinned != 1 {
+		t.Fatalf("B's sweep with A's pin: %+v %v", rep, err)
+	}
+	if r := do(t, "DELETE", baseA+"/v1/recordings/"+id+"/pins/"+pin.ID, nil, auth...); r.status != 200 {
+		t.Fatalf("unpin on A: %d %s", r.status, r.body)
+	}
+	rep, err = appB.Sweeper.Sweep(context.Background(), false, nil)
+	if err != nil || len(rep.Deleted) != 1 || rep.Deleted[0].ID != id || len(rep.Errors) != 0 {
+		t.Fatalf("B's sweep once A's pin is gone: %+v %v", rep, err)
+	}
+}
+
+// TestSharedModeNeedsKeys: a node sharing an object store without the
+// deployment's key files refuses to start, with an envelope whose next
+// says how to make them, and makes no key of its own; key files without
+// shared mode are refused too (a single node keeps its own).
+func TestSharedModeNeedsKeys(t *testing.T) {
+	srv := testenv.S3(t)
+	keys := deployKeys(t)
+	for name, k := range map[string]app.KeyFiles{
+		"none":           {},
+		"no pseudonym":   {Attestation: keys.Attestation},
+		"no attestation": {Pseudonym: keys.Pseudonym},
+		"bad pseudonym":  {Attestation: keys.Attestation, Pseudonym: keys.Attestation},
+	} {
+		cfg := sharedConfig(srv, "nokeys", k)
+		cfg.Store.Data = t.TempDir()
+		a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+		if err == nil {
+			a.Close()
+			t.Fatalf("%s: a shared-mode node started without the deployment's keys", name)
+		}
+		var we *wire.Error
+		if !errors.As(err, &we) || we.Code != "SHARED_KEYS_REQUIRED" || !strings.Contains(we.Next, "flightrec keys generate") {
+			t.Fatalf("%s: %v (%+v)", name, err, we)
+		}
+		l := layout.Of(cfg.Store.Data)
+		for _, p := range []string{l.AttestationKey(), l.Key(layout.PseudonymKeyName)} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%s: the refused node made %s", name, p)
+			}
+		}
+	}
+	var cfg app.Config
+	cfg.Store.Data = t.TempDir()
+	cfg.Keys = keys
+	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
+	var we *wire.Error
+	if err == nil {
+		a.Close()
+	}
+	if !errors.As(err, &we) || we.Code != "KEYS_WITHOUT_SHARED_MODE" {
+		t.Fatalf("key files on a single node: %v", err)
+	}
+}
