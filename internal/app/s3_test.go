@@ -49,6 +49,28 @@ func sharedConfig(srv *testenv.S3Server, prefix string, keys app.KeyFiles) app.C
 	return cfg
 }
 
+// checkAttestation checks that the attestation node (app, base) makes of
+// recording id verifies, against its manifest, with the key the node at
+// keyBase publishes.
+func checkAttestation(t *testing.T, keyBase string, a *app.App, base, id string, hdr ...string) {
+	t.Helper()
+	pub, err := attest.ParsePublicKey(do(t, "GET", keyBase+"/v1/attestation/key", nil).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := do(t, "GET", base+"/v1/recordings/"+id+"/attestation", nil, hdr...)
+	if env.status != 200 {
+		t.Fatalf("attestation on %s: %d %s", base, env.status, env.body)
+	}
+	manifest, _, _, err := a.Store.ManifestBytes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
+		t.Fatalf("the attestation made by %s, with the key %s publishes: %v", base, keyBase, err)
+	}
+}
+
 // deployKeys makes a deployment's key files (flightrec keys generate).
 func deployKeys(t testing.TB) app.KeyFiles {
 	t.Helper()
@@ -145,21 +167,7 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	}
 	// B's attestation verifies with B's key against the manifest, and B's
 	// bundle imports into a data directory of its own and verifies.
-	pub, err := attest.ParsePublicKey(do(t, "GET", baseB+"/v1/attestation/key", nil).body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil)
-	if env.status != 200 {
-		t.Fatalf("attestation on B: %d %s", env.status, env.body)
-	}
-	manifest, _, _, err := appB.Store.ManifestBytes(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
-		t.Fatalf("B's attestation: %v", err)
-	}
+	checkAttestation(t, baseB, appB, baseB, id)
 	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -98,21 +97,7 @@ func TestSharedState(t *testing.T) {
 
 	// B's attestation verifies with the key A publishes: one key per
 	// deployment.
-	pub, err := attest.ParsePublicKey(do(t, "GET", baseA+"/v1/attestation/key", nil).body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil, auth...)
-	if env.status != 200 {
-		t.Fatalf("attestation on B: %d %s", env.status, env.body)
-	}
-	manifest, _, _, err := appB.Store.ManifestBytes(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
-		t.Fatalf("B's attestation with A's key: %v", err)
-	}
+	checkAttestation(t, baseA, appB, baseB, id, auth...)
 
 	// A pin made through A holds against B's sweep, long after the
 	// recording's class expired.
