@@ -277,7 +277,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 		return nil, err
 	}
 	if cfg.RecordPolicy {
-		if err := retention.RecordPolicy(st.Dir(), pol.Digest()); err != nil {
+		if err := retention.RecordPolicy(shared.policy, pol.Digest()); err != nil {
 			return nil, err
 		}
 	}

@@ -34,7 +34,32 @@ type KeyFiles struct {
 const (
 	tokensObject = "state/tokens.json"
 	pinsPrefix   = "state/pins/"
+	policyObject = "state/policy.digest"
 )
+
+// PolicyDigest opens the document the policy digest serve runs with is
+// recorded in (retention.RecordPolicy, CheckPolicy): DATA/policy.digest,
+// or in shared mode (Blobs set) one object beside the blobs, so that a
+// sweep from any node's command line is checked against the policy the
+// deployment's servers run. close releases what it opened.
+func (c StoreConfig) PolicyDigest() (doc statedoc.Doc, close func() error, err error) {
+	if c.Blobs == "" {
+		return retention.PolicyFile(c.Data), func() error { return nil }, nil
+	}
+	obj, err := objstore.Open(c.Blobs, c.BlobCredentials)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--blobs: %w", err)
+	}
+	return statedoc.Object(obj, policyObject), closerOf(obj), nil
+}
+
+// closerOf is obj's Close, or nothing to do.
+func closerOf(obj objstore.Store) func() error {
+	if cl, ok := obj.(io.Closer); ok {
+		return cl.Close
+	}
+	return func() error { return nil }
+}
 
 // sharedState is where a server keeps tokens, pins and keys: the data
 // directory (single node) or the object store and the operator's key
@@ -42,6 +67,7 @@ const (
 type sharedState struct {
 	tokens       statedoc.Doc
 	pins         func(id string) statedoc.Doc
+	policy       statedoc.Doc   // the recorded policy digest
 	signer       *attest.Signer // nil: the data directory's, made on first use
 	pseudonymKey []byte         // nil: the data directory's
 	close        func() error
@@ -66,6 +92,7 @@ func openShared(c Config, st *store.Store) (*sharedState, error) {
 		return &sharedState{
 			tokens: statedoc.File(layout.Of(dir).Tokens(), 0o600),
 			pins:   func(id string) statedoc.Doc { return statedoc.File(st.Layout().Pins(id), 0o644) },
+			policy: retention.PolicyFile(dir),
 			close:  func() error { return nil },
 		}, nil
 	}
@@ -92,17 +119,14 @@ func openShared(c Config, st *store.Store) (*sharedState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--blobs: %w", err)
 	}
-	s := &sharedState{
+	return &sharedState{
 		tokens:       statedoc.Object(obj, tokensObject),
 		pins:         func(id string) statedoc.Doc { return statedoc.Object(obj, pinsPrefix+id+".json") },
+		policy:       statedoc.Object(obj, policyObject),
 		signer:       signer,
 		pseudonymKey: pk,
-		close:        func() error { return nil },
-	}
-	if cl, ok := obj.(io.Closer); ok {
-		s.close = cl.Close
-	}
-	return s, nil
+		close:        closerOf(obj),
+	}, nil
 }
 
 // readPseudonymKey reads a pseudonym key file: 32 bytes, as Store.Key

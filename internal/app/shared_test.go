@@ -12,6 +12,7 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -35,7 +36,8 @@ func eventually(t *testing.T, what string, f func() bool) {
 }
 
 // TestSharedState: two nodes of one deployment (one versitygw bucket, one
-// ClickHouse, the same keys) share tokens, pins and keys. A token created
+// ClickHouse, the same keys) share tokens, pins, keys and the recorded
+// policy digest. A token created
 // through A works on B, and once revoked through A is refused by B; a pin
 // made through A holds against B's sweep (and once removed, B's sweep
 // removes the recording); an attestation made by B verifies with the key
@@ -45,13 +47,31 @@ func TestSharedState(t *testing.T) {
 	dsn := testenv.ClickHouse(t)
 	keys := deployKeys(t)
 	requireTokens := func(c *app.Config) { c.RequireTokens = true }
-	appA, baseA := node(t, srv, "deploy", dsn, keys, requireTokens)
+	appA, baseA := node(t, srv, "deploy", dsn, keys, requireTokens, func(c *app.Config) { c.RecordPolicy = true })
 	appB, baseB := node(t, srv, "deploy", dsn, keys, requireTokens)
 	admin, _, err := appA.Tokens.Create("*", []string{"admin", "ingest", "read", "pin"}, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	auth := []string{"Authorization", "Bearer " + admin}
+
+	// A's policy digest is recorded in the bucket, where a sweep from any
+	// node's command line checks it.
+	doc, closeDoc, err := sharedConfig(srv, "deploy", keys).Store.PolicyDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDoc()
+	if got, err := retention.RecordedPolicy(doc); err != nil || got != appA.Policy.Digest() {
+		t.Fatalf("recorded policy digest in the bucket: %q %v, want %q", got, err, appA.Policy.Digest())
+	}
+	var mismatch *wire.Error
+	if err := retention.CheckPolicy(doc, "sha256:another", false); !errors.As(err, &mismatch) || mismatch.Code != "POLICY_MISMATCH" {
+		t.Fatalf("a sweep under another policy: %v", err)
+	}
+	if _, err := os.Stat(layout.Of(appA.Store.Dir()).PolicyDigest()); err == nil {
+		t.Error("in shared mode the policy digest went to the data directory")
+	}
 
 	// A token made through A's API works on B; revoked through A, B
 	// refuses it.
