@@ -106,6 +106,9 @@ type Tokens struct {
 // still trusted: past it, Verify answers ErrStateUnavailable.
 const MaxStale = 2 * time.Second
 
+// readTimeout bounds one re-read of the token list.
+const readTimeout = time.Second
+
 // ErrStateUnavailable: the shared token list could not be read lately, so
 // no token is verified (the answer is 503: try again).
 var ErrStateUnavailable = errors.New("the shared token list cannot be read right now")
@@ -130,7 +133,11 @@ func NewTokens(doc statedoc.Doc) (*Tokens, error) {
 // reload re-reads the list. Called with t.mu held.
 func (t *Tokens) reload() error {
 	t.checked = time.Now()
-	b, err := t.doc.Read(context.Background())
+	// Bounded: token checks wait on this re-read (an object store that
+	// hangs must not hang every request).
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	b, err := t.doc.Read(ctx)
 	if err != nil {
 		return fmt.Errorf("auth: reading the token list: %w", err)
 	}

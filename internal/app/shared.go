@@ -43,14 +43,36 @@ const (
 // sweep from any node's command line is checked against the policy the
 // deployment's servers run. close releases what it opened.
 func (c StoreConfig) PolicyDigest() (doc statedoc.Doc, close func() error, err error) {
+	return c.stateDoc(policyObject, retention.PolicyFile(c.Data))
+}
+
+// OpenTokens opens the token list commands change (flightrec token
+// create --data, and serve's check that tokens exist): DATA/tokens.json,
+// or in shared mode the deployment's, in the object store. close
+// releases what it opened.
+func (c StoreConfig) OpenTokens() (tokens *access.Tokens, close func() error, err error) {
+	doc, close, err := c.stateDoc(tokensObject, statedoc.File(layout.Of(c.Data).Tokens(), 0o600))
+	if err != nil {
+		return nil, nil, err
+	}
+	if tokens, err = access.NewTokens(doc); err != nil {
+		close()
+		return nil, nil, err
+	}
+	return tokens, close, nil
+}
+
+// stateDoc is one document of state: file on a single node, the object
+// key beside the blobs in shared mode.
+func (c StoreConfig) stateDoc(key string, file statedoc.Doc) (statedoc.Doc, func() error, error) {
 	if c.Blobs == "" {
-		return retention.PolicyFile(c.Data), func() error { return nil }, nil
+		return file, func() error { return nil }, nil
 	}
 	obj, err := objstore.Open(c.Blobs, c.BlobCredentials)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--blobs: %w", err)
 	}
-	return statedoc.Object(obj, policyObject), closerOf(obj), nil
+	return statedoc.Object(obj, key), closerOf(obj), nil
 }
 
 // closerOf is obj's Close, or nothing to do.

@@ -49,11 +49,23 @@ func TestSharedState(t *testing.T) {
 	requireTokens := func(c *app.Config) { c.RequireTokens = true }
 	appA, baseA := node(t, srv, "deploy", dsn, keys, requireTokens, func(c *app.Config) { c.RecordPolicy = true })
 	appB, baseB := node(t, srv, "deploy", dsn, keys, requireTokens)
-	admin, _, err := appA.Tokens.Create("*", []string{"admin", "ingest", "read", "pin"}, 0, "test")
+	// The first admin token, made as `flightrec token create --blobs …`
+	// makes it: in the deployment's list, not a data directory's.
+	cliTokens, closeTokens, err := sharedConfig(srv, "deploy", keys).Store.OpenTokens()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _, err := cliTokens.Create("*", []string{"admin", "ingest", "read", "pin"}, 0, "test")
+	closeTokens()
 	if err != nil {
 		t.Fatal(err)
 	}
 	auth := []string{"Authorization", "Bearer " + admin}
+	for _, base := range []string{baseA, baseB} {
+		eventually(t, "the CLI's token works on "+base, func() bool {
+			return do(t, "GET", base+"/v1/recordings", nil, auth...).status == 200
+		})
+	}
 
 	// A's policy digest is recorded in the bucket, where a sweep from any
 	// node's command line checks it.
@@ -139,6 +151,19 @@ func TestSharedState(t *testing.T) {
 	if err != nil || len(rep.Deleted) != 1 || rep.Deleted[0].ID != id || len(rep.Errors) != 0 {
 		t.Fatalf("B's sweep once A's pin is gone: %+v %v", rep, err)
 	}
+
+	// With the object store out of reach, B trusts its copy of the token
+	// list for at most access.MaxStale, then answers 503 (never a revoked
+	// token let through on an old copy), and recovers when it is back.
+	srv.Stop()
+	eventually(t, "B refuses tokens while the list cannot be read", func() bool {
+		r := do(t, "GET", baseB+"/v1/recordings", nil, auth...)
+		return r.status == 503 && r.errCode(t) == "STATE_UNAVAILABLE" && r.header.Get("Retry-After") != ""
+	})
+	srv.Start()
+	eventually(t, "B accepts tokens again", func() bool {
+		return do(t, "GET", baseB+"/v1/recordings", nil, auth...).status == 200
+	})
 }
 
 // TestSharedModeNeedsKeys: a node sharing an object store without the
