@@ -380,6 +380,14 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 // deny answers a request without a valid token: 401 with the envelope and
 // a WWW-Authenticate challenge.
 func (gd *Guard) deny(w http.ResponseWriter, r *http.Request, route string, err error) {
+	if errors.Is(err, ErrStateUnavailable) {
+		// Not the client's fault: the shared token list is out of reach.
+		gd.count("state_unavailable")
+		w.Header().Set("Retry-After", "2")
+		gd.Edge.Fail(w, r, wire.New(http.StatusServiceUnavailable, "STATE_UNAVAILABLE",
+			"retry in a few seconds; if it persists, check the object store named by --blobs", "%s", err.Error()), "route", route)
+		return
+	}
 	gd.count("unauthenticated")
 	gd.log().Info("request denied", "method", r.Method, "route", route, "reason", "unauthenticated", "why", err.Error())
 	challenge := `Bearer realm="flightrec"`

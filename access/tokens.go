@@ -6,6 +6,8 @@
 package access
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -14,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,8 +24,8 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/policy"
-	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/statedoc"
 )
 
 // TokensFile is the token file's name in the data directory.
@@ -77,103 +78,152 @@ var (
 	ErrBadRequest = errors.New("auth: bad token request")
 )
 
-// Tokens is the token file of a data directory. Its writers take the
-// data directory's lock (a server holds it while it runs, so the CLI
-// changes tokens through the server's API then), and each change re-reads
-// the file first, under a mutex, so none is lost. A server also re-reads
-// the file when its size or time changed, at most once a second, so a
-// file replaced by other means (a restored backup) takes effect.
+// Tokens is the token list: a file in the data directory (the single-node
+// default) or one object in the deployment's object store (shared mode),
+// given as a statedoc.Doc. Each change re-reads the list and writes it
+// back through the Doc, which keeps a concurrent writer's change (a
+// mutex for the file, whose writers also take the data directory's lock;
+// a conditional put on the object's ETag across nodes).
+//
+// A server re-reads the list at most once a second, and at once (at most
+// every 100 ms) for a token it does not know, so a token created or
+// revoked through another node, or a file restored from a backup, takes
+// effect within about a second. In shared mode a list that could not be
+// re-read for longer than MaxStale stops verifying tokens
+// (ErrStateUnavailable): a revocation is never ignored for longer.
 type Tokens struct {
-	path string
-	now  func() time.Time
+	doc statedoc.Doc
+	now func() time.Time
 
 	mu      sync.Mutex
 	grants  map[string]*Grant
-	stamp   fileStamp
-	checked time.Time
+	raw     []byte    // the bytes grants were parsed from
+	checked time.Time // last re-read tried
+	loaded  time.Time // last re-read that succeeded
 }
 
-type fileStamp struct {
-	size int64
-	mod  time.Time
-}
+// MaxStale is how long a shared token list that cannot be re-read is
+// still trusted: past it, Verify answers ErrStateUnavailable.
+const MaxStale = 2 * time.Second
+
+// readTimeout bounds one re-read of the token list.
+const readTimeout = time.Second
+
+// ErrStateUnavailable: the shared token list could not be read lately, so
+// no token is verified (the answer is 503: try again).
+var ErrStateUnavailable = errors.New("the shared token list cannot be read right now")
 
 // OpenTokens opens the token file of data directory dir (it need not
 // exist yet).
 func OpenTokens(dir string) (*Tokens, error) {
-	t := &Tokens{path: layout.Of(dir).Tokens(), now: time.Now, grants: map[string]*Grant{}}
+	return NewTokens(statedoc.File(layout.Of(dir).Tokens(), 0o600))
+}
+
+// NewTokens opens the token list kept in doc.
+func NewTokens(doc statedoc.Doc) (*Tokens, error) {
+	t := &Tokens{doc: doc, now: time.Now, grants: map[string]*Grant{}}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.reload(true); err != nil {
+	if err := t.reload(); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// reload re-reads the file when it changed (or always, with force).
-// Called with t.mu held.
-func (t *Tokens) reload(force bool) error {
-	fi, err := os.Stat(t.path)
-	if errors.Is(err, os.ErrNotExist) {
-		t.grants, t.stamp = map[string]*Grant{}, fileStamp{}
+// reload re-reads the list. Called with t.mu held.
+func (t *Tokens) reload() error {
+	t.checked = time.Now()
+	// Bounded: token checks wait on this re-read (an object store that
+	// hangs must not hang every request).
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	b, err := t.doc.Read(ctx)
+	if err != nil {
+		return fmt.Errorf("auth: reading the token list: %w", err)
+	}
+	if err := t.use(b); err != nil {
+		return err
+	}
+	t.loaded = t.checked
+	return nil
+}
+
+// use makes b the grants (parsing it only when it changed).
+func (t *Tokens) use(b []byte) error {
+	if t.raw != nil && bytes.Equal(b, t.raw) {
 		return nil
 	}
+	grants, err := parseGrants(b)
 	if err != nil {
-		return fmt.Errorf("auth: %w", err)
+		return err
 	}
-	st := fileStamp{fi.Size(), fi.ModTime()}
-	if !force && st == t.stamp {
-		return nil
-	}
-	b, err := os.ReadFile(t.path)
-	if err != nil {
-		return fmt.Errorf("auth: %w", err)
-	}
+	t.grants, t.raw = grants, b
+	return nil
+}
+
+func parseGrants(b []byte) (map[string]*Grant, error) {
 	var list []*Grant
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("auth: %s is damaged: %w", t.path, err)
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &list); err != nil {
+			return nil, fmt.Errorf("auth: the token list is damaged: %w", err)
+		}
 	}
 	grants := make(map[string]*Grant, len(list))
 	for _, g := range list {
 		grants[g.ID] = g
 	}
-	t.grants, t.stamp = grants, st
+	return grants, nil
+}
+
+// fresh re-reads the list when the last read is a second old, or (miss)
+// 100 ms old for a token id not in it. A failed re-read keeps the grants
+// as they were (an unreadable list cannot grant anything new); in shared
+// mode fresh then answers ErrStateUnavailable once they are MaxStale old.
+// Called with t.mu held.
+func (t *Tokens) fresh(miss bool) error {
+	now := time.Now()
+	if age := now.Sub(t.checked); age >= time.Second || miss && age >= 100*time.Millisecond {
+		_ = t.reload()
+	}
+	if t.doc.Shared() && now.Sub(t.loaded) > MaxStale {
+		return ErrStateUnavailable
+	}
 	return nil
 }
 
-// fresh re-reads the file at most once a second. A failed re-read keeps
-// the grants as they were (an unreadable file cannot grant anything new).
-func (t *Tokens) fresh() {
-	if now := time.Now(); now.Sub(t.checked) >= time.Second {
-		t.checked = now
-		_ = t.reload(false)
+// change applies fn to the current grants and writes them back through
+// the Doc (fn may run again when another node wrote first). Called with
+// t.mu held.
+func (t *Tokens) change(fn func(grants map[string]*Grant) error) error {
+	var written []byte
+	err := t.doc.Update(context.Background(), func(old []byte) ([]byte, error) {
+		grants, err := parseGrants(old)
+		if err != nil {
+			return nil, err
+		}
+		if err := fn(grants); err != nil {
+			return nil, err
+		}
+		written, err = marshalGrants(grants)
+		return written, err
+	})
+	if err != nil {
+		return fmt.Errorf("auth: writing the token list: %w", err)
 	}
+	t.checked = time.Now()
+	t.loaded = t.checked
+	return t.use(written)
 }
 
-// save writes every grant atomically (temp, fsync, rename, fsync dir),
-// readable by the owner only. Called with t.mu held.
-func (t *Tokens) save() error {
-	list := make([]*Grant, 0, len(t.grants))
-	for _, g := range t.grants {
+func marshalGrants(grants map[string]*Grant) ([]byte, error) {
+	list := make([]*Grant, 0, len(grants))
+	for _, g := range grants {
 		list = append(list, g)
 	}
 	sort.Slice(list, func(i, j int) bool {
 		return list[i].CreatedAt < list[j].CreatedAt || list[i].CreatedAt == list[j].CreatedAt && list[i].ID < list[j].ID
 	})
-	b, err := json.MarshalIndent(list, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(t.path), 0o755); err != nil {
-		return fmt.Errorf("auth: %w", err)
-	}
-	if err := store.WriteFileAtomic(t.path, b, 0o600); err != nil {
-		return fmt.Errorf("auth: writing %s: %w", t.path, err)
-	}
-	if fi, err := os.Stat(t.path); err == nil {
-		t.stamp = fileStamp{fi.Size(), fi.ModTime()}
-	}
-	return nil
+	return json.MarshalIndent(list, "", "  ")
 }
 
 // Create issues a token for project (or policy.AllProjects) with scopes,
@@ -214,12 +264,7 @@ func (t *Tokens) Create(project string, scopes []string, ttl time.Duration, note
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.reload(true); err != nil {
-		return "", Grant{}, err
-	}
-	t.grants[id] = &g
-	if err := t.save(); err != nil {
-		delete(t.grants, id)
+	if err := t.change(func(grants map[string]*Grant) error { grants[id] = &g; return nil }); err != nil {
 		return "", Grant{}, err
 	}
 	return tokenPrefix + id + "_" + sec, g, nil
@@ -240,28 +285,29 @@ func (t *Tokens) Revoke(id string) (Grant, error) {
 	id = TokenID(id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.reload(true); err != nil {
-		return Grant{}, err
-	}
-	g := t.grants[id]
-	if g == nil {
+	var out Grant
+	err := t.change(func(grants map[string]*Grant) error {
+		g := grants[id]
+		if g == nil {
+			return ErrNoGrant
+		}
+		if g.RevokedAt == 0 {
+			g.RevokedAt = t.now().UnixNano()
+		}
+		out = *g
+		return nil
+	})
+	if errors.Is(err, ErrNoGrant) {
 		return Grant{}, ErrNoGrant
 	}
-	if g.RevokedAt == 0 {
-		g.RevokedAt = t.now().UnixNano()
-		if err := t.save(); err != nil {
-			g.RevokedAt = 0
-			return Grant{}, err
-		}
-	}
-	return *g, nil
+	return out, err
 }
 
 // List returns every grant, oldest first.
 func (t *Tokens) List() []Grant {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fresh()
+	_ = t.fresh(false)
 	out := make([]Grant, 0, len(t.grants))
 	for _, g := range t.grants {
 		out = append(out, *g)
@@ -275,7 +321,7 @@ func (t *Tokens) List() []Grant {
 func (t *Tokens) Empty() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.fresh()
+	_ = t.fresh(false)
 	return len(t.grants) == 0
 }
 
@@ -290,13 +336,19 @@ func (t *Tokens) Verify(token string) (Grant, error) {
 		return Grant{}, ErrMalformed
 	}
 	t.mu.Lock()
-	t.fresh()
+	stale := t.fresh(false)
+	if t.grants[id] == nil {
+		stale = t.fresh(true)
+	}
 	g := t.grants[id]
 	var cp Grant
 	if g != nil {
 		cp = *g
 	}
 	t.mu.Unlock()
+	if stale != nil {
+		return Grant{}, stale
+	}
 	// Hash and compare even for an unknown id, so both cost the same.
 	var want [sha256.Size]byte
 	if g != nil {

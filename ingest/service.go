@@ -22,6 +22,7 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -98,6 +99,10 @@ type Deps struct {
 	// OnOpen, when set, hears each recording opened (after it is durable);
 	// the server writes its plan digest to the audit log.
 	OnOpen func(store.RecordingMeta)
+	// PseudonymKey is the redaction pseudonyms' HMAC key: the operator's,
+	// one per deployment, in shared mode; nil for the data directory's
+	// own (DATA/keys/redact-pseudonym.key, made on first use).
+	PseudonymKey []byte
 }
 
 // New returns a Service over d.Store. It recovers every recording there:
@@ -105,9 +110,12 @@ type Deps struct {
 // what to index.
 func New(cfg Config, d Deps) (*Service, error) {
 	st, proj, reg := d.Store, d.Projector, d.Registry
-	key, err := st.Key("redact-pseudonym.key")
-	if err != nil {
-		return nil, err
+	key := d.PseudonymKey
+	if key == nil {
+		var err error
+		if key, err = st.Key(layout.PseudonymKeyName); err != nil {
+			return nil, err
+		}
 	}
 	s := &Service{cfg: cfg, st: st, proj: proj, policy: d.Policy, key: key, log: d.Log, edge: d.Edge, now: time.Now, onOpen: d.OnOpen,
 		maskSlots: make(chan struct{}, runtime.NumCPU()), bodies: newBodyMem(cfg.Limits, 10*time.Second),

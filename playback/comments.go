@@ -21,6 +21,7 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -98,9 +99,11 @@ func (s *Service) redactComment(id, text string) (string, error) {
 	if err := json.Unmarshal(raw, &plan); err != nil {
 		return "", fmt.Errorf("plan of %s: %w", id, err)
 	}
-	key, err := s.st.Key("redact-pseudonym.key")
-	if err != nil {
-		return "", err
+	key := s.pseudoKey
+	if key == nil {
+		if key, err = s.st.Key(layout.PseudonymKeyName); err != nil {
+			return "", err
+		}
 	}
 	red, err := redact.New(&plan, key)
 	if err != nil {

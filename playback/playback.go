@@ -44,6 +44,7 @@ type Service struct {
 	edge      *httpx.Edge // answers, counts and logs error replies
 	retention func(ctx context.Context, row store.RecordingRow) wire.Retention
 	signer    *attest.Signer
+	pseudoKey []byte
 	cfg       Config
 	audit     *audit.Log
 	shares    *access.Shares
@@ -69,6 +70,10 @@ type Deps struct {
 	// Shares makes the share links of a shared evidence card; nil
 	// answers POST …/evidence 501.
 	Shares *access.Shares
+	// PseudonymKey is the redaction pseudonyms' key comments are redacted
+	// with: the deployment's in shared mode; nil for the data directory's
+	// own (as ingest's).
+	PseudonymKey []byte
 }
 
 // Config tunes a Service. The zero value is the default.
@@ -97,7 +102,7 @@ func New(cfg Config, d Deps) *Service {
 		cfg.MaxVideoDuration = DefaultMaxVideoDuration
 	}
 	return &Service{st: d.Store, idx: d.Index, rd: d.Store.NewReader(), log: d.Log, edge: d.Edge,
-		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, retention: d.Retention, audit: d.Audit,
+		dom: dom.NewCache(domCacheBytes, dom.DefaultEvery), cfg: cfg, signer: d.Signer, pseudoKey: d.PseudonymKey, retention: d.Retention, audit: d.Audit,
 		shares: d.Shares}
 }
 

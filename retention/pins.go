@@ -1,17 +1,18 @@
 package retention
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/statedoc"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -31,24 +32,35 @@ var (
 	ErrNoSuchPin = errors.New("retention: no such pin")
 )
 
-// Pins keeps the pins of a data directory's recordings.
+// Pins keeps the pins of a data directory's recordings: each recording's
+// list is one statedoc.Doc, a file beside its metadata (the single-node
+// default: removing the recording removes them) or one object in the
+// deployment's object store (shared mode, so that a pin made through one
+// node holds against every node's sweep).
 type Pins struct {
 	st  *store.Store
+	doc func(id string) statedoc.Doc
 	mu  sync.Mutex
 	now func() time.Time
 }
 
-// NewPins returns the pins of st's recordings.
+// NewPins returns the pins of st's recordings, kept in its data directory.
 func NewPins(st *store.Store, now func() time.Time) *Pins {
+	return NewPinsIn(st, func(id string) statedoc.Doc { return statedoc.File(st.Layout().Pins(id), 0o644) }, now)
+}
+
+// NewPinsIn returns the pins of st's recordings, each recording's kept in
+// doc(id).
+func NewPinsIn(st *store.Store, doc func(id string) statedoc.Doc, now func() time.Time) *Pins {
 	if now == nil {
 		now = time.Now
 	}
-	return &Pins{st: st, now: now}
+	return &Pins{st: st, doc: doc, now: now}
 }
 
-// path is a recording's pins, beside its metadata: removing the recording
-// removes them.
-func (p *Pins) path(id string) string { return p.st.Layout().Pins(id) }
+// forget removes a removed recording's pins (a file went with the
+// recording's directory; an object stays until this).
+func (p *Pins) forget(id string) error { return p.doc(id).Delete(context.Background()) }
 
 // List returns a recording's pins, oldest first (ended ones included).
 func (p *Pins) List(id string) ([]Pin, error) {
@@ -61,12 +73,16 @@ func (p *Pins) List(id string) ([]Pin, error) {
 }
 
 func (p *Pins) read(id string) ([]Pin, error) {
-	b, err := os.ReadFile(p.path(id))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	b, err := p.doc(id).Read(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("retention: %w", err)
+		return nil, fmt.Errorf("retention: pins of %s: %w", id, err)
+	}
+	return parsePins(id, b)
+}
+
+func parsePins(id string, b []byte) ([]Pin, error) {
+	if len(b) == 0 {
+		return nil, nil
 	}
 	var pins []Pin
 	if err := json.Unmarshal(b, &pins); err != nil {
@@ -75,13 +91,20 @@ func (p *Pins) read(id string) ([]Pin, error) {
 	return pins, nil
 }
 
-func (p *Pins) write(id string, pins []Pin) error {
-	sort.Slice(pins, func(i, j int) bool { return pins[i].CreatedAt < pins[j].CreatedAt })
-	b, err := json.MarshalIndent(pins, "", " ")
-	if err != nil {
-		return err
-	}
-	return store.WriteFileAtomic(p.path(id), b, 0o644)
+// change rewrites a recording's pins as fn makes them from the current
+// ones (fn may run again when another node wrote first).
+func (p *Pins) change(id string, fn func(pins []Pin) ([]Pin, error)) error {
+	return p.doc(id).Update(context.Background(), func(old []byte) ([]byte, error) {
+		pins, err := parsePins(id, old)
+		if err != nil {
+			return nil, err
+		}
+		if pins, err = fn(pins); err != nil {
+			return nil, err
+		}
+		sort.Slice(pins, func(i, j int) bool { return pins[i].CreatedAt < pins[j].CreatedAt })
+		return json.MarshalIndent(pins, "", " ")
+	})
 }
 
 // Add pins a recording. reason is evidence or legal_hold; until (unix ns)
@@ -107,11 +130,7 @@ func (p *Pins) Add(id, reason, ref string, until int64) (Pin, error) {
 	pin := Pin{ID: "pin_" + hex.EncodeToString(b[:]), Reason: reason, Ref: ref, Until: until, CreatedAt: now.UnixNano()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pins, err := p.read(id)
-	if err != nil {
-		return Pin{}, err
-	}
-	if err := p.write(id, append(pins, pin)); err != nil {
+	if err := p.change(id, func(pins []Pin) ([]Pin, error) { return append(pins, pin), nil }); err != nil {
 		return Pin{}, err
 	}
 	return pin, nil
@@ -124,20 +143,20 @@ func (p *Pins) Remove(id, pinID string) (Pin, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pins, err := p.read(id)
+	var removed Pin
+	err := p.change(id, func(pins []Pin) ([]Pin, error) {
+		for i, pin := range pins {
+			if pin.ID == pinID {
+				removed = pin
+				return append(append([]Pin{}, pins[:i]...), pins[i+1:]...), nil
+			}
+		}
+		return nil, ErrNoSuchPin
+	})
 	if err != nil {
 		return Pin{}, err
 	}
-	for i, pin := range pins {
-		if pin.ID == pinID {
-			rest := append(append([]Pin{}, pins[:i]...), pins[i+1:]...)
-			if err := p.write(id, rest); err != nil {
-				return Pin{}, err
-			}
-			return pin, nil
-		}
-	}
-	return Pin{}, ErrNoSuchPin
+	return removed, nil
 }
 
 // heldUntil is how long a recording's pins keep it: 0 when no pin holds

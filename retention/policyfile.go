@@ -1,34 +1,38 @@
 package retention
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
-	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/statedoc"
 	"github.com/flightrec/flightrec/wire"
 )
 
-// DATA/policy.digest holds the digest of the policy serve last ran with
-// (policy.Engine.Digest). A sweep from the command line compares its own
-// policy with it: a cron job that forgot --policy would otherwise delete
-// what the server's policy keeps.
+// The policy digest document holds the digest of the policy serve last ran
+// with (policy.Engine.Digest): DATA/policy.digest on a single node, one
+// object of the shared object store in shared mode (internal/app chooses).
+// A sweep from the command line compares its own policy with it: a cron
+// job that forgot --policy would otherwise delete what the server's policy
+// keeps.
 
-// RecordPolicy writes digest to DATA/policy.digest (atomically).
-func RecordPolicy(dataDir, digest string) error {
-	return store.WriteFileAtomic(layout.Of(dataDir).PolicyDigest(), []byte(digest+"\n"), 0o644)
+// PolicyFile is DATA/policy.digest, the single node's policy digest
+// document.
+func PolicyFile(dataDir string) statedoc.Doc {
+	return statedoc.File(layout.Of(dataDir).PolicyDigest(), 0o644)
+}
+
+// RecordPolicy records digest in doc.
+func RecordPolicy(doc statedoc.Doc, digest string) error {
+	return doc.Update(context.Background(), func([]byte) ([]byte, error) { return []byte(digest + "\n"), nil })
 }
 
 // RecordedPolicy is the digest serve last recorded, "" when no serve has
 // (a store only ever written by commands).
-func RecordedPolicy(dataDir string) (string, error) {
-	b, err := os.ReadFile(layout.Of(dataDir).PolicyDigest())
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
+func RecordedPolicy(doc statedoc.Doc) (string, error) {
+	b, err := doc.Read(context.Background())
 	if err != nil {
 		return "", fmt.Errorf("retention: reading the recorded policy digest: %w", err)
 	}
@@ -37,8 +41,8 @@ func RecordedPolicy(dataDir string) (string, error) {
 
 // CheckPolicy refuses with POLICY_MISMATCH when serve recorded a policy
 // other than digest, unless changed says the operator means it.
-func CheckPolicy(dataDir, digest string, changed bool) error {
-	served, err := RecordedPolicy(dataDir)
+func CheckPolicy(doc statedoc.Doc, digest string, changed bool) error {
+	served, err := RecordedPolicy(doc)
 	if err != nil || served == "" || served == digest || changed {
 		return err
 	}

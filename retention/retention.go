@@ -66,7 +66,14 @@ func (s *Sweeper) Status(ctx context.Context, row store.RecordingRow, now time.T
 	}
 	st.ExpiresAt = base + int64(c.Days)*int64(Day)
 	if s.Pins != nil {
-		st.Pins, _ = s.Pins.List(row.ID)
+		pins, err := s.Pins.List(row.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			// Pins that cannot be read (the shared object store out of
+			// reach) might hold it: keep it, and say why.
+			st.PolicyError = err.Error()
+			return st
+		}
+		st.Pins = pins
 	}
 	st.HeldUntil = heldUntil(st.Pins, now)
 	if st.Open || now.UnixNano() < st.ExpiresAt || st.HeldUntil != 0 {
@@ -189,6 +196,11 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progres
 		}
 		if err := s.Index.DeleteRecording(ctx, st.ID); err != nil {
 			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: index: %v", st.ID, err))
+		}
+		if s.Pins != nil {
+			if err := s.Pins.forget(st.ID); err != nil {
+				rep.Errors = append(rep.Errors, fmt.Sprintf("%s: pins: %v", st.ID, err))
+			}
 		}
 		rep.RecordingBytes += freed
 		rep.Deleted = append(rep.Deleted, st)

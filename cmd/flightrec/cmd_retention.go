@@ -53,7 +53,7 @@ func runRetention(ctx context.Context, args []string, out, errOut io.Writer) int
 		var pol *policy.Engine
 		pol, err = policy.Load(ctx, *policyDir)
 		if err == nil {
-			err = retention.CheckPolicy(sc.Data, pol.Digest(), *policyChanged)
+			err = checkPolicy(sc, pol.Digest(), *policyChanged)
 		}
 		if err == nil && *dry {
 			rep, err = dryRunHere(ctx, sc, pol, *now)
@@ -144,4 +144,15 @@ func dryRunHere(ctx context.Context, sc app.StoreConfig, pol *policy.Engine, now
 	defer idx.Close()
 	sw := &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil)}
 	return sw.DryRunAt(ctx, at)
+}
+
+// checkPolicy refuses a sweep under another policy than the one serve
+// recorded (in the data directory, or in shared mode the object store).
+func checkPolicy(sc app.StoreConfig, digest string, changed bool) error {
+	doc, closeDoc, err := sc.PolicyDigest()
+	if err != nil {
+		return err
+	}
+	defer closeDoc()
+	return retention.CheckPolicy(doc, digest, changed)
 }

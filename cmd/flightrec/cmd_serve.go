@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/url"
 
-	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -21,12 +20,13 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return code
 	}
 	log := newLogger(errOut, logLevel)
-	tokens, err := access.OpenTokens(cfg.Store.Data)
+	tokens, closeTokens, err := cfg.Store.OpenTokens()
 	if err != nil {
 		printErr(errOut, false, err)
 		return exitFailure
 	}
 	haveTokens := !tokens.Empty()
+	closeTokens()
 	loopback := app.IsLoopback(cfg.Addr)
 	// Anonymous access is for loopback only: elsewhere the server needs
 	// tokens to exist, unless told otherwise.

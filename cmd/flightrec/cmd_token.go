@@ -134,11 +134,14 @@ func runToken(ctx context.Context, args []string, out, errOut io.Writer) int {
 			}
 			defer lock.Close()
 		}
-		t, err := access.OpenTokens(sc.Data)
+		// In shared mode (--blobs) the list is the deployment's, in the
+		// object store: the first admin token of a fleet is made this way.
+		t, closeTokens, err := sc.OpenTokens()
 		if err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
+		defer closeTokens()
 		tokens = localTokens{t}
 	}
 	switch sub {

@@ -187,6 +187,10 @@ func serveFlags(fs *flag.FlagSet, c *app.Config) {
 		"longest time a client may take to send one request, body included; a slower body is cut")
 	fs.DurationVar(&c.MaxVideoDuration, "max-video-duration", playback.DefaultMaxVideoDuration,
 		"longest video.webm served; a longer recording's video is asked for as clips of steps")
+	envFlag(fs, &c.Keys.Attestation, "attestation-key", "",
+		"with --blobs (shared mode): the deployment's attestation key file, the same on every node (flightrec keys generate DIR)")
+	envFlag(fs, &c.Keys.Pseudonym, "pseudonym-key", "",
+		"with --blobs (shared mode): the deployment's pseudonym key file, the same on every node (flightrec keys generate DIR)")
 	envFlag(fs, &c.PublicURL, "public-url", "",
 		"base URL of the links the server hands out, e.g. https://flightrec.example.com (default: the request's host)")
 }

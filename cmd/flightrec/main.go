@@ -58,6 +58,7 @@ var commands = []command{
 	{"retention", "sweep expired recordings and unreferenced blobs now (--dry-run [--now T]: what would go)", runRetention},
 	{"audit", "verify the hash-chained audit log; print a recording's redaction report", runAudit},
 	{"token", "issue, revoke and list bearer tokens (project, scopes) of a data directory or a running --server URL", runToken},
+	{"keys", "generate a shared deployment's key files (attestation, pseudonyms) that every node is given", runKeys},
 	{"bench", "measure ingest and step reads against this machine's sha256 and fsync limits", runBench},
 }
 

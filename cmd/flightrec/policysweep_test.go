@@ -37,7 +37,7 @@ func TestRetentionSweepUnderServePolicy(t *testing.T) {
 	p, data, pol, id := serveDecade(t)
 	res := struct{ ID string }{id}
 	p.stop()
-	served, err := retention.RecordedPolicy(data)
+	served, err := retention.RecordedPolicy(retention.PolicyFile(data))
 	if err != nil || !strings.HasPrefix(served, "sha256:") {
 		t.Fatalf("serve recorded policy digest %q, %v", served, err)
 	}

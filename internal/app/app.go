@@ -29,7 +29,6 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/httpx"
 	"github.com/flightrec/flightrec/playback"
-	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
@@ -94,6 +93,9 @@ type Config struct {
 	// PublicURL is the base of absolute links the server hands out (share
 	// links); "" takes the request's own host.
 	PublicURL string
+	// Keys are the deployment's key files, required in shared mode
+	// (Store.Blobs set) and refused without it (KeyFiles).
+	Keys KeyFiles
 }
 
 // HTTPLimits bound how long a client may take to send a request, so a
@@ -263,12 +265,19 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 			opened.close()
 		}
 	}()
+	// Shared state first: a shared-mode node without the deployment's keys
+	// refuses before it changes anything.
+	shared, err := openShared(cfg, st)
+	if err != nil {
+		return nil, err
+	}
+	opened.add(shared.close)
 	pol, err := policy.Load(context.Background(), cfg.Policy)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.RecordPolicy {
-		if err := retention.RecordPolicy(st.Dir(), pol.Digest()); err != nil {
+		if err := retention.RecordPolicy(shared.policy, pol.Digest()); err != nil {
 			return nil, err
 		}
 	}
@@ -294,6 +303,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	icfg := cfg.Ingest
 	icfg.FFmpeg = cfg.FFmpeg
 	ing, err := ingest.New(icfg, ingest.Deps{Store: st, Projector: proj, Policy: pol, Registry: reg, Log: log, Edge: edge,
+		PseudonymKey: shared.pseudonymKey,
 		// Every recording's redaction plan is on the audit record.
 		OnOpen: func(m store.RecordingMeta) {
 			if _, err := auditLog.Append(audit.Plan(m.ID, m.PlanDigest)); err != nil {
@@ -317,15 +327,15 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 		return err
 	})
 	opened.add(func() error { ing.Close(); return nil })
-	signer, err := attest.LoadOrCreateKey(st.Dir())
+	signer, err := shared.signerOf(st.Dir())
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := access.OpenTokens(st.Dir())
+	tokens, pins, err := shared.tokensAndPins(st)
 	if err != nil {
 		return nil, err
 	}
-	sweeper := &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: retention.NewPins(st, nil), Audit: auditLog, Log: log}
+	sweeper := &retention.Sweeper{Store: st, Index: idx, Policy: pol, Pins: pins, Audit: auditLog, Log: log}
 	if cfg.RetentionInterval > 0 {
 		go sweeper.Run(ctx, cfg.RetentionInterval)
 	}
@@ -336,6 +346,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	shares := access.NewShares(st, shareKey, auditLog)
 	pb := playback.New(playback.Config{MaxVideoDuration: cfg.MaxVideoDuration, FFmpeg: cfg.FFmpeg, PublicURL: cfg.PublicURL},
 		playback.Deps{Store: st, Index: idx, Log: log, Edge: edge, Signer: signer, Audit: auditLog, Shares: shares,
+			PseudonymKey: shared.pseudonymKey,
 			Retention: func(ctx context.Context, row store.RecordingRow) wire.Retention {
 				return sweeper.Status(ctx, row, time.Now())
 			}})

@@ -27,6 +27,7 @@ import (
 //	go test -run '^$' -bench S3Ingest -benchtime 1x ./internal/app/
 func BenchmarkS3Ingest(b *testing.B) {
 	srv := testenv.S3(b)
+	keys := deployKeys(b)
 	obj := srv.Store(b, "bench-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	ctx := context.Background()
 	bs, err := objblobs.Open(ctx, obj)
@@ -87,8 +88,8 @@ func BenchmarkS3Ingest(b *testing.B) {
 		for range 2 {
 			localEvents = max(localEvents, smallEventRate(b, func(*app.Config) {}))
 			s3Events = max(s3Events, smallEventRate(b, func(c *app.Config) {
-				c.Store.Blobs = srv.URL("bench-small-" + strconv.FormatInt(time.Now().UnixNano(), 36))
-				c.Store.BlobCredentials = srv.Credentials()
+				sh := sharedConfig(srv, "bench-small-"+strconv.FormatInt(time.Now().UnixNano(), 36), keys)
+				c.Store, c.Keys = sh.Store, sh.Keys
 			}))
 		}
 

@@ -24,17 +24,61 @@ import (
 
 // node starts a flightrec server on its own data directory whose blobs
 // live in srv's bucket under prefix and whose index is the ClickHouse
-// database dsn: one node of a deployment sharing both.
-func node(t *testing.T, srv *testenv.S3Server, prefix, dsn string) (*app.App, string) {
+// database dsn: one node of a deployment sharing both, and the keys
+// (deployKeys).
+func node(t *testing.T, srv *testenv.S3Server, prefix, dsn string, keys app.KeyFiles, opts ...func(*app.Config)) (*app.App, string) {
 	t.Helper()
-	var cfg app.Config
+	cfg := sharedConfig(srv, prefix, keys)
 	cfg.Store.Index = dsn
-	cfg.Store.Blobs = srv.URL(prefix)
-	cfg.Store.BlobCredentials = srv.Credentials()
 	cfg.Ingest.Limits = ingest.DefaultLimits
 	cfg.Ingest.Limits.MaxBatchBytes = 1 << 20
 	cfg.Ingest.Limits.MaxEventBytes = 300 << 10
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return startApp(t, cfg)
+}
+
+// sharedConfig is a server's configuration in shared mode: blobs and
+// state in srv's bucket under prefix, the deployment's keys.
+func sharedConfig(srv *testenv.S3Server, prefix string, keys app.KeyFiles) app.Config {
+	var cfg app.Config
+	cfg.Store.Blobs = srv.URL(prefix)
+	cfg.Store.BlobCredentials = srv.Credentials()
+	cfg.Keys = keys
+	return cfg
+}
+
+// checkAttestation checks that the attestation node (app, base) makes of
+// recording id verifies, against its manifest, with the key the node at
+// keyBase publishes.
+func checkAttestation(t *testing.T, keyBase string, a *app.App, base, id string, hdr ...string) {
+	t.Helper()
+	pub, err := attest.ParsePublicKey(do(t, "GET", keyBase+"/v1/attestation/key", nil).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := do(t, "GET", base+"/v1/recordings/"+id+"/attestation", nil, hdr...)
+	if env.status != 200 {
+		t.Fatalf("attestation on %s: %d %s", base, env.status, env.body)
+	}
+	manifest, _, _, err := a.Store.ManifestBytes(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
+		t.Fatalf("the attestation made by %s, with the key %s publishes: %v", base, keyBase, err)
+	}
+}
+
+// deployKeys makes a deployment's key files (flightrec keys generate).
+func deployKeys(t testing.TB) app.KeyFiles {
+	t.Helper()
+	k, err := app.GenerateKeys(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // TestAnyNodeServesAnyRecording: a recording ingested through node A (its
@@ -46,8 +90,9 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	testenv.RequireFFmpeg(t, "ffmpeg")
 	srv := testenv.S3(t)
 	dsn := testenv.ClickHouse(t)
-	appA, baseA := node(t, srv, "deploy", dsn)
-	appB, baseB := node(t, srv, "deploy", dsn)
+	keys := deployKeys(t)
+	appA, baseA := node(t, srv, "deploy", dsn, keys)
+	appB, baseB := node(t, srv, "deploy", dsn, keys)
 
 	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
 	id := openRec(t, baseA)
@@ -122,21 +167,7 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	}
 	// B's attestation verifies with B's key against the manifest, and B's
 	// bundle imports into a data directory of its own and verifies.
-	pub, err := attest.ParsePublicKey(do(t, "GET", baseB+"/v1/attestation/key", nil).body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := do(t, "GET", baseB+"/v1/recordings/"+id+"/attestation", nil)
-	if env.status != 200 {
-		t.Fatalf("attestation on B: %d %s", env.status, env.body)
-	}
-	manifest, _, _, err := appB.Store.ManifestBytes(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := attest.Verify(env.body, pub, manifest); err != nil {
-		t.Fatalf("B's attestation: %v", err)
-	}
+	checkAttestation(t, baseB, appB, baseB, id)
 	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +190,7 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 // below what it had acknowledged.
 func TestS3OutageMidIngest(t *testing.T) {
 	srv := testenv.S3(t)
-	_, base := node(t, srv, "outage", "")
+	_, base := node(t, srv, "outage", "", deployKeys(t))
 	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 10, FrameBytes: 6000})
 	id := openRec(t, base)
 	lines, err := client.ParseLines(testgen.NDJSON(evs))

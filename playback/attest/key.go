@@ -169,15 +169,10 @@ func signerOf(l layout.Layout, b []byte) (*Signer, error) {
 // createKey makes a key file at path unless one appears first, and
 // returns the file's contents either way.
 func createKey(dir, path string) ([]byte, error) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
+	data, _, err := GenerateKeyPEM()
 	if err != nil {
 		return nil, err
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	data := pem.EncodeToMemory(&pem.Block{Type: pemPrivate, Bytes: der})
 	f, err := os.CreateTemp(dir, "."+KeyFile+".tmp-*")
 	if err != nil {
 		return nil, err
@@ -208,4 +203,34 @@ func createKey(dir, path string) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// LoadKeyFile returns the signer of the key in path (PKCS#8 PEM, as
+// GenerateKeyPEM makes and DATA/keys/attestation.key holds): the one key
+// an operator gives every node of a shared deployment, so an attestation
+// made by any node verifies with the key any node publishes.
+func LoadKeyFile(path string) (*Signer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	key, err := parsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("attest: key %s: %w", path, err)
+	}
+	return NewSigner(key), nil
+}
+
+// GenerateKeyPEM makes a new ed25519 key as PKCS#8 PEM, and its public
+// key as PKIX PEM.
+func GenerateKeyPEM() (private, public []byte, err error) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemPrivate, Bytes: der}), publicPEM(pub), nil
 }

@@ -148,6 +148,10 @@ func (l Layout) AttestationKey() string { return l.Key("attestation.key") }
 // AttestationPub is the attestation key's public half (PKIX PEM).
 func (l Layout) AttestationPub() string { return l.Key("attestation.pub") }
 
+// PseudonymKeyName is the redaction pseudonyms' HMAC key's name in Keys
+// (Store.Key; in shared mode the operator's file instead).
+const PseudonymKeyName = "redact-pseudonym.key"
+
 // ShareKeyName is the share links' HMAC key's name in Keys.
 const ShareKeyName = "share-link.key"
 
