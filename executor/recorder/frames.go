@@ -27,7 +27,8 @@ type frames struct {
 	done     chan struct{}
 }
 
-func startFrames(s *session) *frames {
+// startFrames sets s.frames and begins the tab's screencast.
+func startFrames(s *session) {
 	f := &frames{s: s, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
 	// The first frame can arrive before StartScreencast returns: the
 	// reader goroutine must find f already (onEvent).
@@ -41,10 +42,9 @@ func startFrames(s *session) *frames {
 	if err != nil {
 		// No screencast: steps still get a frame each (ensureFrame).
 		close(f.done)
-		return f
+		return
 	}
 	go f.loop()
-	return f
 }
 
 // offer takes a screencast frame from the reader goroutine: it is
