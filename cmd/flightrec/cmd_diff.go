@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,10 +13,7 @@ import (
 
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/internal/httpx"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
-	"github.com/flightrec/flightrec/wire"
 )
 
 // runDiff compares two recordings (or, with --group, finds the failure
@@ -131,19 +127,10 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 // server's log by design; a diff reads what it holds. stop shuts the
 // server down and closes both.
 func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop func() error, err error) {
-	st, err := sc.OpenReadOnly()
+	svc, done, err := readOnlyPlayback(sc, "diff through a server: --server URL", errOut)
 	if err != nil {
 		return "", nil, err
 	}
-	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
-	if err != nil {
-		st.Close()
-		return "", nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
-			"the index cannot be read: %v", err)
-	}
-	log := newLogger(errOut, "warn")
-	// No /metrics here: the edge counts without exporting.
-	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
 	r := chi.NewRouter()
 	svc.Routes(r)
 	// Only the routes a diff asks for: the others (a video build, say)
@@ -155,7 +142,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 		}
 		r.ServeHTTP(w, q)
 	})
-	return serveOnLoopback(h, func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) })
+	return serveOnLoopback(h, done)
 }
 
 func printGroup(out io.Writer, g diffrun.GroupReport) {
