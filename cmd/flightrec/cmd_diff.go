@@ -14,6 +14,7 @@ import (
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runDiff compares two recordings (or, with --group, finds the failure
@@ -55,7 +56,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if groupID != "" {
 		// A stored group: its members are compared, and its own verdict
 		// (against the seed's signature, for a rerun) is printed first.
-		body, err := getAPI(ctx, base+"/v1/groups/"+groupID)
+		body, err := getAPI(ctx, base+wire.Path(wire.RouteGroup, groupID))
 		var g store.Group
 		if err == nil {
 			err = json.Unmarshal(body, &g)
@@ -75,7 +76,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 	}
 	q := url.Values{}
-	path := "/v1/diff"
+	path := wire.RouteDiff
 	if *group {
 		path += "/group"
 		q["id"] = ids
@@ -136,7 +137,7 @@ func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop f
 	// Only the routes a diff asks for: the others (a video build, say)
 	// may write, and nothing but this process should be served anyway.
 	h := http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
-		if p := q.URL.Path; p != "/v1/diff" && p != "/v1/diff/group" && !strings.HasPrefix(p, "/v1/groups/") {
+		if p := q.URL.Path; p != wire.RouteDiff && p != wire.RouteDiffGroup && !strings.HasPrefix(p, wire.RouteGroups+"/") {
 			http.NotFound(w, q)
 			return
 		}

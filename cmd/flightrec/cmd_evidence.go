@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/flightrec/flightrec/internal/app"
@@ -55,7 +54,7 @@ func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int 
 	if local {
 		body, err = evidenceFromStore(ctx, sc, id, *base, asJSON, errOut)
 	} else {
-		u := strings.TrimRight(*server, "/") + "/v1/recordings/" + url.PathEscape(id) + "/evidence?format=" + *format
+		u := strings.TrimRight(*server, "/") + wire.Path(wire.RouteEvidence, id) + "?format=" + *format
 		if *share != "" {
 			req, _ := json.Marshal(map[string]string{"share": *share})
 			body, err = callAPI(ctx, "POST", u, req)
