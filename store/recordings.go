@@ -563,8 +563,11 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 		// (reads of an unlinked file still work, but be safe) — reopen once.
 		r.forget(id, loc.Segment)
 		if f, err2 := r.segment(id, loc.Segment); err2 == nil {
-			return log.ReadRecordAt(f, loc)
+			rec, err = log.ReadRecordAt(f, loc)
 		}
+	}
+	if err == nil {
+		err = r.s.inline(&rec)
 	}
 	return rec, err
 }
@@ -627,7 +630,8 @@ func (r *Reader) Close() error {
 // order, starting at pos (a position an earlier Scan returned, or the zero
 // Pos), reading the log while open and the segment blobs once finished. It
 // returns the position after the last record read, so a projector that
-// follows a growing log never reads a record twice.
+// follows a growing log never reads a record twice. Every record's data is
+// whole (its outlined part read back: Outline).
 func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
 	segs, err := segmentFiles(s.logDir(id))
 	if err != nil {
@@ -657,12 +661,13 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 	if pos.Segment == 0 {
 		pos.Segment = 1
 	}
+	whole := s.inlined(fn)
 	for ; pos.Segment <= n; pos = (Pos{Segment: pos.Segment + 1}) {
 		f, err := s.segmentSource(id, pos.Segment)
 		if err != nil {
 			return pos, err
 		}
-		next, err := log.ScanSegment(f, pos, after, fn)
+		next, err := log.ScanSegment(f, pos, after, whole)
 		f.Close()
 		if err != nil {
 			return next, err
