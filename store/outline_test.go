@@ -238,3 +238,40 @@ func TestOutlinedData(t *testing.T) {
 		t.Fatal("removed recording's log still there")
 	}
 }
+
+// TestResealOutlined: a reseal (retroactive redaction) of records read
+// whole writes their outlined parts by reference while they are
+// unchanged, and whole once redaction changed them; either way the new
+// root reads what was resealed.
+func TestResealOutlined(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	defer s.Close()
+	id, _, _ := writeRun(t, s, 1, true)
+	var recs []Record
+	if _, err := s.Scan(id, Pos{}, 0, func(r Record, _ Locator) error { recs = append(recs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	recs[0].Data = bytes.ReplaceAll(recs[0].Data, []byte("Mug"), []byte("[redacted]"))
+	want := make([][]byte, len(recs))
+	for i := range recs {
+		want[i] = append([]byte(nil), recs[i].Data...)
+	}
+	meta, _ := s.Meta(id)
+	if _, _, err := s.Reseal(meta, recs); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	if _, err := s.Scan(id, Pos{}, 0, func(r Record, _ Locator) error {
+		if !bytes.Equal(r.Data, want[i]) {
+			return fmt.Errorf("seq %d reads other data after the reseal", r.Seq)
+		}
+		if (r.Outlined != nil) != (outlinedSeqs[r.Seq] && r.Seq != 1) {
+			return fmt.Errorf("seq %d: outlined %+v after the reseal", r.Seq, r.Outlined)
+		}
+		i++
+		return nil
+	}); err != nil || i != len(want) {
+		t.Fatalf("scan after reseal: %v after %d", err, i)
+	}
+	mustVerify(t, s)
+}

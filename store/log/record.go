@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // Record is one stored event: the envelope's fields, the blob it carries,
@@ -49,8 +50,9 @@ type Outlined struct {
 	At   int64
 }
 
-// Outline marks Data[at:at+len(blob)] as kept in blob c. Data stays whole
-// in memory; the record is encoded without those bytes.
+// Outline marks Data[at:at+size] as kept in blob c (the CID of exactly
+// those bytes). Data stays whole in memory; the record is encoded without
+// those bytes, as long as Data still holds them there.
 func (r *Record) Outline(c string, at, size int64) {
 	r.Outlined, r.inlined = &Outlined{CID: c, Size: size, At: at}, true
 }
@@ -71,13 +73,18 @@ func (r *Record) Inline(blob []byte) error {
 	return nil
 }
 
-// storedData is Data as the log keeps it: without the outlined bytes.
-func (r *Record) storedData() []byte {
+// stored is what the log keeps of r: Data without the outlined bytes, and
+// the outline. Data changed since it was outlined or inlined (a reseal's
+// redaction) no longer holds the blob's bytes at At: it is kept whole.
+func (r *Record) stored() ([]byte, *Outlined) {
 	o := r.Outlined
 	if o == nil || !r.inlined {
-		return r.Data
+		return r.Data, o
 	}
-	return append(append([]byte(nil), r.Data[:o.At]...), r.Data[o.At+o.Size:]...)
+	if o.At < 0 || o.At+o.Size > int64(len(r.Data)) || blobs.SumString(r.Data[o.At:o.At+o.Size]) != o.CID {
+		return r.Data, nil
+	}
+	return append(append([]byte(nil), r.Data[:o.At]...), r.Data[o.At+o.Size:]...), o
 }
 
 // EachBlob calls fn for every blob r names: CID, then Blobs, then the
@@ -170,9 +177,9 @@ var ErrBadRecord = errors.New("malformed log record")
 // AppendBinary produces, so decode∘encode is the identity on bytes too.
 func (r *Record) AppendBinary(b []byte) []byte {
 	s := &r.Summary
-	data := r.storedData()
+	data, outlined := r.stored()
 	switch {
-	case r.Outlined != nil:
+	case outlined != nil:
 		b = append(b, recordV4)
 	case len(r.Blobs) > 0:
 		b = append(b, recordV3)
@@ -197,7 +204,7 @@ func (r *Record) AppendBinary(b []byte) []byte {
 	b = appendString(b, s.ErrorCode)
 	b = binary.AppendUvarint(b, uint64(len(data)))
 	b = append(b, data...)
-	if len(r.Redactions) > 0 || len(r.Blobs) > 0 || r.Outlined != nil {
+	if len(r.Redactions) > 0 || len(r.Blobs) > 0 || outlined != nil {
 		b = binary.AppendUvarint(b, uint64(len(r.Redactions)))
 		for _, x := range r.Redactions {
 			b = appendString(b, x.Rule)
@@ -205,14 +212,14 @@ func (r *Record) AppendBinary(b []byte) []byte {
 			b = appendString(b, x.Pointer)
 		}
 	}
-	if len(r.Blobs) > 0 || r.Outlined != nil {
+	if len(r.Blobs) > 0 || outlined != nil {
 		b = binary.AppendUvarint(b, uint64(len(r.Blobs)))
 		for _, x := range r.Blobs {
 			b = appendString(b, x.CID)
 			b = binary.AppendVarint(b, x.Size)
 		}
 	}
-	if o := r.Outlined; o != nil {
+	if o := outlined; o != nil {
 		b = appendString(b, o.CID)
 		b = binary.AppendVarint(b, o.Size)
 		b = binary.AppendVarint(b, o.At)

@@ -214,6 +214,13 @@ func TestRecordOutlined(t *testing.T) {
 	if again := got.AppendBinary(nil); !bytes.Equal(again, enc) {
 		t.Fatal("re-encoding the inlined record differs")
 	}
+	// Data changed after it was inlined (a reseal's redaction) is kept
+	// whole: the blob no longer holds what belongs at At.
+	changed := got
+	changed.Data = bytes.Replace(got.Data, []byte("body"), []byte("****"), 1)
+	if enc := changed.AppendBinary(nil); enc[0] != recordV2 || !bytes.Contains(enc, changed.Data) {
+		t.Fatalf("changed data: version %d, whole %v", enc[0], bytes.Contains(enc, changed.Data))
+	}
 	// With no redactions and no further blobs, both counts are 0.
 	plain := Record{Seq: 1, Kind: event.KindSnapshot, Data: json.RawMessage(`{"text":"xyz"}`)}
 	plain.Outline(blobs.SumString([]byte(`"xyz"`)), 8, 5)
