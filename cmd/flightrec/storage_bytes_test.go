@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"os"
@@ -56,6 +58,8 @@ func TestStoredBytesOfDemoRuns(t *testing.T) {
 	for _, id := range ids {
 		fs.add(t, st, id)
 	}
+	t.Logf("event data of the first run by kind: %s", dataByKind(t, st, ids[0]))
+	t.Logf("blobs by the kind of event naming them, first run / all 5 runs: %s / %s", blobsByKind(t, st, ids[:1]), blobsByKind(t, st, ids))
 	t.Logf("screencast frames: %d stored (%d bytes); %d identical to the one before (stored once already); "+
 		"%d differ from the one before in ≤ %d pixels (%d bytes, %.1f%% of the frames' bytes): "+
 		"keeping only the changed tiles of those would save at most that much",
@@ -211,4 +215,70 @@ func absDiff(a, b uint32) uint32 {
 		return a - b
 	}
 	return b - a
+}
+
+// blobsByKind sums the distinct blobs the recordings' events name, by the
+// events' kind (an outlined part under its event's kind, as "+data").
+func blobsByKind(t *testing.T, st *store.Store, ids []string) string {
+	t.Helper()
+	seen := map[string]bool{}
+	size := map[string]int64{}
+	for _, id := range ids {
+		_, err := st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+			r.EachBlob(func(c string, n int64) {
+				k := string(r.Kind)
+				if r.Outlined != nil && c == r.Outlined.CID {
+					k += "+data"
+				}
+				if !seen[c] {
+					seen[c] = true
+					size[k] += n
+				}
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var parts []string
+	for k, n := range size {
+		parts = append(parts, k+" "+kb(n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// dataByKind sums a recording's event data by kind: events, bytes, the
+// largest, and how many have an outlined part.
+func dataByKind(t *testing.T, st *store.Store, id string) string {
+	t.Helper()
+	type agg struct {
+		n, outlined   int
+		bytes, larges int64
+	}
+	by := map[event.Kind]*agg{}
+	_, err := st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		a := by[r.Kind]
+		if a == nil {
+			a = &agg{}
+			by[r.Kind] = a
+		}
+		a.n++
+		a.bytes += int64(len(r.Data))
+		a.larges = max(a.larges, int64(len(r.Data)))
+		if r.Outlined != nil {
+			a.outlined++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for k, a := range by {
+		parts = append(parts, fmt.Sprintf("%s: %d events, %s (largest %s), %d outlined", k, a.n, kb(a.bytes), kb(a.larges), a.outlined))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }
