@@ -200,7 +200,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 		if manifest == nil {
 			return nil
 		}
-		_, _, err := s.Blobs.Put(manifest)
+		_, err := s.putManifest(manifest)
 		return err
 	}
 	parent := s.Layout().Recordings()
@@ -229,7 +229,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 		return err
 	}
 	if manifest != nil { // nil: the shared blob store holds it (fetch)
-		if _, _, err := s.Blobs.Put(manifest); err != nil {
+		if _, err := s.putManifest(manifest); err != nil {
 			return err
 		}
 	}

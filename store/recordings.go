@@ -464,7 +464,7 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rc, _, err := s.Blobs.Put(mb)
+	rc, err := s.putManifest(mb)
 	if err != nil {
 		return "", err
 	}
@@ -487,6 +487,17 @@ func (s *Store) putSegment(data []byte) (cid.Cid, error) {
 		return c, err
 	}
 	c, _, err := s.Blobs.PutSeekable(data, log.RecordEnds(data))
+	return c, err
+}
+
+// putManifest stores a manifest blob, kept compressed as sealed segments
+// are (its JSON shrinks about 4×): the root names the uncompressed bytes.
+func (s *Store) putManifest(mb []byte) (cid.Cid, error) {
+	if s.plainSegments {
+		c, _, err := s.Blobs.Put(mb)
+		return c, err
+	}
+	c, _, err := s.Blobs.PutSeekable(mb, nil)
 	return c, err
 }
 
