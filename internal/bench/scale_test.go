@@ -55,8 +55,11 @@ const (
 //	go test -v -run '^$' -bench BenchmarkScale -benchtime 1x -timeout 60m ./internal/bench/
 //
 // On an idle 2-core machine it takes about 4 CPU minutes of its own (most
-// of it SQLite's text index) beside ClickHouse's, and 1 GB of disk
-// (SQLite 0.9 GB); on a shared one, as long as the other work leaves it.
+// of it SQLite's text index) beside ClickHouse's, and 1.3 GB of disk
+// (SQLite 1.2 GB); on a shared one, as long as the other work leaves it
+// (at a load average of 25 on 2 cores: 9m52s for the events, 5m12s for
+// the list, 2m22s of it this process's CPU). The parts run alone with
+// -bench 'BenchmarkScale/events' or 'BenchmarkScale/list'.
 func BenchmarkScale(b *testing.B) {
 	dsn, _, _ := testenv.StartClickHouse(b)
 	var figs []scaleFigure
