@@ -203,6 +203,11 @@ func TestOutlinedData(t *testing.T) {
 		t.Fatalf("imported scan: %v after %d", err, i)
 	}
 	mustVerify(t, imp)
+	for _, c := range shared {
+		if _, err := os.Stat(imp.Layout().Blobs().LooseCompressed(c)); err != nil {
+			t.Fatalf("imported outlined blob %s is not kept compressed: %v", c, err)
+		}
+	}
 	if again := exportBundle(t, imp, ids[0]); !bytes.Equal(again, b) {
 		t.Fatal("export after import differs")
 	}
