@@ -546,6 +546,11 @@ func (s *Service) commit(r *recording, batch []*event.Decoded, recs []store.Reco
 		}
 		attachCIDs(recs, batch, blobOf, cids)
 	}
+	// Large bodies, DOM trees and snapshot texts go to blobs of their
+	// own, stored once however many runs repeat them.
+	if err := s.st.Outline(recs); err != nil {
+		return storageError(err)
+	}
 	if _, err := r.log.Append(recs); err != nil {
 		s.log.Error("log append failed", "recording", r.meta.ID, "err", err)
 		// Reopen the log: recovery cuts whatever part of this batch
