@@ -8,7 +8,10 @@ import (
 // Target names what an action aimed at: an accessibility ref, role and name,
 // or a CSS selector.
 type Target struct {
-	Ref      string `json:"ref,omitempty"`
+	Ref string `json:"ref,omitempty"`
+	// Frame names the child frame the element is in (its title, or its
+	// origin), as the flow's target did; "" is the top document.
+	Frame    string `json:"frame,omitempty"`
 	Role     string `json:"role,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Selector string `json:"selector,omitempty"`

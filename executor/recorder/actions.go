@@ -151,7 +151,7 @@ func causedByPage(e cdphar.Taken) bool {
 func actionOf(step flow.Step) event.Action {
 	a := event.Action{Verb: string(step.Verb)}
 	if t := step.Target; t != nil {
-		a.Target = &event.Target{Role: t.Role, Name: t.Name, Selector: t.CSS}
+		a.Target = &event.Target{Frame: t.Frame, Role: t.Role, Name: t.Name, Selector: t.CSS}
 	}
 	args := map[string]any{}
 	switch step.Verb {
@@ -219,18 +219,28 @@ func (s *session) act(step flow.Step, timeout time.Duration) (*event.Target, *ev
 type element struct {
 	backend cdp.BackendNodeID
 	object  cdpruntime.RemoteObjectID
+	frame   *childFrame // the child frame it is in; nil: the top document
 }
 
-// resolve finds the one visible element a target names.
+// resolve finds the one visible element a target names, in the top
+// document or, when the target names a frame, in that frame.
 func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepError) {
 	ctx := s.ctx
 	doc, err := chromedp.Call(ctx, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(0))})
 	if err != nil {
 		return element{}, nil, stepErr(CodeBrowserError, "check that the browser is still running", "reading the document: %v", err)
 	}
+	root := doc.Root.NodeID
+	var frame *childFrame
+	if t.Frame != "" {
+		var e *event.StepError
+		if frame, root, e = s.frameDocument(t.Frame); e != nil {
+			return element{}, nil, e
+		}
+	}
 	var ids []cdp.BackendNodeID
 	if t.CSS != "" {
-		res, err := chromedp.Call(ctx, dom.QuerySelectorAll, dom.QuerySelectorAllParams{NodeID: doc.Root.NodeID, Selector: t.CSS})
+		res, err := chromedp.Call(ctx, dom.QuerySelectorAll, dom.QuerySelectorAllParams{NodeID: root, Selector: t.CSS})
 		if err != nil {
 			if strings.Contains(err.Error(), "not valid") || strings.Contains(err.Error(), "-32000") {
 				return element{}, nil, stepErr(CodeBadTarget, "fix the selector in the flow file", "css %q is not a valid selector", t.CSS)
@@ -245,7 +255,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 		}
 	} else {
 		res, err := chromedp.Call(ctx, accessibility.QueryAXTree, accessibility.QueryAXTreeParams{
-			NodeID: doc.Root.NodeID, AccessibleName: t.Name, Role: t.Role})
+			NodeID: root, AccessibleName: t.Name, Role: t.Role})
 		if err != nil {
 			return element{}, nil, stepErr(CodeStaleRef, "the page changed while the step looked; it is retried", "querying %s: %v", t, err)
 		}
@@ -270,7 +280,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 			return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
 		}`)
 		if err == nil && vis {
-			found = append(found, element{backend: id, object: r.Object.ObjectID})
+			found = append(found, element{backend: id, object: r.Object.ObjectID, frame: frame})
 		}
 	}
 	switch {
@@ -282,7 +292,11 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 			"%s matches %d visible elements", t, len(found))
 	}
 	el := found[0]
-	resolved := &event.Target{Ref: s.refs.ref(el.backend), Role: t.Role, Name: t.Name, Selector: t.CSS}
+	key := ""
+	if frame != nil {
+		key = frame.key
+	}
+	resolved := &event.Target{Ref: s.refs.ref(key, el.backend), Frame: t.Frame, Role: t.Role, Name: t.Name, Selector: t.CSS}
 	if t.CSS != "" {
 		if role, name, ok := s.axOf(el.backend); ok {
 			resolved.Role, resolved.Name = role, name
@@ -312,7 +326,14 @@ type elementState struct {
 
 // actionable checks the element can take the action now and returns
 // where to point at it.
+//
+// In a child frame the helper answers in the frame's viewport; the frame
+// element is scrolled into view first and its content box's corner added,
+// so the point is the top page's (where input events go).
 func (s *session) actionable(el element, editable bool) (elementState, *event.StepError) {
+	if el.frame != nil {
+		_, _ = chromedp.Call(s.ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.frame.owner})
+	}
 	st, err := callOn[elementState](s.ctx, el.object,
 		`function(editable) { return window.__flightrec.state(this, editable); }`, editable)
 	if err != nil {
@@ -320,6 +341,13 @@ func (s *session) actionable(el element, editable bool) (elementState, *event.St
 	}
 	switch st.State {
 	case "ok":
+		if el.frame != nil {
+			x, y, _, _, ok := ownerQuad(s.ctx, el.frame)
+			if !ok {
+				return st, stepErr(CodeNotActionable, "wait until the frame is visible", "the frame %q is not rendered", el.frame.label())
+			}
+			st.X, st.Y = st.X+x, st.Y+y
+		}
 		return st, nil
 	case "detached":
 		return st, stepErr(CodeStaleRef, "the element left the page; take a new snapshot", "the element left the page")

@@ -174,11 +174,14 @@ func (s *session) maskRects() ([]event.Rect, bool) {
 	defer cancel()
 	rects, err := evaluate[[]event.Rect](ctx, `window.__flightrec ? window.__flightrec.maskRects() : null`)
 	if err == nil && rects != nil {
-		return rects, true
+		// A cross-origin frame's masks come from its own helper; when the
+		// frames cannot be listed the frame is dropped, not sent unmasked.
+		rects, err = s.frameMaskRects(ctx, rects)
+		return rects, err == nil
 	}
 	// No helper (about:blank, an error page) or no answer: the frame is
 	// safe only on a page that has no form control at all.
-	n, err := evaluate[int](ctx, `document.querySelectorAll("input,textarea,select,[contenteditable]").length`)
+	n, err := evaluate[int](ctx, `document.querySelectorAll("input,textarea,select,[contenteditable],iframe").length`)
 	if err != nil || n > 0 {
 		return nil, false
 	}

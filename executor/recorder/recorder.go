@@ -187,6 +187,7 @@ type session struct {
 	vp            event.Viewport       // set before any goroutine reads it
 
 	frames *frames
+	worlds *worlds // every frame's main world, for cross-origin frames
 	cwork  chan func() // console work, in arrival order, off the reader goroutine
 	cdone  chan struct{}
 }
@@ -240,7 +241,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 	}
 	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"),
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
-		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
+		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, worlds: newWorlds(),
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
 	if rep.Mask != nil {
 		s.mask = *rep.Mask
@@ -439,7 +440,9 @@ func (s *session) onEvent(ev any) {
 	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
 		s.cap.onEvent(ev, s.st.currentStep())
 	default:
-		s.onConsoleEvent(ev)
+		if !s.worlds.onEvent(ev) {
+			s.onConsoleEvent(ev)
+		}
 	}
 }
 

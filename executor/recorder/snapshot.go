@@ -26,25 +26,36 @@ const maxSnapshot = 256 << 10
 // recording, so a receipt's resolved target and the snapshots name an
 // element the same way. It also keeps the last interactive view, for the
 // snapshot delta a receipt carries.
+//
+// An element of a child frame has a ref of the frame's own, @f1e2 (frame
+// f1's second element): a backend node id is unique within a process,
+// not across the frames of a page.
 type refs struct {
 	mu     sync.Mutex
-	byNode map[cdp.BackendNodeID]string
-	next   int
-	before string // the interactive view before the current step
+	byNode map[frameNode]string
+	next   map[string]int // by frame key ("" is the top document)
+	before string         // the interactive view before the current step
 	after  string
 }
 
-func newRefs() *refs { return &refs{byNode: map[cdp.BackendNodeID]string{}} }
+type frameNode struct {
+	frame string
+	id    cdp.BackendNodeID
+}
 
-func (r *refs) ref(id cdp.BackendNodeID) string {
+func newRefs() *refs { return &refs{byNode: map[frameNode]string{}, next: map[string]int{}} }
+
+// ref is the ref of element id of frame ("" for the top document).
+func (r *refs) ref(frame string, id cdp.BackendNodeID) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if ref, ok := r.byNode[id]; ok {
+	k := frameNode{frame, id}
+	if ref, ok := r.byNode[k]; ok {
 		return ref
 	}
-	r.next++
-	ref := "@e" + strconv.Itoa(r.next)
-	r.byNode[id] = ref
+	r.next[frame]++
+	ref := "@" + frame + "e" + strconv.Itoa(r.next[frame])
+	r.byNode[k] = ref
 	return ref
 }
 
@@ -121,8 +132,26 @@ func (s *session) snapshots(when string) {
 		s.sendSnapshot(now, "interactive", when, origin, text)
 	}
 	if text, err := evaluate[string](s.ctx, `document.body ? document.body.innerText : ""`); err == nil {
-		s.sendSnapshot(now, "content", when, origin, tidyText(text))
+		s.sendSnapshot(now, "content", when, origin, tidyText(text)+s.framesText())
 	}
+}
+
+// framesText is the text of the cross-origin frames (the top document's
+// innerText holds none of a frame's), each under a line naming it.
+func (s *session) framesText() string {
+	frames, _ := childFrames(s.ctx, s.worlds)
+	var b strings.Builder
+	for _, f := range frames {
+		if !f.cross {
+			continue
+		}
+		text, err := evaluateIn[string](s.ctx, s.worlds, f, `document.body ? document.body.innerText : ""`)
+		if err != nil {
+			continue
+		}
+		b.WriteString("\n\nframe " + strconv.Quote(f.label()) + " (cross-origin frame: " + f.origin + ")\n" + tidyText(text))
+	}
+	return b.String()
 }
 
 func (s *session) sendSnapshot(ts time.Time, view, when, origin, text string) {
@@ -168,13 +197,36 @@ func nonce() string {
 
 // interactiveView renders the accessibility tree: one line per actionable
 // element (role, name, state, ref), under the landmarks and headings that
-// place it. Values of masked fields are never shown.
+// place it. Values of masked fields are never shown. A child frame's
+// content follows its frame element inline, under a line naming the
+// frame and its origin, with refs of its own (@f1e1 …).
 func (s *session) interactiveView() (string, error) {
-	res, err := chromedp.Call(s.ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
-	if err != nil {
+	frames, _ := childFrames(s.ctx, s.worlds)
+	var b strings.Builder
+	if err := s.writeAXTree(&b, nil, frames, 0, map[cdp.FrameID]bool{}); err != nil {
 		return "", err
 	}
-	masked := s.maskedNodes()
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// writeAXTree writes the tree of frame f (nil: the top document) at depth,
+// each child frame's tree where its element is.
+func (s *session) writeAXTree(b *strings.Builder, f *childFrame, frames []*childFrame, depth int, done map[cdp.FrameID]bool) error {
+	p := accessibility.GetFullAXTreeParams{}
+	key := ""
+	if f != nil {
+		p.FrameID, key = f.id, f.key
+		done[f.id] = true
+	}
+	res, err := chromedp.Call(s.ctx, accessibility.GetFullAXTree, p)
+	if err != nil {
+		return err
+	}
+	masked, all := s.maskedNodes(f)
+	owners := map[cdp.BackendNodeID]*childFrame{}
+	for _, cf := range frames {
+		owners[cf.owner] = cf
+	}
 	byID := make(map[accessibility.NodeID]*accessibility.Node, len(res.Nodes))
 	for _, n := range res.Nodes {
 		byID[n.NodeID] = n
@@ -187,13 +239,23 @@ func (s *session) interactiveView() (string, error) {
 		}
 	}
 	if root == nil {
-		return "", nil
+		return nil
 	}
-	var b strings.Builder
 	var walk func(n *accessibility.Node, depth int)
 	walk = func(n *accessibility.Node, depth int) {
 		role := axString(n.Role)
 		next := depth
+		if cf := owners[n.BackendDOMNodeID]; cf != nil && n.BackendDOMNodeID != 0 && !done[cf.id] {
+			kind := "frame"
+			if cf.cross {
+				kind = "cross-origin frame"
+			}
+			b.WriteString(strings.Repeat(" ", depth) + "frame " + strconv.Quote(cf.label()) + " (" + kind + ": " + cf.origin + ")\n")
+			// A frame that cannot be read now (it is loading) shows as
+			// its line alone.
+			_ = s.writeAXTree(b, cf, frames, depth+1, done)
+			return
+		}
 		if !n.Ignored && (actionableRoles[role] || contextRoles[role]) && !hiddenOption(n, byID) {
 			name := normalizeSpace(axString(n.Name))
 			if role == "alert" || role == "status" {
@@ -214,14 +276,14 @@ func (s *session) interactiveView() (string, error) {
 			}
 			if valuedRoles[role] {
 				if v := axString(n.Value); v != "" {
-					if masked[n.BackendDOMNodeID] {
+					if all || masked[n.BackendDOMNodeID] {
 						v = "[masked]"
 					}
 					b.WriteString(" value=" + strconv.Quote(v))
 				}
 			}
 			if actionableRoles[role] && n.BackendDOMNodeID != 0 {
-				b.WriteString(" " + s.refs.ref(n.BackendDOMNodeID))
+				b.WriteString(" " + s.refs.ref(key, n.BackendDOMNodeID))
 			}
 			b.WriteString("\n")
 			next = depth + 1
@@ -233,8 +295,8 @@ func (s *session) interactiveView() (string, error) {
 			}
 		}
 	}
-	walk(root, 0)
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	walk(root, depth)
+	return nil
 }
 
 // hiddenOption is an option of a closed select's popup: the combobox line
@@ -340,20 +402,33 @@ func axString(v *accessibility.Value) string {
 	return strings.Trim(string(v.Value), `"`)
 }
 
-// maskedNodes lists the backend ids of the page's masked elements and
-// their descendants, from the page helper (the plan's mask rules).
-func (s *session) maskedNodes() map[cdp.BackendNodeID]bool {
+// maskedNodes lists the backend ids of the masked elements of frame f
+// (nil: the top document and its same-origin frames) and their
+// descendants, from the page helper (the plan's mask rules). all is true
+// when a child frame's helper cannot answer: then every value in it is
+// masked.
+func (s *session) maskedNodes(f *childFrame) (masked map[cdp.BackendNodeID]bool, all bool) {
 	out := map[cdp.BackendNodeID]bool{}
-	res, err := chromedp.Call(s.ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{
-		Expression: `window.__flightrec ? window.__flightrec.maskedElements() : []`, ObjectGroup: "flightrec-mask"})
-	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
-		return out
+	const expr = `window.__flightrec ? window.__flightrec.maskedElements() : []`
+	var list cdpruntime.RemoteObjectID
+	if f != nil {
+		obj, err := objectIn(s.ctx, s.worlds, f, `window.__flightrec ? window.__flightrec.maskedElements() : null`, "flightrec-mask")
+		if err != nil {
+			return out, true
+		}
+		list = obj
+	} else {
+		res, err := chromedp.Call(s.ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: expr, ObjectGroup: "flightrec-mask"})
+		if err != nil || res.Result == nil || res.Result.ObjectID == "" {
+			return out, false
+		}
+		list = res.Result.ObjectID
 	}
 	defer chromedp.Call(s.ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-mask"})
 	props, err := chromedp.Call(s.ctx, cdpruntime.GetProperties, cdpruntime.GetPropertiesParams{
-		ObjectID: res.Result.ObjectID, OwnProperties: ptr(true)})
+		ObjectID: list, OwnProperties: ptr(true)})
 	if err != nil {
-		return out
+		return out, f != nil
 	}
 	for _, p := range props.Result {
 		if p.Value == nil || p.Value.ObjectID == "" {
@@ -375,5 +450,5 @@ func (s *session) maskedNodes() map[cdp.BackendNodeID]bool {
 		}
 		mark(d.Node)
 	}
-	return out
+	return out, false
 }
