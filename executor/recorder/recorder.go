@@ -187,7 +187,7 @@ type session struct {
 	vp            event.Viewport       // set before any goroutine reads it
 
 	frames *frames
-	worlds *worlds // every frame's main world, for cross-origin frames
+	worlds *worlds     // every frame's main world, for cross-origin frames
 	cwork  chan func() // console work, in arrival order, off the reader goroutine
 	cdone  chan struct{}
 }
