@@ -582,7 +582,17 @@ func paramName(t *flow.Target, r *event.Receipt) string {
 // the resolved element had them, CSS only where no accessible name is
 // known or the name is not unique on the page (the interactive snapshot
 // before the step lists it more than once).
+//
+// An element inside a child frame keeps its frame (title or origin).
 func target(verb string, r *event.Receipt, before string) (*flow.Target, string) {
+	t, why := elementTarget(verb, r, before)
+	if t != nil && r.Action.Target != nil {
+		t.Frame = r.Action.Target.Frame
+	}
+	return t, why
+}
+
+func elementTarget(verb string, r *event.Receipt, before string) (*flow.Target, string) {
 	at := r.Action.Target
 	if at == nil {
 		return nil, "the recording names no target"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/flightrec/flightrec/executor/flow"
@@ -166,18 +167,29 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 // otherwise.
 var playwrightRoles = map[string]string{"image": "img"}
 
+// locator is a target's Playwright locator; an element in a child frame
+// is found through frameLocator, by the frame element's title or, for an
+// origin, by its src.
 func locator(t *flow.Target) string {
+	scope := "page"
+	if f := t.Frame; f != "" {
+		sel := "iframe[title=" + strconv.Quote(f) + "]"
+		if strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") {
+			sel = "iframe[src^=" + strconv.Quote(f+"/") + "]"
+		}
+		scope = "page.frameLocator(" + jsStr(sel) + ")"
+	}
 	if t.CSS != "" {
-		return "page.locator(" + jsStr(t.CSS) + ")"
+		return scope + ".locator(" + jsStr(t.CSS) + ")"
 	}
 	role := t.Role
 	if r, ok := playwrightRoles[role]; ok {
 		role = r
 	}
 	if t.Name == "" {
-		return "page.getByRole(" + jsStr(role) + ")"
+		return scope + ".getByRole(" + jsStr(role) + ")"
 	}
-	return fmt.Sprintf("page.getByRole(%s, { name: %s, exact: true })", jsStr(role), jsStr(t.Name))
+	return fmt.Sprintf("%s.getByRole(%s, { name: %s, exact: true })", scope, jsStr(role), jsStr(t.Name))
 }
 
 // jsURL is a flow URL as a TypeScript expression: {{base}} is BASE_URL, a

@@ -164,18 +164,32 @@ func harHeader(hs []event.NameValue) func(string) string {
 
 // key is a request's method and URL, normalized: the recorded app's
 // origin (and base's) written as base's, query parameters sorted, no
-// fragment.
+// fragment. Another port of the app's host (recorded or base's) is a
+// service started with the app, whose port changes from run to run (the
+// demo's payment provider): it is written as one peer origin, the same
+// whichever port, apart from the app's.
 func (r *Replay) key(method, raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return strings.ToUpper(method) + " " + raw
 	}
 	u.Fragment, u.RawFragment = "", ""
-	if o := u.Scheme + "://" + u.Host; o == r.origin || o == r.base.Scheme+"://"+r.base.Host {
+	switch o := u.Scheme + "://" + u.Host; {
+	case o == r.origin || o == r.base.Scheme+"://"+r.base.Host:
 		u.Scheme, u.Host = r.base.Scheme, r.base.Host
+	case u.Hostname() == r.base.Hostname() || (r.origin != "" && u.Hostname() == hostnameOf(r.origin)):
+		u.Scheme, u.Host = r.base.Scheme, "peer.of."+r.base.Hostname()
 	}
 	u.RawQuery = u.Query().Encode()
 	return strings.ToUpper(method) + " " + u.String()
+}
+
+func hostnameOf(origin string) string {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // markRE finds the marks redaction writes in place of a value.
