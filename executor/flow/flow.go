@@ -45,10 +45,25 @@ const (
 	Check  Verb = "check"
 	Wait   Verb = "wait"
 	Expect Verb = "expect"
+	// Switch moves the run to another page: the popup a step opened, or
+	// back to the first one.
+	Switch Verb = "switch"
+	// Snapshot asks for a snapshot view beyond the ones every step gets.
+	Snapshot Verb = "snapshot"
 )
 
 // Verbs lists every verb.
-var Verbs = []Verb{Goto, Click, Fill, Press, Select, Check, Wait, Expect}
+var Verbs = []Verb{Goto, Click, Fill, Press, Select, Check, Wait, Expect, Switch, Snapshot}
+
+// The pages a switch step names.
+const (
+	PageMain  = "main"  // the run's first page
+	PagePopup = "popup" // the newest page the run opened that is still open
+)
+
+// SnapshotFull is the view a snapshot step asks for: the whole
+// accessibility tree, every node with a ref where it has a DOM node.
+const SnapshotFull = "full"
 
 // DefaultViewport is the viewport of a flow that names none.
 var DefaultViewport = Viewport{Width: 1280, Height: 800}
@@ -84,6 +99,8 @@ type Viewport struct {
 //	check   Target (a checkbox, radio or switch to check)
 //	wait    Wait
 //	expect  Expect
+//	switch  Page (main or popup)
+//	snapshot View (full)
 type Step struct {
 	Line    int // 1-based line of the step in the file
 	Verb    Verb
@@ -93,6 +110,8 @@ type Step struct {
 	Key     string
 	Wait    *WaitFor
 	Expect  *Expectation
+	Page    string        // switch: PageMain or PagePopup
+	View    string        // snapshot: SnapshotFull
 	Timeout time.Duration // 0: the recorder's default
 }
 
@@ -520,6 +539,20 @@ func (p *parser) step(n *yaml.Node) (Step, bool) {
 		s.Wait = p.wait(v)
 	case Expect:
 		s.Expect = p.expect(v)
+	case Switch:
+		if pg, ok := p.nonEmpty(v, "switch"); ok {
+			if pg != PageMain && pg != PagePopup {
+				p.errf(v, "switch to what? want main (the first page) or popup (the newest page the run opened)")
+			}
+			s.Page = pg
+		}
+	case Snapshot:
+		if view, ok := p.nonEmpty(v, "snapshot"); ok {
+			if view != SnapshotFull {
+				p.errf(v, "snapshot: want full (interactive and content come with every step)")
+			}
+			s.View = view
+		}
 	}
 	if timeout != nil {
 		if t, ok := p.nonEmpty(timeout.v, "timeout"); ok {

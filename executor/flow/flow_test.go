@@ -75,7 +75,7 @@ steps:
   - wait: settled
 `
 	_, err := flow.Parse("flow.yaml", []byte(src))
-	want := `flow.yaml:12: unknown step "clik" (want goto, click, fill, press, select, check, wait, expect)`
+	want := `flow.yaml:12: unknown step "clik" (want goto, click, fill, press, select, check, wait, expect, switch, snapshot)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
@@ -284,5 +284,27 @@ steps:
 	}
 	if _, err := flow.ParsePersona("buyer.yaml", []byte("card_number: [1]\n")); err == nil || !strings.Contains(err.Error(), "buyer.yaml:1:") {
 		t.Errorf("bad persona: %v", err)
+	}
+}
+
+// TestSwitchAndSnapshotSteps: switch names main or popup, snapshot full;
+// anything else is refused at its line.
+func TestSwitchAndSnapshotSteps(t *testing.T) {
+	head := "name: x\nstart_url: /\nsteps:\n"
+	f, err := flow.Parse("f.yaml", []byte(head+"  - switch: popup\n  - snapshot: full\n  - switch: main\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Steps; s[0].Verb != flow.Switch || s[0].Page != flow.PagePopup || s[1].Verb != flow.Snapshot || s[1].View != flow.SnapshotFull ||
+		s[2].Page != flow.PageMain {
+		t.Errorf("steps %+v", s)
+	}
+	for src, want := range map[string]string{
+		"  - switch: tab2\n":         `f.yaml:4: switch to what? want main (the first page) or popup (the newest page the run opened)`,
+		"  - snapshot: everything\n": `f.yaml:4: snapshot: want full (interactive and content come with every step)`,
+	} {
+		if _, err := flow.Parse("f.yaml", []byte(head+src)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", src, err, want)
+		}
 	}
 }
