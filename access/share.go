@@ -63,7 +63,7 @@ var ShareKinds = []string{SharePlayer, ShareEvidence, ShareVideo}
 // the video alone. No list, no other recording, no write, no export.
 var shareRoutes = map[string][]string{
 	SharePlayer: {"/v1/recordings/{id}", "/v1/recordings/{id}/steps", "/v1/recordings/{id}/steps/{n}",
-		"/v1/recordings/{id}/steps/{n}/dom", "/v1/recordings/{id}/events", "/v1/recordings/{id}/redaction",
+		"/v1/recordings/{id}/steps/{n}/dom", "/v1/recordings/{id}/events", "/v1/recordings/{id}/snapshots/{seq}", "/v1/recordings/{id}/redaction",
 		"/v1/recordings/{id}/blobs/{cid}", "/v1/recordings/{id}/video.webm", "/v1/recordings/{id}/at",
 		"/v1/recordings/{id}/search", "/v1/recordings/{id}/comments", "/v1/recordings/{id}/evidence"},
 	ShareEvidence: {"/v1/recordings/{id}/evidence", "/v1/recordings/{id}/blobs/{cid}"},

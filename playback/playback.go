@@ -125,6 +125,7 @@ func (s *Service) Routes(r chi.Router) {
 	rec.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
 	rec.Get("/v1/recordings/{id}/steps/{n}/dom", s.handleDOM)
 	rec.Get("/v1/recordings/{id}/events", s.handleEvents)
+	rec.Get("/v1/recordings/{id}/snapshots/{seq}", s.handleSnapshotPage)
 	rec.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
 	rec.Get("/v1/recordings/{id}/har", s.handleHAR)
 	rec.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)

@@ -226,7 +226,7 @@ func ownerQuad(ctx context.Context, f *childFrame) (x0, y0, x1, y1 float64, ok b
 // frameDocument finds the one child frame whose title or origin is want
 // and returns its document's node, to search in.
 func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.StepError) {
-	frames, err := childFrames(s.ctx, s.worlds)
+	frames, err := childFrames(s.pg.ctx, s.pg.worlds)
 	if err != nil {
 		return nil, 0, stepErr(CodeBrowserError, "check that the browser is still running", "listing the frames: %v", err)
 	}
@@ -247,12 +247,12 @@ func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.St
 			"%d frames are titled or at %q", len(match), want)
 	}
 	f := match[0]
-	obj, err := objectIn(s.ctx, s.worlds, f, "document", "flightrec-frame")
+	obj, err := objectIn(s.pg.ctx, s.pg.worlds, f, "document", "flightrec-frame")
 	if err != nil {
 		return nil, 0, stepErr(CodeStaleRef, "the frame is loading; it is retried", "reading frame %q: %v", want, err)
 	}
-	defer chromedp.Call(s.ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-frame"})
-	n, err := chromedp.Call(s.ctx, dom.RequestNode, dom.RequestNodeParams{ObjectID: obj})
+	defer chromedp.Call(s.pg.ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-frame"})
+	n, err := chromedp.Call(s.pg.ctx, dom.RequestNode, dom.RequestNodeParams{ObjectID: obj})
 	if err != nil || n.NodeID == 0 {
 		return nil, 0, stepErr(CodeStaleRef, "the frame is loading; it is retried", "reading frame %q's document: %v", want, err)
 	}
@@ -264,8 +264,8 @@ func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.St
 // (the top document's helper measures same-origin frames itself). A
 // frame whose helper cannot answer is masked whole: its content is
 // unknown, so all of it may be secret.
-func (s *session) frameMaskRects(ctx context.Context, rects []event.Rect) ([]event.Rect, error) {
-	frames, err := childFrames(ctx, s.worlds)
+func frameMaskRects(ctx context.Context, w *worlds, rects []event.Rect) ([]event.Rect, error) {
+	frames, err := childFrames(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func (s *session) frameMaskRects(ctx context.Context, rects []event.Rect) ([]eve
 		if !ok || box.W <= 0 || box.H <= 0 {
 			continue // not rendered: nothing of it is on screen
 		}
-		inner, err := evaluateIn[[]event.Rect](ctx, s.worlds, f, `window.__flightrec ? window.__flightrec.maskRects() : null`)
+		inner, err := evaluateIn[[]event.Rect](ctx, w, f, `window.__flightrec ? window.__flightrec.maskRects() : null`)
 		if err != nil || inner == nil {
 			rects = append(rects, box)
 			continue

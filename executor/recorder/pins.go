@@ -359,7 +359,7 @@ type replayMiss struct{ method, url string }
 
 // onRequestPaused answers one intercepted request (on its own goroutine):
 // an API request from the recording, anything else from the app.
-func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
+func (s *session) onRequestPaused(pg *followedPage, ev *fetch.EventRequestPaused) {
 	req := ev.Request
 	hdr := func(name string) string {
 		for k, v := range req.Headers {
@@ -373,7 +373,7 @@ func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
 	}
 	full := req.URL + req.URLFragment
 	if !IsAPI(req.Method, full, hdr) {
-		_, _ = chromedp.Call(s.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		_, _ = chromedp.Call(pg.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
 	var body []byte
@@ -386,17 +386,17 @@ func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
 		s.mu.Lock()
 		s.misses[step] = append(s.misses[step], replayMiss{req.Method, req.URL})
 		s.mu.Unlock()
-		_, _ = chromedp.Call(s.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		_, _ = chromedp.Call(pg.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
 	}
 	s.mu.Lock()
 	s.replayed[req.Method+" "+req.URL] = append(s.replayed[req.Method+" "+req.URL], a.Note)
 	s.mu.Unlock()
 	if a.Failed {
-		_, _ = chromedp.Call(s.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonFailed})
+		_, _ = chromedp.Call(pg.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonFailed})
 		return
 	}
-	_, _ = chromedp.Call(s.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
+	_, _ = chromedp.Call(pg.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
 		ResponseCode: int64(a.Status), ResponseHeaders: a.Headers, Body: a.Body, ResponsePhrase: a.Phrase})
 }
 

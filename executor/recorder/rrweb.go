@@ -35,6 +35,8 @@ func rrwebScript() string {
 		bundle = bundle[:i]
 	}
 	return `(function () {
+  if (window.__flightrecRRWeb) return; // run once per document (a followed page gets it twice)
+  Object.defineProperty(window, "__flightrecRRWeb", {value: true});
   var define, exports, module; // the bundle is UMD: make it set the global
   ` + bundle + `
   ;rrwebRecord.record({
@@ -53,8 +55,8 @@ func rrwebScript() string {
 }).call(window);`
 }
 
-// onDOM sends one rrweb event from the binding (reader goroutine).
-func (s *session) onDOM(payload string) {
+// onDOM sends one rrweb event of pg from the binding (reader goroutine).
+func (s *session) onDOM(pg *followedPage, payload string) {
 	var ev struct {
 		Type      *int            `json:"type"`
 		Data      json.RawMessage `json:"data"`
@@ -70,5 +72,5 @@ func (s *session) onDOM(payload string) {
 	if ev.Timestamp > 0 && !s.cfg.Pins.Clock {
 		ts = time.UnixMilli(ev.Timestamp)
 	}
-	s.st.emit(event.KindDOM, ts, event.DOM{Type: ev.Type, Data: ev.Data, Timestamp: ev.Timestamp})
+	s.st.emit(event.KindDOM, ts, event.DOM{Type: ev.Type, Data: ev.Data, Timestamp: ev.Timestamp, Page: pg.id})
 }
