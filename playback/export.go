@@ -84,6 +84,11 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("har event %d: %w", e.Seq, err)
 		}
 		ref := fmt.Sprintf("step_%d", e.Step)
+		// The export's pages are steps; the browser page a popup's entry
+		// was made by (its stored pageref) stays, as _page.
+		if p, ok := m["pageref"].(string); ok && p != "" {
+			m["_page"] = p
+		}
 		m["pageref"] = ref
 		if !seen[e.Step] {
 			seen[e.Step] = true

@@ -146,7 +146,9 @@ func TestDemoFlowsOnRealChromium(t *testing.T) {
 	// Pay failed in the failing flow, with the 500 in that step.
 	checkPayStep(t, srv.Base, fail, true)
 	checkPayStep(t, srv.Base, pass, false)
-	checkCardFrame(t, srv.Base, shop, fail, allEvents(t, srv.Base, fail.ID))
+	failEvs := allEvents(t, srv.Base, fail.ID)
+	checkCardFrame(t, srv.Base, shop, fail, failEvs)
+	checkSnapshotViews(t, fail, failEvs)
 
 	// No byte the server wrote holds the card number or the password.
 	c := writtenBytes(t, srv)
