@@ -281,3 +281,51 @@ func findNode(n *cdp.Node, id string) *cdp.Node {
 	}
 	return nil
 }
+
+// checkSnapshotViews checks the failing demo run's delta and full
+// snapshots: the delta after the Apply click names the line that
+// changed (the gift card's status), and the full snapshot the flow asked
+// for lists the payment frame's elements with the frame's refs.
+func checkSnapshotViews(t *testing.T, res recorder.Result, evs []event.Envelope) {
+	t.Helper()
+	_, apply := receiptNamed(t, evs, "click", "Apply")
+	var deltas, fulls []event.Snapshot
+	snapStep := -1
+	for _, e := range evs {
+		switch e.Kind {
+		case event.KindReceipt:
+			if rc := decode[event.Receipt](t, e); rc.Action.Verb == "snapshot" {
+				snapStep = rc.Step
+				if rc.Outcome != event.OutcomeDone {
+					t.Errorf("%s: the snapshot step %s %+v", res.Flow, rc.Outcome, rc.Error)
+				}
+			}
+		case event.KindSnapshot:
+			s := decode[event.Snapshot](t, e)
+			switch {
+			case s.View == "delta" && e.Step == apply:
+				deltas = append(deltas, s)
+			case s.View == "full":
+				fulls = append(fulls, s)
+				if e.Step != snapStep && snapStep >= 0 {
+					t.Errorf("%s: a full snapshot at step %d, the snapshot step is %d", res.Flow, e.Step, snapStep)
+				}
+			}
+		}
+	}
+	if len(deltas) != 1 || !strings.Contains(deltas[0].Text, `+ status "Gift card applied: $10.00 off"`) {
+		t.Errorf("%s: delta snapshots after the Apply click (step %d): %+v, want one naming the status line that appeared", res.Flow, apply, deltas)
+	}
+	if snapStep < 0 || len(fulls) != 1 {
+		t.Fatalf("%s: %d full snapshots; snapshot step %d", res.Flow, len(fulls), snapStep)
+	}
+	full := fulls[0].Text
+	i := strings.Index(full, `frame "Payment card" (cross-origin frame: http://127.0.0.1:`)
+	if i < 0 || !regexp.MustCompile(`(?m)^\s+textbox "Card number".* @f\d+e\d+$`).MatchString(full[i:]) ||
+		!regexp.MustCompile(`(?m)^\s+StaticText "Card number" @f\d+e\d+$`).MatchString(full[i:]) {
+		t.Errorf("%s: the full snapshot does not list the frame's elements with their refs:\n%s", res.Flow, full)
+	}
+	if strings.Contains(full, "4242") {
+		t.Errorf("%s: the full snapshot holds card digits", res.Flow)
+	}
+}

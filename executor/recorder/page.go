@@ -57,10 +57,15 @@ func (p *followedPage) currentURL() string {
 	return p.url
 }
 
-func (p *followedPage) setURL(u string) {
+// navigated notes the main frame's new URL; a new document (a load, not
+// a history change within the document) comes with its loader.
+func (p *followedPage) navigated(u string, loader cdp.LoaderID) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.url = u
-	p.mu.Unlock()
+	if loader != "" {
+		p.loader = loader
+	}
 }
 
 // document names the page's current document (for the delta snapshot):
@@ -147,9 +152,7 @@ func (s *session) setupPage(pg *followedPage, loaded bool) error {
 		calls = append(calls, func() error {
 			res, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
 			if err == nil && res.FrameTree != nil && res.FrameTree.Frame != nil {
-				pg.mu.Lock()
-				pg.url, pg.loader = res.FrameTree.Frame.URL, res.FrameTree.Frame.LoaderID
-				pg.mu.Unlock()
+				pg.navigated(res.FrameTree.Frame.URL, res.FrameTree.Frame.LoaderID)
 			}
 			return err
 		})
@@ -174,13 +177,11 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 			}
 		case *page.EventFrameNavigated:
 			if ev.Frame != nil && ev.Frame.ParentID == "" {
-				pg.mu.Lock()
-				pg.url, pg.loader = ev.Frame.URL, ev.Frame.LoaderID
-				pg.mu.Unlock()
+				pg.navigated(ev.Frame.URL, ev.Frame.LoaderID)
 			}
 		case *page.EventNavigatedWithinDocument:
 			if ev.FrameID == "" || string(ev.FrameID) == string(pg.target) {
-				pg.setURL(ev.URL)
+				pg.navigated(ev.URL, "")
 			}
 		case *page.EventJavascriptDialogOpening:
 			step := s.st.currentStep()
