@@ -15,7 +15,7 @@ import (
 
 // recordFlow runs flightrec record on a flow file into data and returns
 // the recording's id.
-func recordFlow(t *testing.T, env []string, flowFile, base, data string, extra ...string) string {
+func recordFlow(t testing.TB, env []string, flowFile, base, data string, extra ...string) string {
 	t.Helper()
 	out, errOut, code := flightrecEnv(t, env, 5*time.Minute, append([]string{"record", flowFile, "--base", base, "--data", data, "--json"}, extra...)...)
 	if code != exitOK {
@@ -33,7 +33,7 @@ func recordFlow(t *testing.T, env []string, flowFile, base, data string, extra .
 
 // shippedFlow writes the demo storefront's flow name into dir and
 // returns its path.
-func shippedFlow(t *testing.T, name, dir string) string {
+func shippedFlow(t testing.TB, name, dir string) string {
 	t.Helper()
 	file, src, err := demoapp.FlowFile(name)
 	if err != nil {

@@ -32,7 +32,7 @@ var (
 )
 
 // binary builds flightrec once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "flightrec-bin")
@@ -52,7 +52,7 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -24,14 +24,16 @@ import (
 	"github.com/flightrec/flightrec/store/layout"
 )
 
-// TestStoredBytesOfDemoRuns measures issue 19's storage rows on the demo
+// BenchmarkStoredBytesOfDemoRuns measures issue 19's storage rows on the demo
 // storefront: the bytes one recorded run of the failing checkout flow
 // stores, and what 5 runs of it store ÷ one run; and what near-identical
 // screencast frames cost (consecutive frames of a recording that differ
-// in a few pixels). The figures are logged, not asserted (they depend on
-// the browser's timing); the test asserts that every run verifies and
+// in a few pixels). A benchmark, since the figures are measurements (they
+// depend on the browser's timing): logged and reported, not asserted; it
+// asserts that every run verifies and
 // reads back.
-func TestStoredBytesOfDemoRuns(t *testing.T) {
+func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
+	t := b
 	testenv.RequireChromium(t)
 	buggy := startStorefront(t, "--bug")
 	flow := shippedFlow(t, "checkout-with-gift-card-fails", t.TempDir())
@@ -45,6 +47,8 @@ func TestStoredBytesOfDemoRuns(t *testing.T) {
 			t.Logf("one run: %d bytes stored (%s)", perRun[0], storedBreakdown(t, data))
 		}
 	}
+	b.ReportMetric(float64(perRun[0]), "bytes/run")
+	b.ReportMetric(float64(perRun[4])/float64(perRun[0]), "5runs/1run")
 	t.Logf("5 runs: %d bytes stored (%s); 5 runs ÷ one run = %.2f× (issue 19's goal ≤ 1.5×); each run added %v",
 		perRun[4], storedBreakdown(t, data), float64(perRun[4])/float64(perRun[0]), deltas(perRun))
 	if out, errOut, code := flightrec(t, "verify", "--data", data); code != exitOK {
@@ -71,13 +75,13 @@ func TestStoredBytesOfDemoRuns(t *testing.T) {
 // rebuilt from the rest: flightrec reindex): each blob as kept (a loose
 // one's file, compressed or not; a packed one's bytes, not the pack's
 // preallocated tail), and the recordings' own files.
-func storedBytes(t *testing.T, data string) int64 {
+func storedBytes(t testing.TB, data string) int64 {
 	t.Helper()
 	packed, zst, loose, other := storedParts(t, data)
 	return packed + zst + loose + other
 }
 
-func storedParts(t *testing.T, data string) (packed, zst, loose, other int64) {
+func storedParts(t testing.TB, data string) (packed, zst, loose, other int64) {
 	t.Helper()
 	st, err := store.OpenStoreReadOnly(data, store.LogOptions{})
 	if err != nil {
@@ -116,7 +120,7 @@ func storedParts(t *testing.T, data string) (packed, zst, loose, other int64) {
 
 // storedBreakdown splits a data directory's bytes into packed blobs,
 // compressed loose blobs, plain loose blobs and the recordings' files.
-func storedBreakdown(t *testing.T, data string) string {
+func storedBreakdown(t testing.TB, data string) string {
 	t.Helper()
 	packed, zst, loose, other := storedParts(t, data)
 	return "packed " + kb(packed) + ", compressed loose " + kb(zst) + ", plain loose " + kb(loose) + ", recordings' files " + kb(other)
@@ -144,7 +148,7 @@ type frameStats struct {
 	bytes, nearBytes   int64
 }
 
-func (s *frameStats) add(t *testing.T, st *store.Store, id string) {
+func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 	t.Helper()
 	var prev image.Image
 	var prevCID string
@@ -224,7 +228,7 @@ func absDiff(a, b uint32) uint32 {
 
 // blobsByKind sums the distinct blobs the recordings' events name, by the
 // events' kind (an outlined part under its event's kind, as "+data").
-func blobsByKind(t *testing.T, st *store.Store, ids []string) string {
+func blobsByKind(t testing.TB, st *store.Store, ids []string) string {
 	t.Helper()
 	seen := map[string]bool{}
 	size := map[string]int64{}
@@ -256,7 +260,7 @@ func blobsByKind(t *testing.T, st *store.Store, ids []string) string {
 
 // dataByKind sums a recording's event data by kind: events, bytes, the
 // largest, and how many have an outlined part.
-func dataByKind(t *testing.T, st *store.Store, id string) string {
+func dataByKind(t testing.TB, st *store.Store, id string) string {
 	t.Helper()
 	type agg struct {
 		n, outlined   int
@@ -291,16 +295,17 @@ func dataByKind(t *testing.T, st *store.Store, id string) string {
 // playwrightTraces is issue 19's count of traces of one flow.
 const playwrightTraces = 10
 
-// TestStoredBytesOfPlaywrightTraces measures issue 19's Playwright row:
+// BenchmarkStoredBytesOfPlaywrightTraces measures issue 19's Playwright row:
 // 10 traces of the demo storefront's checkout (current playwright-core,
 // testenv.PlaywrightCheckout) imported with --unmasked-frames into one
 // data directory, its stored bytes ÷ the 10 zips' bytes, and one import
-// ÷ its zip. The figures are logged (the browser's timing moves them);
-// the test asserts that every import succeeds and the store verifies.
-func TestStoredBytesOfPlaywrightTraces(t *testing.T) {
+// ÷ its zip. A benchmark: the figures are logged and reported (the
+// browser's timing moves them); it asserts that every import succeeds and the store verifies.
+func BenchmarkStoredBytesOfPlaywrightTraces(b *testing.B) {
+	t := b
 	shop, _ := testenv.Shop(t, demoapp.Options{GiftCardBug: true})
 	data := t.TempDir()
-	var zips, first int64
+	var zips, first, firstZip int64
 	for i := range playwrightTraces {
 		trace, _ := testenv.PlaywrightCheckout(t, shop)
 		fi, err := os.Stat(trace)
@@ -312,12 +317,14 @@ func TestStoredBytesOfPlaywrightTraces(t *testing.T) {
 			t.Fatalf("import %d: exit %d: %s %s", i+1, code, out, errOut)
 		}
 		if i == 0 {
-			first = storedBytes(t, data)
+			first, firstZip = storedBytes(t, data), fi.Size()
 			t.Logf("one trace: %d bytes stored for its %d-byte zip: %.2f× (issue 19's goal ≤ 0.6×; %s)",
 				first, fi.Size(), float64(first)/float64(fi.Size()), storedBreakdown(t, data))
 		}
 	}
 	all := storedBytes(t, data)
+	b.ReportMetric(float64(all)/float64(zips), "stored/zips")
+	b.ReportMetric(float64(first)/float64(firstZip), "one/zip")
 	t.Logf("%d traces: %d bytes stored for %d bytes of zips: %.2f× (issue 19's goal ≤ 0.3×; %s); ÷ one import %.2f×",
 		playwrightTraces, all, zips, float64(all)/float64(zips), storedBreakdown(t, data), float64(all)/float64(first))
 	st, err := store.OpenStoreReadOnly(data, store.LogOptions{})

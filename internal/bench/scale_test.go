@@ -99,8 +99,8 @@ func BenchmarkScale(b *testing.B) {
 var otherRows = [][2]string{
 	{"player time to interactive, longest task, step change", "BenchmarkUIPlayerInteractive (internal/app)"},
 	{"first DOM view after a server start", "BenchmarkFirstViewAfterRestart (playback/dom)"},
-	{"stored bytes, one demo run; 5 runs ÷ one", "TestStoredBytesOfDemoRuns (cmd/flightrec), in its log"},
-	{"10 Playwright traces ÷ their zips; one ÷ its zip", "TestStoredBytesOfPlaywrightTraces (cmd/flightrec), in its log"},
+	{"stored bytes, one demo run; 5 runs ÷ one", "BenchmarkStoredBytesOfDemoRuns (cmd/flightrec): bytes/run, 5runs/1run"},
+	{"10 Playwright traces ÷ their zips; one ÷ its zip", "BenchmarkStoredBytesOfPlaywrightTraces (cmd/flightrec): stored/zips, one/zip"},
 }
 
 type scaleFigure struct {
