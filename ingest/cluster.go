@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,8 +70,11 @@ type cluster struct {
 	// claimMu serializes this node's takeovers: two requests for one
 	// recording must not each acquire (and so fence) the other's epoch.
 	claimMu sync.Mutex
-	stop    chan struct{}
-	done    sync.WaitGroup
+	// owners caches live owners found by claims (cachedOwner).
+	ownersMu sync.Mutex
+	owners   map[string]lease.Lease
+	stop     chan struct{}
+	done     sync.WaitGroup
 }
 
 // openDoc is cluster/open/<id>.json: what a taker needs to make the
@@ -103,7 +107,7 @@ func batchKey(id string, first uint64) string {
 }
 
 func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
-	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{})}
+	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
 	transport := cfg.Proxy
 	if transport == nil {
 		// An owner that is paused accepts connections and never answers:
@@ -123,9 +127,18 @@ func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 			pr.Out.Header.Del(proxiedHeader + "-To")
 			pr.Out.Header.Set(proxiedHeader, cfg.Node)
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				// The owner would not take it (it lost the recording,
+				// or is busy): ask the lease again next time.
+				c.forgetOwner(resp.Request.URL.Path)
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			// The owner is unreachable (dead, paused): its lease will
 			// lapse and the retry takes the recording over here.
+			c.forgetOwner(r.URL.Path)
 			edge.Fail(w, r, notOwner("its owning node did not answer"))
 		},
 	}
@@ -268,6 +281,54 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id, finish strin
 	if !store.ValidRecordingID(id) {
 		return false
 	}
+	owner, ok := c.cachedOwner(id, s.now())
+	if !ok {
+		var handled bool
+		if owner, handled = s.claimLocked(w, r, id, finish); owner == "" {
+			return handled
+		}
+	}
+	if r.Header.Get(proxiedHeader) != "" {
+		s.edge.Fail(w, r, notOwner("proxied here, but owned by another node"))
+		return true
+	}
+	r.Header.Set(proxiedHeader+"-To", owner)
+	c.proxy.ServeHTTP(w, r)
+	return true
+}
+
+// cachedOwner is the owner this node last found holding recording id's
+// lease, while that lease is live by what it read: appends that keep
+// arriving at a non-owner (a round-robin balancer sends most of them to
+// one) are proxied without reading the object store each time.
+func (c *cluster) cachedOwner(id string, now time.Time) (string, bool) {
+	c.ownersMu.Lock()
+	defer c.ownersMu.Unlock()
+	o, ok := c.owners[id]
+	if ok && !now.Before(o.Expires) {
+		delete(c.owners, id)
+		ok = false
+	}
+	return o.Holder, ok
+}
+
+// forgetOwner drops the cached owner of the recording a proxied request
+// named, when the owner did not answer or would not take it.
+func (c *cluster) forgetOwner(path string) {
+	// /v1/recordings/{id}/…
+	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 4)
+	if len(parts) >= 3 {
+		c.ownersMu.Lock()
+		delete(c.owners, parts[2])
+		c.ownersMu.Unlock()
+	}
+}
+
+// claimLocked is claim's part under claimMu: it answers the request
+// (handled), names the live owner to proxy to, or takes the recording
+// over (both empty/false).
+func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish string) (owner string, handled bool) {
+	c := s.cl
 	ctx := r.Context()
 	c.claimMu.Lock()
 	defer c.claimMu.Unlock()
@@ -276,7 +337,7 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id, finish strin
 	_, sealedHere := s.sealed[id]
 	s.mu.Unlock()
 	if here || sealedHere {
-		return false // taken over by a request that held claimMu before us
+		return "", false // taken over by a request that held claimMu before us
 	}
 	if raw, _, err := objstore.ReadAll(ctx, c.cfg.Objects, clusterSealed+id+".json"); err == nil {
 		var sd sealedDoc
@@ -288,40 +349,37 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id, finish strin
 			} else {
 				s.edge.Fail(w, r, finished())
 			}
-			return true
+			return "", true
 		}
 	} else if !errors.Is(err, objstore.ErrNotExist) {
 		s.edge.Fail(w, r, clusterError(err))
-		return true
+		return "", true
 	}
 	if _, err := c.cfg.Objects.Stat(ctx, clusterOpen+id+".json"); errors.Is(err, objstore.ErrNotExist) {
-		return false // no such recording anywhere: the usual 404
+		return "", false // no such recording anywhere: the usual 404
 	} else if err != nil {
 		s.edge.Fail(w, r, clusterError(err))
-		return true
+		return "", true
 	}
 	l, err := c.leases.Acquire(ctx, id, c.cfg.Advertise, c.cfg.TTL)
 	var held *lease.HeldError
 	if errors.As(err, &held) {
-		if r.Header.Get(proxiedHeader) != "" {
-			s.edge.Fail(w, r, notOwner("proxied here, but owned by another node"))
-			return true
-		}
-		r.Header.Set(proxiedHeader+"-To", held.Lease.Holder)
-		c.proxy.ServeHTTP(w, r)
-		return true
+		c.ownersMu.Lock()
+		c.owners[id] = held.Lease
+		c.ownersMu.Unlock()
+		return held.Lease.Holder, false
 	}
 	if err != nil {
 		s.edge.Fail(w, r, clusterError(err))
-		return true
+		return "", true
 	}
 	if err := s.takeOver(ctx, id, l); err != nil {
 		s.log.Error("taking over a recording failed", "recording", id, "epoch", l.Epoch, "err", err)
 		s.edge.Fail(w, r, clusterError(err))
-		return true
+		return "", true
 	}
 	s.log.Info("took over a recording", "recording", id, "epoch", l.Epoch)
-	return false
+	return "", false
 }
 
 // takeOver rebuilds recording id from its objects (open document, then

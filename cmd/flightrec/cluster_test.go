@@ -15,7 +15,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -39,7 +42,7 @@ import (
 // deployment's keys and flightrec nodes in cluster mode, each a serve
 // process. It is the one place the cluster tests start nodes.
 type clusterEnv struct {
-	t     *testing.T
+	t     testing.TB
 	s3    *testenv.S3Server
 	obj   objstore.Store // the deployment's store, as the nodes see it
 	blobs string         // --blobs
@@ -50,6 +53,15 @@ type clusterEnv struct {
 }
 
 func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
+	t.Helper()
+	e := newClusterBacking(t, ttl)
+	e.startNodes(n, true)
+	return e
+}
+
+// newClusterBacking starts what the nodes share (versitygw, ClickHouse,
+// the deployment's keys) and no node yet.
+func newClusterBacking(t testing.TB, ttl time.Duration) *clusterEnv {
 	t.Helper()
 	e := &clusterEnv{t: t, s3: testenv.S3(t), ttl: ttl}
 	if os.Getenv(testenv.ClickHouseEnv) != "" {
@@ -67,6 +79,13 @@ func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 	if e.obj, err = objstore.Open(e.blobs, objstore.Credentials{AccessKeyID: e.s3.AccessKey, SecretAccessKey: e.s3.SecretKey}); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// startNodes starts n nodes: in cluster mode, or (cluster false) one
+// single node with its blobs on local disk and the same index.
+func (e *clusterEnv) startNodes(n int, cluster bool) {
+	t := e.t
 	bin := binary(t)
 	logs := t.TempDir()
 	for i := range n {
@@ -75,13 +94,15 @@ func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &serverProc{t: t, bin: bin, addr: addr, data: t.TempDir(), out: out,
-			args: []string{"--blobs", e.blobs, "--index", e.dsn,
+		p := &serverProc{t: t, bin: bin, addr: addr, data: t.TempDir(), out: out, args: []string{"--index", e.dsn}}
+		if cluster {
+			p.args = append(p.args, "--blobs", e.blobs,
 				"--attestation-key", e.keys.Attestation, "--pseudonym-key", e.keys.Pseudonym,
-				"--cluster-node", fmt.Sprintf("node%d", i), "--advertise", "http://" + addr, "--lease-ttl", ttl.String()},
+				"--cluster-node", fmt.Sprintf("node%d", i), "--advertise", "http://"+addr, "--lease-ttl", e.ttl.String())
 			// Credentials reach the nodes as operators give them: the
 			// environment, never a flag or a log line.
-			env: []string{"AWS_ACCESS_KEY_ID=" + e.s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + e.s3.SecretKey}}
+			p.env = []string{"AWS_ACCESS_KEY_ID=" + e.s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + e.s3.SecretKey}
+		}
 		p.start()
 		e.nodes = append(e.nodes, p)
 		t.Cleanup(func() {
@@ -94,7 +115,44 @@ func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 			}
 		})
 	}
-	return e
+}
+
+// stopNodes stops every node (SIGTERM) and returns the CPU time (user and
+// system) the node processes used, from their own rusage.
+func (e *clusterEnv) stopNodes() time.Duration {
+	var cpu time.Duration
+	for _, p := range e.nodes {
+		p.stop()
+		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	e.nodes = nil
+	return cpu
+}
+
+// nodesCPU is the CPU time the running nodes have used so far, from
+// /proc/PID/stat (utime + stime): subtracted from stopNodes' total, it
+// leaves out what starting them cost.
+func (e *clusterEnv) nodesCPU() time.Duration {
+	var cpu time.Duration
+	for _, p := range e.nodes {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// Fields after the command name (which is in parentheses):
+		// state is field 3, utime 14 and stime 15, in clock ticks.
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		var ticks int64
+		for _, s := range f[11:13] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			ticks += n
+		}
+		cpu += time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return cpu
 }
 
 func (e *clusterEnv) url(i int) string { return "http://" + e.nodes[i].addr }
@@ -519,5 +577,101 @@ func TestClusterNodeLoss(t *testing.T) {
 	}
 	if rep, err := other.Verify(ctx, nil); err != nil || !rep.OK() || rep.Finished != executors {
 		t.Fatalf("verify of the recordings' bundles (every blob against its CID): %+v %v", rep, err)
+	}
+}
+
+// BenchmarkClusterIngest prints, in one run on the same versitygw and
+// ClickHouse: ingest of small events through a single node (blobs and
+// acknowledgements on local disk, the default), through 1 node in cluster
+// mode and through 3 (each batch an object before its acknowledgement),
+// each through the same round-robin proxy: the acknowledgement latency
+// (p50, p99) seen by the executors, the throughput, and flightrec's own
+// CPU seconds per million events, from the node processes' rusage only,
+// less what they used to start (versitygw and ClickHouse share the cores
+// and are not counted).
+//
+//	go test -run '^$' -bench ClusterIngest -benchtime 1x ./cmd/flightrec/
+func BenchmarkClusterIngest(b *testing.B) {
+	e := newClusterBacking(b, 10*time.Second)
+	const executors, batch = 6, 50
+	var lines [][]client.Line
+	for i := range executors {
+		evs := testgen.Recording(testgen.Options{Seed: uint64(7 + i), Steps: 300, EventsPerStep: 12})
+		l, err := client.ParseLines(testgen.NDJSON(evs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	ctx := context.Background()
+	for range b.N {
+		var cpu1 float64
+		for _, mode := range []struct {
+			name    string
+			nodes   int
+			cluster bool
+		}{{"single node, local disk", 1, false}, {"cluster, 1 node", 1, true}, {"cluster, 3 nodes", 3, true}} {
+			e.startNodes(mode.nodes, mode.cluster)
+			base := e.roundRobin()
+			startCPU := e.nodesCPU()
+			var mu sync.Mutex
+			var lat []time.Duration
+			events := 0
+			start := time.Now()
+			var wg sync.WaitGroup
+			for x := range executors {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := client.New(base)
+					rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench", Flow: fmt.Sprintf("mode%d", x)})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					ls := lines[x]
+					for i := 0; i < len(ls); i += batch {
+						var buf bytes.Buffer
+						for _, l := range ls[i:min(i+batch, len(ls))] {
+							buf.Write(l.JSON)
+							buf.WriteByte('\n')
+						}
+						t0 := time.Now()
+						if _, err := c.Append(ctx, rep.ID, buf.Bytes()); err != nil {
+							b.Error(err)
+							return
+						}
+						d := time.Since(t0)
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}
+					if _, err := c.Finish(ctx, rep.ID, "pass"); err != nil {
+						b.Error(err)
+					}
+					mu.Lock()
+					events += len(ls)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			cpu := (e.stopNodes() - startCPU).Seconds()
+			if b.Failed() {
+				return
+			}
+			slices.Sort(lat)
+			p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+			perM := cpu / float64(events) * 1e6
+			ratio := ""
+			if mode.cluster && mode.nodes == 1 {
+				cpu1 = perM
+			} else if mode.cluster {
+				ratio = fmt.Sprintf(" (%.2f× the 1-node cluster's)", perM/cpu1)
+			}
+			b.Logf("%-24s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s",
+				mode.name, events, elapsed.Seconds(), float64(events)/elapsed.Seconds(),
+				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio)
+		}
 	}
 }

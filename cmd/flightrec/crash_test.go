@@ -33,7 +33,7 @@ var (
 )
 
 // binary builds flightrec once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "flightrec-bin")
@@ -53,7 +53,7 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +65,7 @@ func freeAddr(t *testing.T) string {
 
 // serverProc is a flightrec serve subprocess.
 type serverProc struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	addr string
 	data string
