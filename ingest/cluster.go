@@ -222,6 +222,12 @@ func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Recor
 			s.disown(r, fmt.Sprintf("epoch %d wrote seq %d", b.Epoch, first))
 			return notOwner("another node took it over")
 		}
+		if !s.live(r) {
+			// Replacing needs the lease now: a taker may have listed the
+			// batch there, and must find in the store what it read.
+			s.disown(r, "its lease lapsed before the batch was acknowledged")
+			return notOwner("this node's lease lapsed")
+		}
 		err = put(objstore.PutOptions{IfMatch: info.ETag})
 	}
 	if err != nil {
@@ -234,11 +240,17 @@ func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Recor
 	// The fence: the batch landed before this moment; if the lease was
 	// still live now (with a margin for the nodes' clocks), nobody can
 	// have taken over before it landed, so a taker's listing sees it.
-	if !s.now().Before(r.lease.Expires.Add(-c.cfg.TTL / 5)) {
+	if !s.live(r) {
 		s.disown(r, "its lease lapsed before the batch was acknowledged")
 		return notOwner("this node's lease lapsed")
 	}
 	return nil
+}
+
+// live says whether r's lease is live now, with a margin of a fifth of
+// its TTL for the nodes' clocks. r.mu is held.
+func (s *Service) live(r *recording) bool {
+	return s.now().Before(r.lease.Expires.Add(-s.cl.cfg.TTL / 5))
 }
 
 // disown drops an open recording this node no longer owns: its local log
@@ -410,12 +422,20 @@ func (s *Service) takeOver(ctx context.Context, id string, l lease.Lease) error 
 		if err := json.Unmarshal(data, &b); err != nil {
 			return fmt.Errorf("batch %s: %w", info.Key, err)
 		}
-		if b.First != next || len(b.Records) == 0 {
+		if b.First > next {
 			return fmt.Errorf("batch %s starts at seq %d, want %d", info.Key, b.First, next)
 		}
 		hashes = append(hashes, b.Hashes...)
-		recs = append(recs, b.Records...)
-		next = b.Records[len(b.Records)-1].Seq + 1
+		// A batch may overlap the one before: an owner whose put was
+		// answered as failed but landed retries the executor's resent
+		// events (the same events, so the same records) under its own
+		// key again. The first copy of a seq is kept.
+		for _, rec := range b.Records {
+			if rec.Seq == next {
+				recs = append(recs, rec)
+				next++
+			}
+		}
 	}
 	// A local copy (this node owned it before, or before a restart) is
 	// stale: the objects are the recording.
@@ -478,12 +498,7 @@ func (s *Service) renewLoop() {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		open := make([]*recording, 0, len(s.open))
-		for _, r := range s.open {
-			open = append(open, r)
-		}
-		s.mu.Unlock()
+		open := s.openRecordings()
 		for _, r := range open {
 			r.mu.Lock()
 			l, closed := r.lease, r.closed

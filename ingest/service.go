@@ -293,12 +293,7 @@ func (s *Service) Close() {
 	}
 	// A recording's lock is taken without s.mu held: finishing one takes
 	// s.mu under the recording's lock.
-	s.mu.Lock()
-	open := make([]*recording, 0, len(s.open))
-	for _, r := range s.open {
-		open = append(open, r)
-	}
-	s.mu.Unlock()
+	open := s.openRecordings()
 	for _, r := range open {
 		r.mu.Lock()
 		if !r.closed {
@@ -307,6 +302,18 @@ func (s *Service) Close() {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// openRecordings is a snapshot of the open recordings, to visit each
+// under its own lock without s.mu held.
+func (s *Service) openRecordings() []*recording {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := make([]*recording, 0, len(s.open))
+	for _, r := range s.open {
+		open = append(open, r)
+	}
+	return open
 }
 
 // validateOpen checks an open request before anything is made of it.
