@@ -87,13 +87,16 @@ type openDoc struct {
 
 // batchDoc is one acknowledged batch: its records as stored (redacted,
 // blobs already replaced by CIDs of blobs in the shared store) and the
-// known-value hashes it taught, written by the owner of Epoch.
+// known-value hashes it taught, written by the owner of Epoch. Each
+// record is in the log's own binary encoding, so that a taker's log is
+// byte for byte the owner's: the index's locators (segment, offset),
+// written by whichever node indexed, stay true of it.
 type batchDoc struct {
-	Epoch   uint64         `json:"epoch"`
-	Node    string         `json:"node"`
-	First   uint64         `json:"first_seq"`
-	Hashes  []byte         `json:"known_hashes,omitempty"`
-	Records []store.Record `json:"records"`
+	Epoch   uint64   `json:"epoch"`
+	Node    string   `json:"node"`
+	First   uint64   `json:"first_seq"`
+	Hashes  []byte   `json:"known_hashes,omitempty"`
+	Records [][]byte `json:"records"`
 }
 
 type sealedDoc struct {
@@ -199,7 +202,11 @@ func (s *Service) clusterOpened(ctx context.Context, r *recording, plan []byte, 
 func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Record, hashes []byte) error {
 	c := s.cl
 	first := recs[0].Seq
-	data, err := json.Marshal(batchDoc{Epoch: r.lease.Epoch, Node: c.cfg.Node, First: first, Hashes: hashes, Records: recs})
+	bin := make([][]byte, len(recs))
+	for i := range recs {
+		bin[i] = recs[i].AppendBinary(nil)
+	}
+	data, err := json.Marshal(batchDoc{Epoch: r.lease.Epoch, Node: c.cfg.Node, First: first, Hashes: hashes, Records: bin})
 	if err != nil {
 		return err
 	}
@@ -430,7 +437,11 @@ func (s *Service) takeOver(ctx context.Context, id string, l lease.Lease) error 
 		// answered as failed but landed retries the executor's resent
 		// events (the same events, so the same records) under its own
 		// key again. The first copy of a seq is kept.
-		for _, rec := range b.Records {
+		for _, raw := range b.Records {
+			rec, err := store.DecodeRecord(raw)
+			if err != nil {
+				return fmt.Errorf("batch %s: %w", info.Key, err)
+			}
 			if rec.Seq == next {
 				recs = append(recs, rec)
 				next++

@@ -28,3 +28,7 @@ var (
 
 // ScanLog calls fn for every record of the log in dir (log.ScanLog).
 func ScanLog(dir string, fn func(Record, Locator) error) error { return log.ScanLog(dir, fn) }
+
+// DecodeRecord decodes a record from its binary encoding
+// (Record.AppendBinary; log.DecodeRecord).
+func DecodeRecord(p []byte) (Record, error) { return log.DecodeRecord(p) }
