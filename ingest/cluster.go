@@ -495,6 +495,17 @@ func (s *Service) takeOver(ctx context.Context, id string, l lease.Lease) error 
 	return nil
 }
 
+// releaseOnClose gives up r's lease as the node stops (SIGTERM), so that
+// the next write for it is taken over at once rather than after the
+// lease's expiry. Nothing is written for r after this. r.mu is held.
+func (s *Service) releaseOnClose(r *recording) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.cl.leases.Release(ctx, r.lease); err != nil {
+		s.log.Warn("releasing a recording's lease at shutdown failed (it lapses)", "recording", r.meta.ID, "err", err)
+	}
+}
+
 // renewLoop renews the leases of the recordings open here every TTL/3;
 // one found lost (taken over while this node was paused or cut off) is
 // disowned at once.

@@ -299,6 +299,9 @@ func (s *Service) Close() {
 		if !r.closed {
 			r.log.Close()
 			r.closed = true
+			if s.cl != nil {
+				s.releaseOnClose(r)
+			}
 		}
 		r.mu.Unlock()
 	}

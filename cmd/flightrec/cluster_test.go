@@ -698,3 +698,30 @@ func BenchmarkClusterIngest(b *testing.B) {
 		}
 	}
 }
+
+// TestClusterHandOverOnStop: a node stopped in order (SIGTERM) releases
+// the leases of the recordings it owned, so another node takes one over
+// at once, not after the lease's expiry.
+func TestClusterHandOverOnStop(t *testing.T) {
+	e := newClusterEnv(t, 2, time.Hour) // an expiry no test waits for
+	ctx := context.Background()
+	rep, err := client.New(e.url(0)).Open(ctx, wire.OpenRequest{Project: "handover", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, node, body := post(t, e.url(0), rep.ID, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner: %d %s %s", st, node, body)
+	}
+	e.nodes[0].stop()
+	l, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, rep.ID)
+	if err != nil || l.Holder != "" || l.Epoch != 1 {
+		t.Fatalf("after the owner stopped, the lease is %+v (%v), want released at epoch 1", l, err)
+	}
+	if st, node, body := post(t, e.url(1), rep.ID, consoleLines(11, 10, "B")); st != 200 || node != "node1" {
+		t.Fatalf("append to B after A stopped: %d %s %s", st, node, body)
+	}
+	fin, err := client.New(e.url(1)).Finish(ctx, rep.ID, "pass")
+	if err != nil || fin.AckedThrough != 20 {
+		t.Fatalf("finish through B: %+v %v", fin, err)
+	}
+}
