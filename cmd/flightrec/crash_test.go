@@ -64,7 +64,7 @@ func freeAddr(t testing.TB) string {
 
 // serverProc is a flightrec serve subprocess.
 type serverProc struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	addr string
 	data string
