@@ -56,9 +56,11 @@
 // flightrec at any node with ?cluster=NAME in the DSN: the index then
 // creates nothing itself, reads and inserts through the Distributed tables
 // (insert_distributed_sync=1, so an insert returns once the shard has the
-// rows; distributed_product_mode=local, since a recording's events and
-// metadata share a shard), and sends DELETE and TRUNCATE to the local
-// tables ON CLUSTER, waiting on every node's system.mutations.
+// rows), and sends DELETE and TRUNCATE to the local tables ON CLUSTER,
+// waiting on every node's system.mutations. The servers' profile must set
+// distributed_product_mode=local (a recording's events and metadata share
+// a shard) and load_balancing=in_order (reads go to the replica the
+// insert wrote): Open refuses a cluster without them.
 package clickhouse
 
 import (
@@ -211,13 +213,11 @@ func parseDSN(dsn string) (*clickhouse.Options, options, error) {
 	if o.cluster != "" {
 		// An insert into a Distributed table returns, by default, before
 		// the shards have the rows: the cursor's durability needs them
-		// there. Events and recordings are sharded alike (by the
-		// recording's id), so a subquery on the recordings of a shard
-		// answers for that shard's events: IN runs locally on each.
-		for k, v := range map[string]any{"insert_distributed_sync": 1, "distributed_product_mode": "local"} {
-			if _, set := opts.Settings[k]; !set {
-				opts.Settings[k] = v
-			}
+		// there. (The settings that are not numbers, which clickhouse-go
+		// cannot send to 18.16, come from the server's profile:
+		// clusterSettings.)
+		if _, set := opts.Settings["insert_distributed_sync"]; !set {
+			opts.Settings["insert_distributed_sync"] = 1
 		}
 	}
 	return opts, o, nil
