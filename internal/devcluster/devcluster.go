@@ -246,14 +246,22 @@ func (c *Cluster) applyDDL(ctx context.Context, ddl string) error {
 }
 
 // restartCrashed starts again every server whose process exited without
-// being asked to, and reports whether there was one.
+// being asked to (waiting a few seconds for one that is still writing its
+// crash report), and reports whether there was one.
 func (c *Cluster) restartCrashed() (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	restarted := false
+	grace := time.After(10 * time.Second)
 	for _, r := range c.ClickHouse {
 		if r.p == nil {
 			continue
+		}
+		if !restarted {
+			select {
+			case <-r.p.done:
+			case <-grace:
+			}
 		}
 		select {
 		case <-r.p.done:
