@@ -206,17 +206,7 @@ func (r *Replica) Start() error {
 
 // Stop sends SIGTERM, as an operator would, and waits for the server to
 // exit (SIGKILL after 60s).
-func (r *Replica) Stop() {
-	if r.p != nil {
-		r.p.Stop(60 * time.Second)
-		r.p = nil
-	}
-}
+func (r *Replica) Stop() { stopProcess(&r.p, 60*time.Second) }
 
 // Kill sends SIGKILL: the server dies as in a crash.
-func (r *Replica) Kill() {
-	if r.p != nil {
-		r.p.Kill()
-		r.p = nil
-	}
-}
+func (r *Replica) Kill() { stopProcess(&r.p, 0) }

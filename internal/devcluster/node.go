@@ -64,10 +64,7 @@ func (n *Node) Process() *os.Process {
 func (n *Node) Restart() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.p != nil {
-		n.p.Stop(30 * time.Second)
-		n.p = nil
-	}
+	stopProcess(&n.p, 30*time.Second)
 	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
 		return err
 	}
@@ -102,20 +99,14 @@ func (n *Node) Restart() error {
 func (n *Node) Kill() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.p != nil {
-		n.p.Kill()
-		n.p = nil
-	}
+	stopProcess(&n.p, 0)
 }
 
 // Stop shuts the node down as an operator would (SIGTERM).
 func (n *Node) Stop() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.p != nil {
-		n.p.Stop(30 * time.Second)
-		n.p = nil
-	}
+	stopProcess(&n.p, 30*time.Second)
 }
 
 // Pause stops the process (SIGSTOP) without killing it: its connections

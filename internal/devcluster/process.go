@@ -73,6 +73,20 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// stopProcess stops *p (SIGTERM, SIGKILL after grace) if it runs and
+// marks it stopped (nil); grace 0 kills it at once.
+func stopProcess(p **Process, grace time.Duration) {
+	if *p == nil {
+		return
+	}
+	if grace == 0 {
+		(*p).Kill()
+	} else {
+		(*p).Stop(grace)
+	}
+	*p = nil
+}
+
 // Signal sends sig to the process (SIGSTOP and SIGCONT pause and resume it).
 func (p *Process) Signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)

@@ -135,12 +135,7 @@ func (s *VersityGW) Stop() {
 	s.stopLocked()
 }
 
-func (s *VersityGW) stopLocked() {
-	if s.p != nil {
-		s.p.Stop(30 * time.Second)
-		s.p = nil
-	}
-}
+func (s *VersityGW) stopLocked() { stopProcess(&s.p, 30*time.Second) }
 
 // Pid is the server's process id (0 while stopped).
 func (s *VersityGW) Pid() int {

@@ -80,19 +80,9 @@ func (z *zooKeeper) start() error {
 	return nil
 }
 
-func (z *zooKeeper) stop() {
-	if z.p != nil {
-		z.p.Stop(30 * time.Second)
-		z.p = nil
-	}
-}
+func (z *zooKeeper) stop() { stopProcess(&z.p, 30*time.Second) }
 
-func (z *zooKeeper) kill() {
-	if z.p != nil {
-		z.p.Kill()
-		z.p = nil
-	}
-}
+func (z *zooKeeper) kill() { stopProcess(&z.p, 0) }
 
 // fourLetter sends one of ZooKeeper's four-letter commands and returns the
 // answer.
