@@ -115,11 +115,15 @@ func (s *VersityGW) Start() error {
 	return nil
 }
 
-// MakeBucket creates the bucket (once, on a fresh directory).
+// MakeBucket creates the bucket unless it exists (a directory started
+// again).
 func (s *VersityGW) MakeBucket(ctx context.Context) error {
 	client, err := s.Client()
 	if err != nil {
 		return err
+	}
+	if ok, err := client.BucketExists(ctx, s.Bucket); err == nil && ok {
+		return nil
 	}
 	if err := client.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
 		return fmt.Errorf("versitygw: create bucket %s: %v\n%s", s.Bucket, err, LogTail(s.LogPath()))
