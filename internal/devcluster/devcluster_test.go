@@ -3,6 +3,7 @@ package devcluster_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -16,13 +17,17 @@ import (
 	chindex "github.com/flightrec/flightrec/store/clickhouse"
 )
 
-// TestClusterStart: the 2×2 cluster comes up with its schema, a row
-// written through the Distributed table on one server is read through
-// another, a killed replica comes back with what it missed, and ZooKeeper
-// stopped and started again serves again.
+// TestClusterStart: the 2×2 cluster comes up with its schema and two
+// nodes behind the proxy; a row written through the Distributed table on
+// one server is read through another; a killed replica comes back with
+// what it missed; ZooKeeper stopped and started again serves again; the
+// proxy passes a killed node over, and a node killed, paused and resumed,
+// or restarted answers again.
 func TestClusterStart(t *testing.T) {
+	bin := buildFlightrec(t)
 	began := time.Now()
-	c := testenv.Cluster(t, devcluster.Config{Schema: chindex.ClusterDDL})
+	c := testenv.Cluster(t, devcluster.Config{Schema: chindex.ClusterDDL, Nodes: 2, Flightrec: bin,
+		NodeArgs: []string{"--insecure-anonymous"}})
 	t.Logf("cluster up in %s; RSS %s", time.Since(began).Round(time.Millisecond), rss(c.Pids()))
 	if len(c.ClickHouse) != 4 {
 		t.Fatalf("%d servers, want 4", len(c.ClickHouse))
@@ -65,6 +70,53 @@ func TestClusterStart(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The proxy spreads requests over the nodes and passes a dead one over.
+	get := func(url string) error {
+		resp, err := http.Get(url + "/v1/recordings")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	}
+	for range 4 {
+		if err := get(c.URL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Nodes[0].Kill()
+	for range 4 {
+		if err := get(c.URL); err != nil {
+			t.Errorf("through the proxy with node 0 killed: %v", err)
+		}
+	}
+	if err := get(c.Nodes[0].URL); err == nil {
+		t.Error("node 0 answers after Kill")
+	}
+	if err := c.Nodes[0].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(c.Nodes[0].URL); err != nil {
+		t.Errorf("node 0 after Restart: %v", err)
+	}
+	if err := c.Nodes[1].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	cl := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := cl.Get(c.Nodes[1].URL + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Error("a paused node answered")
+	}
+	if err := c.Nodes[1].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(c.Nodes[1].URL); err != nil {
+		t.Errorf("node 1 after Resume: %v", err)
+	}
 
 	// Without ZooKeeper inserts fail (read-only tables); after it returns
 	// they succeed again.
