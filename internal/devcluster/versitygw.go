@@ -91,9 +91,10 @@ func (s *VersityGW) Start() error {
 		return nil
 	}
 	// Credentials go in the environment (versitygw reads ROOT_ACCESS_KEY
-	// and ROOT_SECRET_KEY), not argv, where ps would show them.
+	// and ROOT_SECRET_KEY), not argv, where ps would show them. They are
+	// all of it: the server needs nothing else, and none of ours leaks in.
 	cmd := exec.Command(s.path, "--port", s.Endpoint, "posix", s.dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+	cmd.Env = []string{"ROOT_ACCESS_KEY=" + s.AccessKey, "ROOT_SECRET_KEY=" + s.SecretKey}
 	p, err := StartProcess(cmd, s.LogPath())
 	if err != nil {
 		return fmt.Errorf("start versitygw: %w", err)
