@@ -26,6 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/internal/devcluster"
+	chindex "github.com/flightrec/flightrec/store/clickhouse"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
@@ -39,7 +42,7 @@ import (
 	"github.com/flightrec/flightrec/wire"
 )
 
-// clusterEnv is a cluster on loopback: versitygw, one ClickHouse, the
+// clusterEnv is a cluster on loopback: versitygw, ClickHouse 2×2, the
 // deployment's keys and flightrec nodes in cluster mode, each a serve
 // process. It is the one place the cluster tests start nodes.
 type clusterEnv struct {
@@ -65,11 +68,11 @@ func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 func newClusterBacking(t testing.TB, ttl time.Duration) *clusterEnv {
 	t.Helper()
 	e := &clusterEnv{t: t, s3: testenv.S3(t), ttl: ttl}
-	if os.Getenv(testenv.ClickHouseEnv) != "" {
-		e.dsn = testenv.ClickHouse(t)
-	} else {
-		e.dsn, _, _ = testenv.StartClickHouse(t) // a private one
-	}
+	// The index is the production shape's: ClickHouse 2 shards × 2
+	// replicas with ZooKeeper (internal/devcluster), its cluster schema
+	// applied; the nodes are started here, in cluster mode.
+	ch := testenv.Cluster(t, devcluster.Config{Shards: 2, Replicas: 2, Schema: chindex.ClusterDDL})
+	e.dsn = ch.DSN
 	b := make([]byte, 6)
 	rand.Read(b)
 	e.blobs = e.s3.URL("cluster-" + hex.EncodeToString(b))
