@@ -1,14 +1,18 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // Derived blobs are what playback builds from a finished recording and
@@ -79,6 +83,9 @@ func (s *Store) Derived(id, name string) (c cid.Cid, ok bool, err error) {
 // recording id (replacing what was there).
 func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 	return s.putDerived(id, name, func() (cid.Cid, error) {
+		if err := s.holdDerivedBlob(id, Sum(data)); err != nil {
+			return cid.Undef, err
+		}
 		c, _, err := s.Blobs.Put(data)
 		return c, err
 	})
@@ -90,6 +97,15 @@ func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 // remove when it was not moved.
 func (s *Store) PutDerivedFile(id, name, src string) (cid.Cid, error) {
 	return s.putDerived(id, name, func() (cid.Cid, error) {
+		if _, shared := s.Blobs.(SharedBlobs); shared {
+			c, err := sumFile(src)
+			if err == nil {
+				err = s.holdDerivedBlob(id, c)
+			}
+			if err != nil {
+				return cid.Undef, err
+			}
+		}
 		c, _, err := s.Blobs.PutFile(src)
 		return c, err
 	})
@@ -143,4 +159,18 @@ func (s *Store) derivedRefs(id string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// sumFile is the CID of the file at path's bytes.
+func sumFile(path string) (cid.Cid, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("store: derived blob: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return cid.Undef, fmt.Errorf("store: derived blob: %w", err)
+	}
+	return blobs.FromDigest(h.Sum(nil)), nil
 }

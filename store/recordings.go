@@ -443,6 +443,9 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 		if ref.Records == 0 {
 			continue // an empty segment (rolled, then crashed) carries nothing
 		}
+		if err := s.HoldBlobs(id, [][]byte{data}); err != nil {
+			return "", err
+		}
 		c, err := s.putSegment(data)
 		if err != nil {
 			return "", err
@@ -462,6 +465,9 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 	sort.Strings(man.Blobs)
 	mb, err := json.MarshalIndent(man, "", " ")
 	if err != nil {
+		return "", err
+	}
+	if err := s.HoldBlobs(id, [][]byte{mb}); err != nil {
 		return "", err
 	}
 	rc, _, err := s.Blobs.Put(mb)

@@ -1,0 +1,206 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// TestGCRace (issue 20's GC race): node B sweeps in a loop while node A
+// ingests recordings whose frames repeat the blobs of a recording that
+// was removed, blobs B is condemning and deleting. Every blob a recording
+// references survives, and verify passes on both nodes; the removed
+// recording's own blobs and blobs nothing ever referenced are collected.
+func TestGCRace(t *testing.T) {
+	srv := testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	keys := deployKeys(t)
+	grace := func(c *app.Config) { c.Store.BlobGCGrace = 300 * time.Millisecond }
+	appA, baseA := node(t, srv, "gc", dsn, keys, grace)
+	appB, baseB := node(t, srv, "gc", dsn, keys, grace)
+	ctx := context.Background()
+
+	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 6, EventsPerStep: 10, FrameBytes: 6000})
+	ingestAll := func() (id, root string) {
+		id = openRec(t, baseA)
+		for from := 0; from < len(evs); from += 20 {
+			to := min(from+20, len(evs))
+			if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
+				t.Fatalf("batch to %d: %+v", to, a)
+			}
+		}
+		r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+		var fin wire.FinishReply
+		r.decode(t, &fin)
+		if r.status != 200 || fin.Root == "" {
+			t.Fatalf("finish: %d %s", r.status, r.body)
+		}
+		return id, fin.Root
+	}
+
+	// checkKept checks that every blob recording id references is stored,
+	// on both nodes.
+	checkKept := func(id string) {
+		t.Helper()
+		for name, a := range map[string]*app.App{"A": appA, "B": appB} {
+			refs, err := a.Store.References(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cs := range refs {
+				c, _ := store.ParseCID(cs)
+				if err := readBlob(a.Store.Blobs, c); err != nil {
+					t.Fatalf("node %s: blob %s of %s: %v", name, cs, id, err)
+				}
+			}
+		}
+	}
+	remove := func(id string) {
+		t.Helper()
+		if _, err := appA.Store.RemoveRecording(id); err != nil {
+			t.Fatal(err)
+		}
+		if err := appA.Index.DeleteRecording(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A recording, removed: its blobs are referenced by nothing now.
+	gone, goneRoot := ingestAll()
+	goneMan, _, err := appA.Store.Manifest(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove(gone)
+	// And blobs nothing ever referenced.
+	orphans := [][]byte{[]byte("orphan one"), []byte("orphan two"), make([]byte, blobs.PackMaxBlob+1)}
+	orphanCIDs, err := appA.Store.Blobs.PutMany(orphans)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// B sweeps in a loop while A ingests the same events again and again:
+	// each recording's frames are those of the one removed before it,
+	// which B is condemning and deleting.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var sweeps, removed atomic.Int64
+	var sweepErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rep, err := appB.Sweeper.Sweep(ctx, false, nil)
+			if err != nil {
+				sweepErr = err
+				return
+			}
+			sweeps.Add(1)
+			removed.Add(int64(rep.BlobsRemoved))
+		}
+	}()
+	goneBlobs := map[string]bool{}
+	for _, c := range goneMan.Blobs {
+		goneBlobs[c] = true
+	}
+	var last string
+	for i := range 5 {
+		id, _ := ingestAll()
+		m, _, err := appA.Store.Manifest(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused := 0
+		for _, c := range m.Blobs {
+			if goneBlobs[c] {
+				reused++
+			}
+		}
+		if reused == 0 {
+			t.Fatal("the recording reused no frame blob of the removed one: the test exercises nothing")
+		}
+		checkKept(id)
+		waitIndexed(t, baseB, id, uint64(len(evs)))
+		checkReads(t, baseB, id, evs)
+		if i < 4 {
+			remove(id)
+		}
+		last = id
+	}
+	// Sweeps after the last batch, too: they must keep what the last
+	// recording references now that its holds are released.
+	for start := sweeps.Load(); sweeps.Load() < start+2; {
+		time.Sleep(50 * time.Millisecond)
+		if finished(&wg) {
+			break // the loop ended with an error
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if sweepErr != nil {
+		t.Fatalf("sweep on B: %v", sweepErr)
+	}
+	if removed.Load() == 0 {
+		t.Fatalf("%d sweeps on B removed nothing", sweeps.Load())
+	}
+	t.Logf("%d sweeps on B removed %d blobs", sweeps.Load(), removed.Load())
+	checkKept(last)
+	for name, a := range map[string]*app.App{"A": appA, "B": appB} {
+		rep, err := a.Store.Verify(ctx, nil)
+		if err != nil || !rep.OK() {
+			t.Errorf("verify on node %s: %+v %v", name, rep, err)
+		}
+	}
+	// What nothing references was collected.
+	rootCID, err := store.ParseCID(goneRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(orphanCIDs, rootCID) {
+		if _, err := appB.Store.Blobs.Open(c); !errors.Is(err, blobs.ErrNotFound) {
+			t.Errorf("unreferenced blob %s: %v, want it collected", c, err)
+		}
+	}
+	checkReads(t, baseB, last, evs)
+}
+
+// finished reports whether every goroutine of wg has returned.
+func finished(wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(10 * time.Millisecond):
+		return false
+	}
+}
+
+// readBlob reads blob c whole, as a reader would.
+func readBlob(b blobs.Store, c cid.Cid) error {
+	r, err := b.Open(c)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(io.Discard, r)
+	return err
+}
