@@ -291,7 +291,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 		}
 	}
 	// Ingest writes every recording's plan to the audit log.
-	auditLog, err := audit.Open(st.Dir())
+	auditLog, err := audit.OpenWith(st.Dir(), audit.Options{Replica: shared.auditReplica})
 	if err != nil {
 		return nil, err
 	}

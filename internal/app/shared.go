@@ -92,6 +92,9 @@ type sharedState struct {
 	policy       statedoc.Doc   // the recorded policy digest
 	signer       *attest.Signer // nil: the data directory's, made on first use
 	pseudonymKey []byte         // nil: the data directory's
+	// auditReplica is where this node's audit chain is copied (the
+	// deployment's object store); nil on a single node.
+	auditReplica objstore.Store
 	close        func() error
 }
 
@@ -147,6 +150,7 @@ func openShared(c Config, st *store.Store) (*sharedState, error) {
 		policy:       statedoc.Object(obj, policyObject),
 		signer:       signer,
 		pseudonymKey: pk,
+		auditReplica: obj,
 		close:        closerOf(obj),
 	}, nil
 }
