@@ -35,6 +35,11 @@ type SharedBlobs interface {
 	ReleaseHolds(id, kind string) error
 	// Held reports whether any hold record of recording id remains.
 	Held(id string) (bool, error)
+	// SideFile reads a file beside recording id kept for every node
+	// (nil when none); UpdateSideFile changes it without losing another
+	// node's concurrent change (beside.go).
+	SideFile(id, name string) ([]byte, error)
+	UpdateSideFile(id, name string, change func(old []byte) ([]byte, error)) error
 }
 
 // The kinds of hold record: a batch's (and a seal's) blobs, redundant

@@ -348,7 +348,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	if cfg.RetentionInterval > 0 {
 		go sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	shareKey, err := st.Key(layout.ShareKeyName)
+	shareKey, err := shared.shareKeyOf(st)
 	if err != nil {
 		return nil, err
 	}

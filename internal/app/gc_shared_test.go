@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,4 +249,47 @@ func TestAuditChainsAcrossNodes(t *testing.T) {
 	if rep.OK || !strings.Contains(rep.Broken(), "chain "+chain+", entry 2: edited") {
 		t.Fatalf("an edited entry: %q", rep.Broken())
 	}
+}
+
+// TestSharedSideState: share links and comments made through node A are
+// seen by node B within 2 seconds: a player link A made opens on B (the
+// link key is the deployment's), a comment A stored is listed by B, and a
+// link revoked through B no longer opens on A.
+func TestSharedSideState(t *testing.T) {
+	srv := testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	keys := deployKeys(t)
+	_, baseA := node(t, srv, "side", dsn, keys)
+	_, baseB := node(t, srv, "side", dsn, keys)
+	evs := testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 4})
+	id := openRec(t, baseA)
+	acked(t, appendBatch(t, baseA, id, evs))
+	if r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`)); r.status != 200 {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	waitIndexed(t, baseB, id, uint64(len(evs)))
+
+	r := do(t, "POST", baseA+"/v1/recordings/"+id+"/shares", []byte(`{"expires_in":"7d","what":"player"}`))
+	if r.status != http.StatusCreated {
+		t.Fatalf("share on A: %d %s", r.status, r.body)
+	}
+	var made shareReply
+	r.decode(t, &made)
+	secret := made.URL[strings.Index(made.URL, "#share=")+len("#share="):]
+	opens := func(base string) bool {
+		return do(t, "GET", base+"/v1/recordings/"+id+"/steps", nil, "Authorization", "Bearer "+secret).status == 200
+	}
+	eventually(t, "A's share link opening on B", func() bool { return opens(baseB) })
+
+	if r := do(t, "POST", baseA+"/v1/recordings/"+id+"/comments", []byte(`{"step":1,"text":"seen on B?"}`)); r.status != http.StatusCreated {
+		t.Fatalf("comment on A: %d %s", r.status, r.body)
+	}
+	eventually(t, "A's comment listed by B", func() bool {
+		return bytes.Contains(do(t, "GET", baseB+"/v1/recordings/"+id+"/comments", nil).body, []byte("seen on B?"))
+	})
+
+	if r := do(t, "DELETE", baseB+"/v1/recordings/"+id+"/shares/"+made.Share.ID, nil); r.status != 200 {
+		t.Fatalf("revoke on B: %d %s", r.status, r.body)
+	}
+	eventually(t, "the link revoked through B refused by A", func() bool { return !opens(baseA) })
 }

@@ -597,6 +597,25 @@ func (s *Store) PutRecordingFile(id, name string, data []byte) error {
 	return nil
 }
 
+// SideFile reads the file name kept beside recording id for every node
+// (share links, comments, views): nil when there is none.
+func (s *Store) SideFile(id, name string) ([]byte, error) {
+	b, _, err := objstore.ReadAll(context.Background(), s.obj, recordingPrefix+id+"/"+name)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// UpdateSideFile changes the file name beside recording id by
+// read-modify-write on its ETag (objstore.Update): two nodes changing it
+// at once both keep their change.
+func (s *Store) UpdateSideFile(id, name string, change func(old []byte) ([]byte, error)) error {
+	_, err := objstore.Update(context.Background(), s.obj, recordingPrefix+id+"/"+name,
+		func(old []byte, _ bool) ([]byte, error) { return change(old) })
+	return err
+}
+
 // RecordingIDs lists the recordings whose ROOT is published, sorted.
 func (s *Store) RecordingIDs() ([]string, error) {
 	var ids []string
