@@ -40,15 +40,26 @@ func validDerivedName(name string) bool {
 	return true
 }
 
+// derivedFile is the name of the derived records beside a recording in a
+// shared blob store (recordings/<id>/derived): in shared mode a video one
+// node built is every node's.
+const derivedFile = "derived"
+
 func (s *Store) readDerived(id string) (map[string]string, error) {
-	b, err := os.ReadFile(s.derivedPath(id))
-	if errors.Is(err, fs.ErrNotExist) {
+	var b []byte
+	var err error
+	if sh, ok := s.sharedBeside(); ok {
+		b, err = sh.SideFile(id, derivedFile)
+	} else if b, err = os.ReadFile(s.derivedPath(id)); errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
 	}
 	m := map[string]string{}
+	if len(b) == 0 {
+		return m, nil
+	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
 	}
@@ -130,6 +141,17 @@ func (s *Store) putDerived(id, name string, put func() (cid.Cid, error)) (cid.Ci
 	defer s.derivedMu.Unlock()
 	if _, err := os.Stat(s.metaPath(id)); err != nil {
 		return cid.Undef, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+	}
+	if sh, ok := s.sharedBeside(); ok {
+		err := sh.UpdateSideFile(id, derivedFile, func(old []byte) ([]byte, error) {
+			m := map[string]string{}
+			if json.Unmarshal(old, &m) != nil {
+				m = map[string]string{} // rebuilt: the old entries are caches
+			}
+			m[name] = c.String()
+			return json.Marshal(m)
+		})
+		return c, err
 	}
 	m, err := s.readDerived(id)
 	if err != nil {

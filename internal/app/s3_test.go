@@ -19,6 +19,7 @@ import (
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -146,23 +147,25 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
 		t.Errorf("read-only verify with --blobs: %+v %v", rep, err)
 	}
-	// The video B built is cached as a derived blob in the bucket: A's
-	// blob store finds it too.
-	derived, err := os.ReadFile(layout.Of(appB.Store.Dir()).Derived(id))
+	// The video built is cached as a derived blob in the bucket, and its
+	// record beside the recording there: both nodes find it.
+	derived, _, err := objstore.ReadAll(context.Background(), srv.Store(t, "deploy"), "recordings/"+id+"/derived")
 	if err != nil {
-		t.Fatalf("node B cached no video: %v", err)
+		t.Fatalf("no derived record in the bucket: %v", err)
+	}
+	if _, err := os.Stat(layout.Of(appB.Store.Dir()).Derived(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("in shared mode the derived record went to the data directory: %v", err)
 	}
 	var names map[string]string
 	if err := json.Unmarshal(derived, &names); err != nil || len(names) == 0 {
-		t.Fatalf("derived.json: %s %v", derived, err)
+		t.Fatalf("derived record: %s %v", derived, err)
 	}
 	for name, cs := range names {
-		c, err := store.ParseCID(cs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := appA.Store.Blobs.Stat(c); err != nil {
-			t.Errorf("derived %s (%s) not in the shared bucket: %v", name, cs, err)
+		for node, a := range map[string]*app.App{"A": appA, "B": appB} {
+			c, ok, err := a.Store.Derived(id, name)
+			if err != nil || !ok || c.String() != cs {
+				t.Errorf("node %s: derived %s: %v %v %v, want %s", node, name, c, ok, err, cs)
+			}
 		}
 	}
 	// B's attestation verifies with B's key against the manifest, and B's
