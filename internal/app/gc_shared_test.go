@@ -21,7 +21,6 @@ import (
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/objstore"
-	"github.com/flightrec/flightrec/wire"
 )
 
 // TestGCRace (issue 20's GC race): node B sweeps in a loop while node A
@@ -30,31 +29,12 @@ import (
 // references survives, and verify passes on both nodes; the removed
 // recording's own blobs and blobs nothing ever referenced are collected.
 func TestGCRace(t *testing.T) {
-	srv := testenv.S3(t)
-	dsn := testenv.ClickHouse(t)
-	keys := deployKeys(t)
 	grace := func(c *app.Config) { c.Store.BlobGCGrace = 300 * time.Millisecond }
-	appA, baseA := node(t, srv, "gc", dsn, keys, grace)
-	appB, baseB := node(t, srv, "gc", dsn, keys, grace)
+	_, appA, baseA, appB, baseB := twoNodes(t, "gc", grace)
 	ctx := context.Background()
 
 	evs := testgen.Recording(testgen.Options{Seed: 5, Steps: 6, EventsPerStep: 10, FrameBytes: 6000})
-	ingestAll := func() (id, root string) {
-		id = openRec(t, baseA)
-		for from := 0; from < len(evs); from += 20 {
-			to := min(from+20, len(evs))
-			if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
-				t.Fatalf("batch to %d: %+v", to, a)
-			}
-		}
-		r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
-		var fin wire.FinishReply
-		r.decode(t, &fin)
-		if r.status != 200 || fin.Root == "" {
-			t.Fatalf("finish: %d %s", r.status, r.body)
-		}
-		return id, fin.Root
-	}
+	ingestAll := func() (id, root string) { return ingestFinished(t, baseA, evs, 20) }
 
 	// checkKept checks that every blob recording id references is stored,
 	// on both nodes.
@@ -215,11 +195,7 @@ func readBlob(b blobs.Store, c cid.Cid) error {
 // chains and their union verify; an entry edited in the bucket is named
 // by chain and entry.
 func TestAuditChainsAcrossNodes(t *testing.T) {
-	srv := testenv.S3(t)
-	dsn := testenv.ClickHouse(t)
-	keys := deployKeys(t)
-	_, baseA := node(t, srv, "aud", dsn, keys)
-	_, baseB := node(t, srv, "aud", dsn, keys)
+	srv, _, baseA, _, baseB := twoNodes(t, "aud")
 	for range 2 {
 		openRec(t, baseA)
 		openRec(t, baseB)
@@ -256,11 +232,7 @@ func TestAuditChainsAcrossNodes(t *testing.T) {
 // link key is the deployment's), a comment A stored is listed by B, and a
 // link revoked through B no longer opens on A.
 func TestSharedSideState(t *testing.T) {
-	srv := testenv.S3(t)
-	dsn := testenv.ClickHouse(t)
-	keys := deployKeys(t)
-	_, baseA := node(t, srv, "side", dsn, keys)
-	_, baseB := node(t, srv, "side", dsn, keys)
+	_, _, baseA, _, baseB := twoNodes(t, "side")
 	evs := testgen.Recording(testgen.Options{Seed: 3, Steps: 2, EventsPerStep: 4})
 	id := openRec(t, baseA)
 	acked(t, appendBatch(t, baseA, id, evs))
@@ -292,4 +264,16 @@ func TestSharedSideState(t *testing.T) {
 		t.Fatalf("revoke on B: %d %s", r.status, r.body)
 	}
 	eventually(t, "the link revoked through B refused by A", func() bool { return !opens(baseA) })
+}
+
+// twoNodes starts two nodes of one deployment: a versitygw bucket (blobs
+// and state under prefix), one ClickHouse, the same keys.
+func twoNodes(t *testing.T, prefix string, opts ...func(*app.Config)) (srv *testenv.S3Server, appA *app.App, baseA string, appB *app.App, baseB string) {
+	t.Helper()
+	srv = testenv.S3(t)
+	dsn := testenv.ClickHouse(t)
+	keys := deployKeys(t)
+	appA, baseA = node(t, srv, prefix, dsn, keys, opts...)
+	appB, baseB = node(t, srv, prefix, dsn, keys, opts...)
+	return srv, appA, baseA, appB, baseB
 }

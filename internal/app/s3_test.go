@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
@@ -48,6 +49,26 @@ func sharedConfig(srv *testenv.S3Server, prefix string, keys app.KeyFiles) app.C
 	cfg.Store.BlobCredentials = srv.Credentials()
 	cfg.Keys = keys
 	return cfg
+}
+
+// ingestFinished records evs through the server at base, batch events
+// per append, finishes the recording, and returns its id and root.
+func ingestFinished(t *testing.T, base string, evs []event.Envelope, batch int) (id, root string) {
+	t.Helper()
+	id = openRec(t, base)
+	for from := 0; from < len(evs); from += batch {
+		to := min(from+batch, len(evs))
+		if a := acked(t, appendBatch(t, base, id, evs[from:to])); a.AckedThrough != uint64(to) {
+			t.Fatalf("batch to %d: %+v", to, a)
+		}
+	}
+	r := do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+	var fin wire.FinishReply
+	r.decode(t, &fin)
+	if r.status != 200 || fin.Root == "" {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	return id, fin.Root
 }
 
 // checkAttestation checks that the attestation node (app, base) makes of
@@ -96,19 +117,8 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	appB, baseB := node(t, srv, "deploy", dsn, keys)
 
 	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
-	id := openRec(t, baseA)
-	for from := 0; from < len(evs); from += 40 {
-		to := min(from+40, len(evs))
-		if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
-			t.Fatalf("batch to %d: %+v", to, a)
-		}
-	}
-	r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
-	var fin wire.FinishReply
-	r.decode(t, &fin)
-	if r.status != 200 || fin.Root == "" {
-		t.Fatalf("finish: %d %s", r.status, r.body)
-	}
+	id, root := ingestFinished(t, baseA, evs, 40)
+	fin := wire.FinishReply{Root: root}
 	waitIndexed(t, baseA, id, uint64(len(evs)))
 
 	// B reads everything A does, byte for byte.

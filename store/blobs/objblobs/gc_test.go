@@ -53,15 +53,7 @@ func mustBeGone(t *testing.T, s *objblobs.Store, what string, cids []cid.Cid) {
 // listing could not be, so it is written as the sweep waits) survives,
 // because A stores it again; a second sweeper meanwhile collects nothing.
 func TestSweepAcrossNodes(t *testing.T) {
-	dir := t.TempDir()
-	obj := func() objstore.Store {
-		s, err := objstore.NewLocal(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	obj := localObjects(t)
 	a := openNode(t, obj(), "a")
 	// B's sweep lets A's batch run at the worst moment: after B listed the
 	// holds for the last time, before it deletes. A's hold is not seen;
@@ -169,15 +161,7 @@ func TestSweepAcrossNodes(t *testing.T) {
 // the holds finds nothing, and B must spare the blob because the newly
 // published manifest names it.
 func TestSweepSparesRecordingsPublishedMeanwhile(t *testing.T) {
-	dir := t.TempDir()
-	obj := func() objstore.Store {
-		s, err := objstore.NewLocal(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	obj := localObjects(t)
 	// A manifest here is the CIDs it references, one a line.
 	refs := func(m []byte) ([]cid.Cid, error) {
 		out := []cid.Cid{blobs.Sum(m)}
@@ -236,4 +220,18 @@ func TestSweepSparesRecordingsPublishedMeanwhile(t *testing.T) {
 	}
 	sw.End()
 	mustRead(t, openNode(t, obj(), "c"), "published while the sweep waited", xc, x)
+}
+
+// localObjects returns an opener of one directory of objects: each call
+// is another node's view of the same bucket.
+func localObjects(t *testing.T) func() objstore.Store {
+	dir := t.TempDir()
+	return func() objstore.Store {
+		s, err := objstore.NewLocal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 }
