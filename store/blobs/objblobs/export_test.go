@@ -11,3 +11,6 @@ import (
 func OpenWithHook(ctx context.Context, obj objstore.Store, opts Options, hook func(step string)) (*Store, error) {
 	return openWith(ctx, obj, opts, hook)
 }
+
+// HeaderReads counts the pack headers s has read.
+func (s *Store) HeaderReads() int64 { return s.headerReads.Load() }

@@ -685,6 +685,7 @@ func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)
 	if err := s.reload(ctx, true); err != nil {
 		return rep, err
 	}
+	s.saveSnapshot(ctx)
 	return rep, nil
 }
 

@@ -235,3 +235,41 @@ func localObjects(t *testing.T) func() objstore.Store {
 		return s
 	}
 }
+
+// TestIndexSnapshot: a node that opens after another reads the pack index
+// from its snapshot (no pack header read), the headers of packs written
+// since only, and never indexes a pack a sweep removed.
+func TestIndexSnapshot(t *testing.T) {
+	obj := localObjects(t)
+	a := openNode(t, obj(), "a")
+	var batches [][][]byte
+	for range 4 {
+		batch := blobstest.RandMany(t, 3, 200)
+		blobstest.PutMany(t, a.PutMany, batch)
+		batches = append(batches, batch)
+	}
+	if b := openNode(t, obj(), "b"); b.HeaderReads() != 4 {
+		t.Fatalf("the first node to open read %d headers, want 4", b.HeaderReads())
+	}
+	c := openNode(t, obj(), "c")
+	if c.HeaderReads() != 0 {
+		t.Fatalf("a node opening after a snapshot read %d headers, want 0", c.HeaderReads())
+	}
+	cids := blobstest.PutMany(t, a.PutMany, batches[2]) // already stored
+	mustRead(t, c, "from the snapshot's index", cids, batches[2])
+	late := blobstest.RandMany(t, 3, 200)
+	blobstest.PutMany(t, a.PutMany, late)
+	if d := openNode(t, obj(), "d"); d.HeaderReads() != 1 {
+		t.Fatalf("read %d headers, want the one pack written since", d.HeaderReads())
+	}
+	// A sweep with nothing held collects every pack.
+	sw := c.BeginSweep()
+	if _, err := sw.Collect(none, nil); err != nil {
+		t.Fatal(err)
+	}
+	sw.End()
+	e := openNode(t, obj(), "e")
+	if n := blobstest.Count(t, e.Walk); n != 0 || e.HeaderReads() != 0 {
+		t.Fatalf("after the sweep: %d blobs indexed, %d headers read", n, e.HeaderReads())
+	}
+}

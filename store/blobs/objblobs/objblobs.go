@@ -96,6 +96,9 @@ type Store struct {
 	// cond is this node's view of the last sweep's condemned set (gc.go).
 	cond condView
 	hook func(step string) // tests: called at each step of a sweep
+	// headerReads counts the pack headers read (tests: a snapshot spares
+	// them).
+	headerReads atomic.Int64
 }
 
 var _ blobs.Store = (*Store)(nil)
@@ -116,10 +119,77 @@ func OpenWith(ctx context.Context, obj objstore.Store, opts Options) (*Store, er
 func openWith(ctx context.Context, obj objstore.Store, opts Options, hook func(step string)) (*Store, error) {
 	s := &Store{obj: obj, hook: hook, raw: objbackend.Backend{Store: obj}, opts: opts.withDefaults(),
 		incarnation: randHex(4), index: map[[32]byte]loc{}, packs: map[string][]entry{}, rescued: map[[32]byte]int64{}}
-	if err := s.reload(ctx, false); err != nil {
+	s.loadSnapshot(ctx)
+	before := s.headerReads.Load()
+	if err := s.reload(ctx, true); err != nil {
 		return nil, fmt.Errorf("store: blobs on %s: %w", obj, err)
 	}
+	if s.headerReads.Load() > before {
+		// The next node to open reads these headers from the snapshot.
+		s.saveSnapshot(ctx)
+	}
 	return s, nil
+}
+
+// snapshotKey holds the pack index, so that opening reads one object and
+// lists packs/ rather than read every pack's header. It is a cache: any
+// node writes it, the last write wins, and a reader trusts it only for
+// the packs still listed (and reads the headers of the others).
+const snapshotKey = "index/packs"
+
+// snapshot format: "FRIDX1\n", then per pack: key length uint16, key,
+// count uint32, count × {digest [32]byte, offset uint64, length uint64}.
+const snapshotMagic = "FRIDX1\n"
+
+// saveSnapshot writes the pack index; a failure only costs the next
+// opening its header reads.
+func (s *Store) saveSnapshot(ctx context.Context) {
+	s.mu.RLock()
+	var b bytes.Buffer
+	b.WriteString(snapshotMagic)
+	for key, ents := range s.packs {
+		b.Write(binary.BigEndian.AppendUint16(nil, uint16(len(key))))
+		b.WriteString(key)
+		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ents))))
+		for _, e := range ents {
+			b.Write(e.d[:])
+			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.off)))
+			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.n)))
+		}
+	}
+	s.mu.RUnlock()
+	s.obj.Put(ctx, snapshotKey, bytes.NewReader(b.Bytes()), int64(b.Len()), objstore.PutOptions{})
+}
+
+// loadSnapshot indexes the packs the snapshot holds; reload then forgets
+// those no longer listed. A missing or damaged snapshot loads nothing.
+func (s *Store) loadSnapshot(ctx context.Context) {
+	b, _, err := objstore.ReadAll(ctx, s.obj, snapshotKey)
+	if err != nil || !bytes.HasPrefix(b, []byte(snapshotMagic)) {
+		return
+	}
+	b = b[len(snapshotMagic):]
+	for len(b) >= 2 {
+		kl := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+kl+4 {
+			return
+		}
+		key := string(b[2 : 2+kl])
+		count := int(binary.BigEndian.Uint32(b[2+kl:]))
+		b = b[2+kl+4:]
+		if count < 0 || len(b) < count*entryBytes || !strings.HasPrefix(key, packPrefix) {
+			return
+		}
+		ents := make([]entry, count)
+		for i := range ents {
+			e := b[i*entryBytes:]
+			copy(ents[i].d[:], e[:32])
+			ents[i].off = int64(binary.BigEndian.Uint64(e[32:]))
+			ents[i].n = int64(binary.BigEndian.Uint64(e[40:]))
+		}
+		b = b[count*entryBytes:]
+		s.addPack(key, ents)
+	}
 }
 
 // String names the object store (never a credential).
@@ -144,6 +214,7 @@ func (s *Store) reload(ctx context.Context, prune bool) error {
 			continue
 		}
 		ents, err := s.readHeader(ctx, info.Key, info.Size)
+		s.headerReads.Add(1)
 		if errors.Is(err, blobs.ErrNotFound) {
 			delete(listed, info.Key) // removed since the listing
 			continue
