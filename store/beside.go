@@ -71,6 +71,28 @@ func (s *Store) WriteBeside(id, name string, b []byte) error {
 	return WriteFileAtomic(path, b, 0o600)
 }
 
+// UpdateBeside replaces a file beside recording id with change(old) (old
+// nil when there is none yet) without losing another writer's change: in
+// shared mode by read-modify-write on the object's ETag, where change may
+// run more than once (on another node's newer bytes), else under a mutex
+// of the store. change's error ends the update and is returned.
+func (s *Store) UpdateBeside(id, name string, change func(old []byte) ([]byte, error)) error {
+	if sh, ok := s.sharedBeside(); ok {
+		return s.updateShared(sh, id, name, change)
+	}
+	s.besideMu.Lock()
+	defer s.besideMu.Unlock()
+	old, err := s.ReadBeside(id, name)
+	if err != nil {
+		return err
+	}
+	b, err := change(old)
+	if err != nil {
+		return err
+	}
+	return s.WriteBeside(id, name, b)
+}
+
 // sharedBeside is the shared blob store files beside recordings are kept
 // in, in shared mode: every node reads and changes the same ones, under
 // recordings/<id>/<name> (objblobs).

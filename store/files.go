@@ -23,6 +23,12 @@ func (s *Store) SavePlan(id string, plan json.RawMessage) error {
 func (s *Store) Plan(id string) (json.RawMessage, error) {
 	b, err := os.ReadFile(s.Layout().Plan(id))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Another node's finished recording: its plan is published.
+		if sh, ok := s.Blobs.(SharedBlobs); ok {
+			if b, err := sh.RecordingFile(id, publishedPlan); !errors.Is(err, ErrNotFound) {
+				return b, err
+			}
+		}
 		return nil, fmt.Errorf("plan of %s: %w", id, ErrNotFound)
 	}
 	return b, err

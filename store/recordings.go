@@ -37,6 +37,7 @@ type Store struct {
 	Blobs blobs.Store
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
+	besideMu  sync.Mutex // serializes UpdateBeside on the data directory
 	groupsMu  sync.Mutex // serializes groups/ writes
 	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
 	readOnly bool

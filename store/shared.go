@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -119,6 +120,7 @@ func (s *Store) unpublish(id string) error {
 // a recording whose ROOT is published is complete.
 const (
 	publishedMeta = "meta.json"
+	publishedPlan = "plan.json" // the redaction plan, when the recording has one
 	publishedRoot = "ROOT"
 )
 
@@ -138,6 +140,14 @@ func (s *Store) publish(id, root string) error {
 	}
 	if err := sh.PutRecordingFile(id, publishedMeta, meta); err != nil {
 		return err
+	}
+	// Every node redacts comments on it with its plan.
+	if plan, err := os.ReadFile(s.Layout().Plan(id)); err == nil {
+		if err := sh.PutRecordingFile(id, publishedPlan, plan); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: publish %s: %w", id, err)
 	}
 	if err := sh.PutRecordingFile(id, publishedRoot, []byte(root+"\n")); err != nil {
 		return err

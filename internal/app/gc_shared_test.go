@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -259,6 +260,24 @@ func TestSharedSideState(t *testing.T) {
 	eventually(t, "A's comment listed by B", func() bool {
 		return bytes.Contains(do(t, "GET", baseB+"/v1/recordings/"+id+"/comments", nil).body, []byte("seen on B?"))
 	})
+
+	// Both nodes comment at once: no comment is lost.
+	var wg sync.WaitGroup
+	for _, base := range []string{baseA, baseB} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				if r := do(t, "POST", base+"/v1/recordings/"+id+"/comments", []byte(fmt.Sprintf(`{"step":1,"text":"at once %d"}`, i))); r.status != http.StatusCreated {
+					t.Errorf("comment: %d %s", r.status, r.body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := bytes.Count(do(t, "GET", baseA+"/v1/recordings/"+id+"/comments", nil).body, []byte("at once")); n != 16 {
+		t.Fatalf("%d of 16 comments made at once through two nodes are kept", n)
+	}
 
 	if r := do(t, "DELETE", baseB+"/v1/recordings/"+id+"/shares/"+made.Share.ID, nil); r.status != 200 {
 		t.Fatalf("revoke on B: %d %s", r.status, r.body)
