@@ -121,6 +121,9 @@ type Report struct {
 	BlobsRemoved   int      `json:"blobs_removed"`
 	BlobBytes      int64    `json:"blob_bytes"`
 	Errors         []string `json:"errors,omitempty"`
+	// Elsewhere says another node of a shared deployment holds the sweep
+	// lease: this sweep removed nothing (one sweeper at a time).
+	Elsewhere string `json:"elsewhere,omitempty"`
 }
 
 // Freed is every byte the sweep removed.
@@ -184,6 +187,14 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progres
 	// written during the sweep never loses one.
 	sw := s.Store.Blobs.BeginSweep()
 	defer sw.End()
+	// In a shared deployment one node at a time sweeps, under the blob
+	// store's lease: a sweep that finds it held removes nothing.
+	if e, ok := sw.(interface{ Elsewhere() error }); ok {
+		if err := e.Elsewhere(); err != nil {
+			rep.Elsewhere = err.Error()
+			return rep, nil
+		}
+	}
 	for i, st := range doomed {
 		if err := ctx.Err(); err != nil {
 			return rep, err

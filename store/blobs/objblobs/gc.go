@@ -533,6 +533,17 @@ func (sw *sweep) End() {
 	}
 }
 
+// Elsewhere is ErrLeaseHeld (naming the holder) when another node holds
+// the sweep lease: this sweep collects nothing, and a caller that removes
+// recordings before collecting (retention) leaves that to the holder, so
+// that one node at a time sweeps the deployment.
+func (sw *sweep) Elsewhere() error {
+	if errors.Is(sw.err, ErrLeaseHeld) {
+		return sw.err
+	}
+	return nil
+}
+
 // Collect deletes every blob listed at BeginSweep that live does not
 // keep and no hold record names: loose objects, packs all of whose blobs
 // are dead, and packs at least half of whose bytes are dead (their live

@@ -273,3 +273,33 @@ func TestIndexSnapshot(t *testing.T) {
 		t.Fatalf("after the sweep: %d blobs indexed, %d headers read", n, e.HeaderReads())
 	}
 }
+
+// TestOneSweeperAtATime: while one node's sweep holds the lease, another
+// node's sweep says so (Elsewhere) and collects nothing; once the first
+// ends, the second can sweep.
+func TestOneSweeperAtATime(t *testing.T) {
+	obj := localObjects(t)
+	a := openNode(t, obj(), "a")
+	b := openNode(t, obj(), "b")
+	dead := blobstest.PutMany(t, a.PutMany, blobstest.RandMany(t, 5, 1000))
+	first := a.BeginSweep()
+	second := b.BeginSweep()
+	err := second.(interface{ Elsewhere() error }).Elsewhere()
+	if !errors.Is(err, objblobs.ErrLeaseHeld) {
+		t.Fatalf("second sweep while the first holds the lease: Elsewhere() = %v, want ErrLeaseHeld", err)
+	}
+	if rep, err := second.Collect(func(cid.Cid) bool { return false }, nil); err != nil || rep.Removed != 0 {
+		t.Fatalf("second sweep collected %+v, %v: want nothing", rep, err)
+	}
+	second.End()
+	if err := first.(interface{ Elsewhere() error }).Elsewhere(); err != nil {
+		t.Fatalf("the lease holder's Elsewhere() = %v", err)
+	}
+	first.End()
+	third := b.BeginSweep()
+	defer third.End()
+	if err := third.(interface{ Elsewhere() error }).Elsewhere(); err != nil {
+		t.Fatalf("after the first sweep ended: Elsewhere() = %v", err)
+	}
+	_ = dead // unreferenced and unheld: only the lease kept the second sweep from them
+}
