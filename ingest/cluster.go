@@ -74,7 +74,12 @@ type cluster struct {
 	ownersMu sync.Mutex
 	owners   map[string]lease.Lease
 	stop     chan struct{}
-	done     sync.WaitGroup
+	// bg is the context of background work (collecting a sealed
+	// recording's batches), cancelled as the service closes: a collection
+	// cut short is finished by a later write (answerSealed).
+	bg     context.Context
+	stopBg context.CancelFunc
+	done   sync.WaitGroup
 }
 
 // openDoc is cluster/open/<id>.json: what a taker needs to make the
@@ -111,6 +116,7 @@ func batchKey(id string, first uint64) string {
 
 func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
+	c.bg, c.stopBg = context.WithCancel(context.Background())
 	transport := cfg.Proxy
 	if transport == nil {
 		// An owner that is paused accepts connections and never answers:
@@ -309,13 +315,12 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 	// the open recording; the sealed document now answers every write,
 	// before any takeover (claimLocked checks it again after acquiring),
 	// and the sealed log and manifest are in the shared store.
+	id := r.meta.ID
 	c.done.Add(1)
 	go func() {
 		defer c.done.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := s.collectCluster(ctx, r.meta.ID); err != nil {
-			s.log.Warn("collecting a sealed recording's batches failed (a later write for it retries)", "recording", r.meta.ID, "err", err)
+		if err := s.collectCluster(c.bg, id); err != nil {
+			s.log.Warn("collecting a sealed recording's batches failed (a later write for it retries)", "recording", id, "err", err)
 		}
 	}()
 	return nil

@@ -285,6 +285,7 @@ func (s *Service) Close() {
 		close(s.stopIdle)
 		if s.cl != nil {
 			close(s.cl.stop)
+			s.cl.stopBg()
 		}
 	})
 	s.idle.Wait() // no abort runs from here on
