@@ -612,7 +612,10 @@ func TestClusterNodeLoss(t *testing.T) {
 // ClickHouse: ingest of small events through a single node (blobs and
 // acknowledgements on local disk, the default), through 1 node in cluster
 // mode and through 3 (each batch an object before its acknowledgement),
-// each through the same round-robin proxy: the acknowledgement latency
+// each through the same round-robin proxy, the 3 nodes twice: with
+// executors sending straight to the owner the replies name (the client's
+// default) and with every append through the proxy (two in three then
+// cross a hop from a non-owner): the acknowledgement latency
 // (p50, p99) seen by the executors, the throughput, and flightrec's own
 // CPU seconds per million events, from the node processes' rusage only,
 // less what they used to start (versitygw and ClickHouse share the cores
