@@ -308,13 +308,20 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 	if _, err := c.cfg.Objects.Put(ctx, clusterSealed+r.meta.ID+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
 		return clusterError(err)
 	}
+	stillOwner := s.live(r) // the sealed document landed while the lease was live
 	if err := c.leases.Release(ctx, r.lease); err != nil {
 		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", r.meta.ID, "err", err)
 	}
 	// The batches and the open document only ever served a takeover of
 	// the open recording; the sealed document now answers every write,
 	// before any takeover (claimLocked checks it again after acquiring),
-	// and the sealed log and manifest are in the shared store.
+	// and the sealed log and manifest are in the shared store. Unless the
+	// lease lapsed while sealing (a pause): then another node may have
+	// taken the recording over, and its batches are kept as evidence.
+	if !stillOwner {
+		s.log.Error("sealed a recording whose lease lapsed meanwhile; its batches are kept", "recording", r.meta.ID, "epoch", r.lease.Epoch)
+		return nil
+	}
 	id := r.meta.ID
 	c.done.Add(1)
 	go func() {
