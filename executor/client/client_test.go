@@ -47,14 +47,7 @@ func TestSendFromTheServersWord(t *testing.T) {
 	ctx := context.Background()
 	c := client.New(srv.Base + "/")
 	c.Gzip = true
-	rep, err := c.Open(ctx, wire.OpenRequest{Project: "client"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 7, Steps: 4, EventsPerStep: 3})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, lines := openWithLines(t, c, 7)
 	n := uint64(len(lines))
 	var progress []uint64
 	acked, err := c.Send(ctx, rep.ID, lines, 4, 1<<20, func(a uint64) { progress = append(progress, a) })
@@ -110,14 +103,7 @@ func TestFollowOwnerFallsBack(t *testing.T) {
 	defer base.Close()
 	ctx := context.Background()
 	c := client.New(base.URL)
-	rep, err := c.Open(ctx, wire.OpenRequest{Project: "client"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 9, Steps: 4, EventsPerStep: 3})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, lines := openWithLines(t, c, 9)
 	if acked, err := c.Send(ctx, rep.ID, lines, 2, 1<<20, nil); err != nil || acked != uint64(len(lines)) {
 		t.Fatalf("Send: acked %d, %v; want %d", acked, err, len(lines))
 	}
@@ -127,4 +113,18 @@ func TestFollowOwnerFallsBack(t *testing.T) {
 	if n := ownerHits.Load(); n != 1 {
 		t.Errorf("the failing owner got %d requests, want 1 (then avoided)", n)
 	}
+}
+
+// openWithLines opens a recording through c and makes a small one's lines.
+func openWithLines(t *testing.T, c *client.Client, seed uint64) (wire.OpenReply, []client.Line) {
+	t.Helper()
+	rep, err := c.Open(context.Background(), wire.OpenRequest{Project: "client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: seed, Steps: 4, EventsPerStep: 3})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, lines
 }
