@@ -589,9 +589,26 @@ func TestClusterNodeLoss(t *testing.T) {
 				break
 			}
 		}
-		resp, err := http.Get(base + "/v1/recordings/" + r.id + "/bundle")
-		if err != nil {
-			t.Fatal(err)
+		// The node the balancer picks may not have read the seal yet
+		// from the shared index (the finish was answered by the owner):
+		// it refuses until it has, and is asked again.
+		var resp *http.Response
+		deadline = time.Now().Add(2 * time.Minute)
+		for {
+			var err error
+			if resp, err = http.Get(base + "/v1/recordings/" + r.id + "/bundle"); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: its bundle: %d %s", r.id, resp.StatusCode, body)
+			}
+			t.Logf("%s: its bundle, asked again after: %d %s", r.id, resp.StatusCode, body)
+			time.Sleep(200 * time.Millisecond)
 		}
 		id, _, err := other.ImportBundle(resp.Body)
 		resp.Body.Close()
