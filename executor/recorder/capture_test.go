@@ -12,7 +12,7 @@ import (
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
-	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // receiptNamed returns the receipt of the step whose action is verb on a
@@ -161,7 +161,7 @@ func checkPopupPage(t *testing.T, base string, res recorder.Result, terms event.
 		}
 	}
 	// The player's timeline says which page a step acted on.
-	var tl playback.Timeline
+	var tl wire.Timeline
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/steps", &tl)
 	for _, st := range tl.Steps {
 		if onPopup[st.Step] && st.Action != "switch" && !strings.Contains(st.Target, "(page "+id+")") {

@@ -22,7 +22,7 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/demoapp"
-	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 var frameRef = regexp.MustCompile(`^@f\d+e\d+$`)
@@ -102,7 +102,7 @@ func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, res recorde
 	}
 
 	// The frame's own request (the token exchange) is in the Pay step's HAR.
-	var view playback.StepView
+	var view wire.StepView
 	getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/steps/%d", base, res.ID, pay), &view)
 	tokens := 0
 	for _, e := range view.Events {
