@@ -48,6 +48,7 @@ var routeScope = map[string]string{
 	"GET /v1/recordings/{id}/evidence":              "read",
 	"POST /v1/recordings/{id}/evidence":             "share",
 	"GET /v1/recordings/{id}/steps/{n}/dom":         "read",
+	"GET /v1/recordings/{id}/snapshots/{seq}":       "read",
 	"GET /v1/recordings/{id}/video.webm":            "read",
 	"GET /v1/recordings/{id}/at":                    "read",
 	"GET /v1/recordings/{id}/search":                "read",
@@ -95,6 +96,7 @@ type fixture struct {
 	group      map[string]string // project → a group of its recording
 	t0         map[string]int64  // project → its recording's first event time
 	videoLink  string            // the secret of a video share link of alpha's recording
+	snapshot   map[string]uint64 // project → the seq of its recording's snapshot event
 }
 
 // jpegOf is a small solid JPEG of colour c.
@@ -122,7 +124,7 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureLog(t *testing.T, log *slog.Logger) *fixture {
 	t.Helper()
 	a, base := serverLog(t, ingest.DefaultLimits, log)
-	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, unknownRec: store.NewRecordingID(time.Now()),
+	f := &fixture{base: base, app: a, rec: map[string]string{}, t0: map[string]int64{}, snapshot: map[string]uint64{}, unknownRec: store.NewRecordingID(time.Now()),
 		group: map[string]string{}}
 	shared := jpegOf(t, color.RGBA{200, 30, 30, 255})
 	only := jpegOf(t, color.RGBA{30, 30, 200, 255})
@@ -153,7 +155,10 @@ func newFixtureLog(t *testing.T, log *slog.Logger) *fixture {
 				Data: json.RawMessage(`{"type":4,"data":{"href":"http://shop.test/","width":32,"height":24},"timestamp":1764483600000}`)},
 			event.Envelope{Seq: next + 2, TS: now + 4, Step: 1, Kind: event.KindDOM,
 				Data: json.RawMessage(`{"type":2,"data":{"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"html","attributes":{},"childNodes":[{"type":2,"id":3,"tagName":"body","attributes":{},"childNodes":[{"type":3,"id":4,"textContent":"` + project + `"}]}]}]},"initialOffset":{"left":0,"top":0}},"timestamp":1764483600001}`)},
-			event.Envelope{Seq: next + 3, TS: now + 5, Step: 1, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log","text":"matrix needle"}`)})
+			event.Envelope{Seq: next + 3, TS: now + 5, Step: 1, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log","text":"matrix needle"}`)},
+			// A snapshot, for the snapshot-pages route.
+			event.Envelope{Seq: next + 4, TS: now + 6, Step: 1, Kind: event.KindSnapshot, Data: json.RawMessage(`{"view":"interactive","when":"after","text":"button \"Pay\" @e1\n"}`)})
+		f.snapshot[project] = next + 4
 		f.t0[project] = now
 		if a := acked(t, appendBatch(t, base, open.ID, evs)); a.AckedThrough != uint64(len(evs)) {
 			t.Fatalf("append: %+v", a)
@@ -332,6 +337,8 @@ func (f *fixture) requests(method, route string) []cell {
 	case "POST /v1/recordings/{id}/evidence":
 		// A card with share links: 201, three links made.
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/evidence" }, []byte(`{"share":"7d"}`))
+	case "GET /v1/recordings/{id}/snapshots/{seq}":
+		forRecs(func(p, id string) string { return fmt.Sprintf("/v1/recordings/%s/snapshots/%d", id, f.snapshot[p]) }, nil)
 	case "GET /v1/recordings/{id}/steps/{n}/dom":
 		forRecs(func(_, id string) string { return "/v1/recordings/" + id + "/steps/1/dom?at=after" }, nil)
 	case "GET /v1/recordings/{id}/video.webm":

@@ -34,6 +34,7 @@ route_scopes := {
 	"GET /v1/recordings/{id}/evidence": "read",
 	"POST /v1/recordings/{id}/evidence": "share",
 	"GET /v1/recordings/{id}/steps/{n}/dom": "read",
+	"GET /v1/recordings/{id}/snapshots/{seq}": "read",
 	"GET /v1/recordings/{id}/video.webm": "read",
 	"GET /v1/recordings/{id}/at": "read",
 	"GET /v1/search": "read",
