@@ -344,8 +344,8 @@ func axString(v *accessibility.Value) string {
 // their descendants, from the page helper (the plan's mask rules).
 func (s *session) maskedNodes() map[cdp.BackendNodeID]bool {
 	out := map[cdp.BackendNodeID]bool{}
-	res, err := chromedp.Call(s.ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{
-		Expression: `window.__flightrec ? window.__flightrec.maskedElements() : []`, ObjectGroup: "flightrec-mask"})
+	res, err := chromedp.Call(s.ctx, cdpruntime.Evaluate, inWorld(s.ctx, cdpruntime.EvaluateParams{
+		Expression: `window.__flightrec ? window.__flightrec.maskedElements() : []`, ObjectGroup: "flightrec-mask"}))
 	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
 		return out
 	}
