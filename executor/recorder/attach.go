@@ -145,12 +145,12 @@ type attachment struct {
 	rrweb  string
 	steps  *stepper
 
-	mu    sync.Mutex
-	pages map[target.ID]*attachedPage
+	mu     sync.Mutex
+	pages  map[target.ID]*attachedPage
 	seen   map[target.ID]bool // attached or being attached
 	closed bool               // detaching: no more attaches
 	wg     sync.WaitGroup     // attaches under way
-	ready atomic.Bool
+	ready  atomic.Bool
 }
 
 // attachedPage is one page target being recorded.

@@ -43,9 +43,18 @@ type observation struct {
 	// accessibility tree cannot be asked (the element left the page).
 	fallback event.Target
 	resolved chan *event.Target
+	// seen are the page's views read the moment the step was observed,
+	// before the page reacted: the step's before and its predecessor's
+	// after.
+	seen     chan views
+	seenOnce sync.Once
+	seenVal  views
 
 	value  string // under stepper.mu: a fill's latest value
 	closed bool   // under stepper.mu: no more input extends it
+	to     string    // under stepper.mu: the page's URL when the next step began
+	endAt  time.Time // under stepper.mu: when the next step began
+	before bool   // a before view was taken (else the step has no delta)
 }
 
 // stepper turns observations into steps with receipts, one at a time.
@@ -111,10 +120,18 @@ func (s *stepper) navigated(p *attachedPage, url string) {
 func (s *stepper) begin(o *observation) {
 	o.at, o.from = time.Now(), o.p.s.currentURL()
 	o.resolved = make(chan *event.Target, 1)
+	o.seen = make(chan views, 1)
+	go func() { o.seen <- o.p.s.views() }()
 	s.mu.Lock()
 	o.n = int(s.last.Add(1))
+	if prev := s.newest; prev != nil && prev.to == "" {
+		prev.to, prev.endAt = o.from, o.at
+	}
 	s.newest = o
 	s.mu.Unlock()
+	// From now on what the page does (requests, console, DOM, frames) is
+	// this step's.
+	s.a.st.setStep(o.n)
 	select {
 	case s.obs <- o:
 	default: // thousands of steps behind: this one is left out
@@ -153,34 +170,89 @@ func (s *stepper) run() {
 		select {
 		case o = <-s.obs:
 		case <-s.quit:
+			select {
+			case o = <-s.obs:
+				s.before(o)
+				s.drain(o)
+			default:
+			}
 			return
 		}
 		for o != nil {
-			s.a.st.setStep(o.n)
-			o.p.s.snapshots("before")
+			s.before(o)
 			next, quit := s.wait(o)
-			s.finish(o)
 			if quit {
+				s.drain(o)
 				return
 			}
+			s.finish(o, next)
 			o = next
 		}
 	}
 }
 
-// wait returns when o settled (next nil), the next step began, or stop.
+// drain writes the receipts of o and of the steps still queued when the
+// recording stops: each gets its chance to settle, so the last step's
+// answers are in it.
+func (s *stepper) drain(o *observation) {
+	for o != nil {
+		var next *observation
+		select {
+		case next = <-s.obs:
+		default:
+			o.p.s.settle(2 * time.Second)
+		}
+		s.finish(o, next)
+		if o = next; o != nil {
+			s.before(o)
+		}
+	}
+}
+
+// before sends o's before views.
+func (s *stepper) before(o *observation) {
+	if v, ok := o.views(); ok {
+		o.p.s.sendViews(v, "before", o.n)
+		o.before = true
+	}
+}
+
+// views are the views read when o was observed; ok is false when they did
+// not come (the page is gone).
+func (o *observation) views() (views, bool) {
+	o.seenOnce.Do(func() {
+		select {
+		case o.seenVal = <-o.seen:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return o.seenVal, !o.seenVal.ts.IsZero()
+}
+
+// wait returns when o settled (next nil: no request in flight and the DOM
+// quiet for a moment, as settle judges), the next step began, or stop.
+// Unlike settle it hears the next step at once: a driver acts every few
+// milliseconds, and a late step boundary would give o what the next did.
 func (s *stepper) wait(o *observation) (next *observation, quit bool) {
-	deadline := time.Now().Add(stepMax)
-	for time.Now().Before(deadline) {
+	const quiet = 150 * time.Millisecond
+	ps := o.p.s
+	lastMut, lastChange := -1, time.Now()
+	for deadline := time.Now().Add(stepMax); time.Now().Before(deadline); {
+		m, err := evaluate[int](ps.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
+		if err != nil {
+			m = -2 // between documents: not settled
+		}
+		if m != lastMut || ps.har.InFlight() > 0 {
+			lastMut, lastChange = m, time.Now()
+		} else if time.Since(lastChange) >= quiet {
+			return nil, false
+		}
 		select {
 		case next = <-s.obs:
 			return next, false
 		case <-s.quit:
 			return nil, true
-		default:
-		}
-		if o.p.s.settle(300 * time.Millisecond) {
-			return nil, false
+		case <-time.After(25 * time.Millisecond):
 		}
 	}
 	return nil, false
@@ -188,27 +260,47 @@ func (s *stepper) wait(o *observation) (next *observation, quit bool) {
 
 // finish writes o's receipt: what it did to what, its effects, and
 // whether the page says it failed.
-func (s *stepper) finish(o *observation) {
+//
+// A step the next one superseded before it settled is written as it
+// stood when the next began: its after views are the ones read the moment
+// the next input was seen, its end is then, and its frames and failure
+// screenshot are left to the screencast (they would land in the next
+// step).
+func (s *stepper) finish(o, next *observation) {
+	ps := o.p.s
+	superseded, after := next != nil, true
+	if superseded {
+		var v views
+		if v, after = next.views(); after && next.p == o.p {
+			ps.sendViews(v, "after", o.n)
+		}
+	} else {
+		ps.ensureFrame(o.n)
+		ps.snapshotsAt("after", o.n)
+	}
 	var resolved *event.Target
 	select {
 	case resolved = <-o.resolved:
 	case <-time.After(5 * time.Second):
 	}
-	ps := o.p.s
 	s.takeHAR()
-	ps.ensureFrame(o.n)
-	ps.snapshots("after")
 	ended := time.Now()
 	s.mu.Lock()
 	o.closed = true
-	value := o.value
+	value, to, endAt := o.value, o.to, o.endAt
 	entries := s.byStep[o.n]
 	s.mu.Unlock()
+	if to == "" {
+		to = ps.currentURL()
+	}
+	if endAt.IsZero() {
+		endAt = ended
+	}
 
 	rc := event.Receipt{Step: o.n, Action: o.action(value, resolved), Resolved: resolved, Rule: RuleObserved,
-		StartedAt: o.at.UnixNano(), EndedAt: ended.UnixNano(), BrowserSeconds: ended.Sub(o.at).Seconds()}
+		StartedAt: o.at.UnixNano(), EndedAt: endAt.UnixNano(), BrowserSeconds: endAt.Sub(o.at).Seconds()}
 	eff := &event.Effects{}
-	if to := ps.currentURL(); to != o.from && to != "" && o.verb != "goto" {
+	if to != o.from && to != "" {
 		eff.Navigation = &event.Navigation{From: o.from, To: to}
 	}
 	var appErr *event.StepError
@@ -217,7 +309,9 @@ func (s *stepper) finish(o *observation) {
 	eff.ConsoleErrors = ps.consoleErrors[o.n]
 	eff.Dialogs = ps.dialogs[o.n]
 	ps.mu.Unlock()
-	eff.SnapshotDelta = s.a.refs.delta()
+	if o.before && after {
+		eff.SnapshotDelta = s.a.refs.delta()
+	}
 	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" {
 		rc.Effects = eff
 	}
@@ -231,7 +325,7 @@ func (s *stepper) finish(o *observation) {
 		rc.Outcome, rc.Error = event.OutcomeFailed, appErr
 	}
 	s.a.st.emitAt(event.KindReceipt, ended, o.n, rc)
-	if appErr != nil {
+	if appErr != nil && !superseded {
 		ps.screenshotOnFailure()
 	}
 	s.mu.Lock()

@@ -110,22 +110,47 @@ var contextRoles = map[string]bool{
 var valuedRoles = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true, "slider": true}
 
 // snapshots sends the interactive and content views of the page.
-func (s *session) snapshots(when string) {
-	now := time.Now()
-	origin := ""
+func (s *session) snapshots(when string) { s.snapshotsAt(when, -1) }
+
+// snapshotsAt sends them at step (the current step when step < 0): an
+// attached recording writes a step's after views once the next step began.
+func (s *session) snapshotsAt(when string, step int) { s.sendViews(s.views(), when, step) }
+
+// views are the page's interactive and content views as read at ts; a view
+// that could not be read is nil.
+type views struct {
+	ts                   time.Time
+	origin               string
+	interactive, content *string
+}
+
+func (s *session) views() views {
+	v := views{ts: time.Now()}
 	if u, err := url.Parse(s.currentURL()); err == nil && u.Host != "" {
-		origin = u.Scheme + "://" + u.Host
+		v.origin = u.Scheme + "://" + u.Host
 	}
 	if text, err := s.interactiveView(); err == nil {
-		s.refs.saw(when, text)
-		s.sendSnapshot(now, "interactive", when, origin, text)
+		v.interactive = &text
 	}
 	if text, err := evaluate[string](s.ctx, `document.body ? document.body.innerText : ""`); err == nil {
-		s.sendSnapshot(now, "content", when, origin, tidyText(text))
+		text = tidyText(text)
+		v.content = &text
+	}
+	return v
+}
+
+// sendViews sends views read earlier as the snapshots of step at when.
+func (s *session) sendViews(v views, when string, step int) {
+	if v.interactive != nil {
+		s.refs.saw(when, *v.interactive)
+		s.sendSnapshot(v.ts, step, "interactive", when, v.origin, *v.interactive)
+	}
+	if v.content != nil {
+		s.sendSnapshot(v.ts, step, "content", when, v.origin, *v.content)
 	}
 }
 
-func (s *session) sendSnapshot(ts time.Time, view, when, origin, text string) {
+func (s *session) sendSnapshot(ts time.Time, step int, view, when, origin, text string) {
 	snap := event.Snapshot{View: view, When: when, Origin: origin, Nonce: nonce(), Text: text}
 	if len(snap.Text) > maxSnapshot {
 		cut := maxSnapshot
@@ -134,7 +159,7 @@ func (s *session) sendSnapshot(ts time.Time, view, when, origin, text string) {
 		}
 		snap.Text, snap.Truncated = snap.Text[:cut], true
 	}
-	s.st.emit(event.KindSnapshot, ts, snap)
+	s.st.emitAt(event.KindSnapshot, ts, step, snap)
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
