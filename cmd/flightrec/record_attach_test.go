@@ -296,3 +296,108 @@ func TestRecordAttachDoesNotInterfere(t *testing.T) {
 		t.Errorf("the run differs after the recorder was killed:\n alone %+v\n after %+v", alone, after)
 	}
 }
+
+// attachDriver builds testdata/attachdriver, a chromedp client of its own.
+func attachDriver(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "attachdriver")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/attachdriver").CombinedOutput(); err != nil {
+		t.Fatalf("go build attachdriver: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runDriver runs the driver in mode and returns the actions it reports.
+func runDriver(t *testing.T, bin, mode, endpoint, base string) []string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, mode, endpoint, base)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("attachdriver %s: %v\n%s", mode, err, errOut.String())
+	}
+	if strings.TrimSpace(out.String()) == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(out.String()), "\n")
+}
+
+// TestRecordAttachChromedpLate: a second kind of client, chromedp in a
+// process of its own, with the recorder attached after the page was open.
+// The recording starts with a full snapshot of the page as found (rrweb's
+// and the text views, in step 0), then has one step per action, typed
+// keys included (each field's keystrokes are one fill), and the Pay step
+// failed with the 500; the typed secrets are in no byte written.
+func TestRecordAttachChromedpLate(t *testing.T) {
+	endpoint, _ := testenv.ChromiumCDP(t)
+	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shop.Close()
+	bin, data, driver := binary(t), t.TempDir(), attachDriver(t)
+
+	runDriver(t, driver, "open", endpoint, shop.URL())
+	rec := startAttach(t, bin, endpoint, data, "--flow", "checkout-with-gift-card-fails")
+	acts := runDriver(t, driver, "checkout", endpoint, shop.URL())
+	res := rec.stop(syscall.SIGTERM)
+	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
+		t.Errorf("after the recorder stopped the browser answers %v with %d pages", ok, pages)
+	}
+	if res.Verdict != "fail" || res.Steps != len(acts) {
+		t.Fatalf("result %+v for the %d actions %q\n%s", res, len(acts), acts, rec.stderr.String())
+	}
+
+	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
+	p.start()
+	base := "http://" + p.addr
+	var receipts, doms, snaps playback.EventPage
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=dom&limit=10000", &doms)
+	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=snapshot&limit=1000", &snaps)
+	p.stop()
+	full := false
+	for _, e := range doms.Events {
+		var d event.DOM
+		if json.Unmarshal(e.Data, &d) == nil && d.Type != nil && *d.Type == 2 && e.Step == 0 {
+			full = true
+		}
+	}
+	seen := false
+	for _, e := range snaps.Events {
+		var s event.Snapshot
+		if json.Unmarshal(e.Data, &s) == nil && e.Step == 0 && s.View == "interactive" && strings.Contains(s.Text, `button "Sign in"`) {
+			seen = true
+		}
+	}
+	if !full || !seen {
+		t.Errorf("step 0: rrweb full snapshot %v, interactive view of the open page %v", full, seen)
+	}
+	if len(receipts.Events) != len(acts) {
+		t.Fatalf("%d receipts for %d actions", len(receipts.Events), len(acts))
+	}
+	for i, e := range receipts.Events {
+		var r event.Receipt
+		if err := json.Unmarshal(e.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		got := r.Action.Verb
+		if r.Action.Target != nil {
+			got += fmt.Sprintf(" %s %q", r.Action.Target.Role, r.Action.Target.Name)
+		}
+		want := acts[i]
+		if got != want || r.Rule != recorder.RuleObserved {
+			t.Errorf("step %d: %s (rule %q), want %s", r.Step, got, r.Rule, want)
+		}
+		pay := want == `click button "Pay"`
+		if pay != (r.Outcome == event.OutcomeFailed) || (pay && (r.Error == nil || r.Error.Code != recorder.CodeAppError)) {
+			t.Errorf("step %d (%s): %s %+v", r.Step, want, r.Outcome, r.Error)
+		}
+	}
+	stored := testenv.Corpus{}
+	stored.AddFiles(t, data, "after")
+	secrets := []string{demoapp.Card, strings.ReplaceAll(demoapp.Card, " ", ""), demoapp.Password}
+	if hits := stored.Hits(secrets, []string{"card", "card digits", "password"}); len(hits) > 0 {
+		t.Errorf("secrets typed by the driving client are stored (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
+	}
+}

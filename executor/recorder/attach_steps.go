@@ -50,11 +50,11 @@ type observation struct {
 	seenOnce sync.Once
 	seenVal  views
 
-	value  string // under stepper.mu: a fill's latest value
-	closed bool   // under stepper.mu: no more input extends it
+	value  string    // under stepper.mu: a fill's latest value
+	closed bool      // under stepper.mu: no more input extends it
 	to     string    // under stepper.mu: the page's URL when the next step began
 	endAt  time.Time // under stepper.mu: when the next step began
-	before bool   // a before view was taken (else the step has no delta)
+	before bool      // a before view was taken (else the step has no delta)
 }
 
 // stepper turns observations into steps with receipts, one at a time.
