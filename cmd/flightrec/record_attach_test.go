@@ -345,7 +345,7 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 		t.Errorf("after the recorder stopped the browser answers %v with %d pages", ok, pages)
 	}
 	if res.Verdict != "fail" || res.Steps != len(acts) {
-		t.Fatalf("result %+v for the %d actions %q\n%s", res, len(acts), acts, rec.stderr.String())
+		t.Errorf("result %+v for the %d actions %q\n%s", res, len(acts), acts, rec.stderr.String())
 	}
 
 	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
@@ -374,7 +374,11 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 		t.Errorf("step 0: rrweb full snapshot %v, interactive view of the open page %v", full, seen)
 	}
 	if len(receipts.Events) != len(acts) {
-		t.Fatalf("%d receipts for %d actions", len(receipts.Events), len(acts))
+		var got []string
+		for _, e := range receipts.Events {
+			got = append(got, string(e.Data))
+		}
+		t.Fatalf("%d receipts for %d actions:\n%s", len(receipts.Events), len(acts), strings.Join(got, "\n"))
 	}
 	for i, e := range receipts.Events {
 		var r event.Receipt

@@ -457,7 +457,7 @@ func (p *attachedPage) onEvent(ev any) {
 			// is its step's effect; one the browser was told to make is
 			// the driving client's goto.
 			if !requested && !(first && p.opened) && p.a.ready.Load() {
-				p.a.steps.navigated(p, ev.DocumentURL)
+				p.a.steps.navigated(p, ev.DocumentURL, time.Unix(0, int64(ev.WallTime.Float64()*1e9)))
 			}
 		}
 	case *page.EventFrameNavigated:

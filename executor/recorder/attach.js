@@ -80,7 +80,7 @@
     return !window.__flightrec || window.__flightrec.isMasked(el);
   }
   function report(type, el, extra) {
-    const o = Object.assign({ type, id: hold(el), top: window.top === window }, describe(el), extra || {});
+    const o = Object.assign({ type, id: hold(el), top: window.top === window, ts: Date.now() }, describe(el), extra || {});
     send(o);
   }
   const opts = { capture: true, passive: true };

@@ -90,6 +90,7 @@ func (s *stepper) input(p *attachedPage, payload string) {
 		Value  string `json:"value"`
 		Masked bool   `json:"masked"`
 		Key    string `json:"key"`
+		TS     int64  `json:"ts"` // the page's clock, ms: when the input happened
 	}
 	if json.Unmarshal([]byte(payload), &in) != nil || in.Type == "" {
 		return
@@ -104,21 +105,26 @@ func (s *stepper) input(p *attachedPage, payload string) {
 	s.mu.Unlock()
 	o := &observation{p: p, verb: in.Type, el: in.ID, key: in.Key, value: in.Value, masked: in.Masked,
 		fallback: event.Target{Role: in.Role, Name: in.Name}}
-	s.begin(o)
+	s.begin(o, time.UnixMilli(in.TS))
 	go s.resolve(o)
 }
 
 // navigated takes a main-frame navigation the page did not ask for: the
 // driving client's goto (reader goroutine).
-func (s *stepper) navigated(p *attachedPage, url string) {
+func (s *stepper) navigated(p *attachedPage, url string, at time.Time) {
 	o := &observation{p: p, verb: "goto", url: url}
-	s.begin(o)
+	s.begin(o, at)
 	o.resolved <- nil
 }
 
-// begin numbers an observation and queues it.
-func (s *stepper) begin(o *observation) {
-	o.at, o.from = time.Now(), o.p.s.currentURL()
+// begin numbers an observation that happened at (when the browser says;
+// now when it did not) and queues it. Under load the events can reach the
+// recorder in a burst, so their own time is the step's start.
+func (s *stepper) begin(o *observation, at time.Time) {
+	if at.Unix() <= 0 || at.After(time.Now()) {
+		at = time.Now()
+	}
+	o.at, o.from = at, o.p.s.currentURL()
 	o.resolved = make(chan *event.Target, 1)
 	o.seen = make(chan views, 1)
 	go func() { o.seen <- o.p.s.views() }()
@@ -237,14 +243,16 @@ func (s *stepper) wait(o *observation) (next *observation, quit bool) {
 	const quiet = 150 * time.Millisecond
 	ps := o.p.s
 	lastMut, lastChange := -1, time.Now()
-	for deadline := time.Now().Add(stepMax); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(stepMax); time.Now().Before(deadline) || o.verb == "fill"; {
 		m, err := evaluate[int](ps.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
 		if err != nil {
 			m = -2 // between documents: not settled
 		}
 		if m != lastMut || ps.har.InFlight() > 0 {
 			lastMut, lastChange = m, time.Now()
-		} else if time.Since(lastChange) >= quiet {
+		} else if time.Since(lastChange) >= quiet && o.verb != "fill" {
+			// A fill stays open until the next step: a client typing
+			// key by key pauses longer than a settled page.
 			return nil, false
 		}
 		select {
