@@ -33,7 +33,7 @@ var (
 )
 
 // binary builds flightrec once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "flightrec-bin")

@@ -405,3 +405,34 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 		t.Errorf("secrets typed by the driving client are stored (%d places):\n  %s", len(hits), strings.Join(hits, "\n  "))
 	}
 }
+
+// BenchmarkRecordAttach reports what recording costs the run it watches:
+// the Playwright checkout's wall time with record --attach attached over
+// the same run alone in the same browser (overhead_x, 1.0 is none), and
+// the events the recorder made per second of the watched run (events/s).
+// Reported, not asserted.
+func BenchmarkRecordAttach(b *testing.B) {
+	endpoint, _ := testenv.ChromiumCDP(b)
+	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer shop.Close()
+	bin := binary(b)
+	testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL()) // warm the browser and the shop
+	var alone, watched time.Duration
+	var events uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, took := testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL())
+		alone += took
+		rec := startAttach(b, bin, endpoint, b.TempDir())
+		_, took = testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL())
+		watched += took
+		events += rec.stop(syscall.SIGINT).Total
+	}
+	b.ReportMetric(watched.Seconds()/alone.Seconds(), "overhead_x")
+	b.ReportMetric(float64(events)/watched.Seconds(), "events/s")
+	b.ReportMetric(watched.Seconds()/float64(b.N), "watched_s/op")
+	b.ReportMetric(alone.Seconds()/float64(b.N), "alone_s/op")
+}
