@@ -23,6 +23,19 @@ import (
 	"github.com/flightrec/flightrec/playback"
 )
 
+// attachFixture starts a Chromium with a DevTools port and the demo
+// storefront with its gift-card bug on, for as long as the test runs.
+func attachFixture(t testing.TB) (endpoint, shop string) {
+	t.Helper()
+	endpoint, _ = testenv.ChromiumCDP(t)
+	srv, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return endpoint, srv.URL()
+}
+
 // attachProc is one flightrec record --attach process.
 type attachProc struct {
 	t      testing.TB
@@ -125,16 +138,11 @@ func browserAlive(endpoint string) (pages int, ok bool) {
 // same first divergence as the reference recorder's failing run, with the
 // steps aligned; and the browser outlives the recorder.
 func TestRecordAttachPlaywright(t *testing.T) {
-	endpoint, _ := testenv.ChromiumCDP(t)
-	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shop.Close()
+	endpoint, shop := attachFixture(t)
 	bin, data := binary(t), t.TempDir()
 
 	rec := startAttach(t, bin, endpoint, data, "--flow", "checkout-with-gift-card-fails")
-	run, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop.URL())
+	run, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
 	if run.Shown != "Payment failed: GIFT_CARD_STATE" {
 		t.Fatalf("the driven run showed %q", run.Shown)
 	}
@@ -148,8 +156,8 @@ func TestRecordAttachPlaywright(t *testing.T) {
 
 	// The reference recorder's runs of the same flows, in the same store.
 	work := t.TempDir()
-	refFail := recordFlow(t, nil, shippedFlow(t, "checkout-with-gift-card-fails", work), shop.URL(), data)
-	pass := recordFlow(t, nil, shippedFlow(t, "checkout-passes", work), shop.URL(), data)
+	refFail := recordFlow(t, nil, shippedFlow(t, "checkout-with-gift-card-fails", work), shop, data)
+	pass := recordFlow(t, nil, shippedFlow(t, "checkout-passes", work), shop, data)
 
 	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
 	p.start()
@@ -175,7 +183,7 @@ func TestRecordAttachPlaywright(t *testing.T) {
 				URL string `json:"url"`
 			}
 			_ = json.Unmarshal(r.Action.Args, &args)
-			got += "url " + strings.TrimPrefix(args.URL, shop.URL())
+			got += "url " + strings.TrimPrefix(args.URL, shop)
 		}
 		if got != want[0]+" "+want[1] || r.Rule != recorder.RuleObserved {
 			t.Errorf("step %d: %s (rule %q), want %s %s", r.Step, got, r.Rule, want[0], want[1])
@@ -270,17 +278,12 @@ func TestRecordAttachPlaywright(t *testing.T) {
 // outcome are the same with the recorder attached and without, and the
 // browser (and the run in it) survives the recorder's SIGKILL.
 func TestRecordAttachDoesNotInterfere(t *testing.T) {
-	endpoint, _ := testenv.ChromiumCDP(t)
-	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shop.Close()
+	endpoint, shop := attachFixture(t)
 	bin := binary(t)
 
-	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop.URL())
+	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
 	rec := startAttach(t, bin, endpoint, t.TempDir())
-	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop.URL())
+	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
 	if fmt.Sprint(alone) != fmt.Sprint(watched) {
 		t.Errorf("the run differs with the recorder attached:\n alone   %+v\n watched %+v", alone, watched)
 	}
@@ -291,7 +294,7 @@ func TestRecordAttachDoesNotInterfere(t *testing.T) {
 	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
 		t.Fatalf("after the recorder's SIGKILL the browser answers %v with %d pages", ok, pages)
 	}
-	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop.URL())
+	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
 	if fmt.Sprint(alone) != fmt.Sprint(after) {
 		t.Errorf("the run differs after the recorder was killed:\n alone %+v\n after %+v", alone, after)
 	}
@@ -329,17 +332,12 @@ func runDriver(t *testing.T, bin, mode, endpoint, base string) []string {
 // keys included (each field's keystrokes are one fill), and the Pay step
 // failed with the 500; the typed secrets are in no byte written.
 func TestRecordAttachChromedpLate(t *testing.T) {
-	endpoint, _ := testenv.ChromiumCDP(t)
-	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shop.Close()
+	endpoint, shop := attachFixture(t)
 	bin, data, driver := binary(t), t.TempDir(), attachDriver(t)
 
-	runDriver(t, driver, "open", endpoint, shop.URL())
+	runDriver(t, driver, "open", endpoint, shop)
 	rec := startAttach(t, bin, endpoint, data, "--flow", "checkout-with-gift-card-fails")
-	acts := runDriver(t, driver, "checkout", endpoint, shop.URL())
+	acts := runDriver(t, driver, "checkout", endpoint, shop)
 	res := rec.stop(syscall.SIGTERM)
 	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
 		t.Errorf("after the recorder stopped the browser answers %v with %d pages", ok, pages)
@@ -412,22 +410,17 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 // the events the recorder made per second of the watched run (events/s).
 // Reported, not asserted.
 func BenchmarkRecordAttach(b *testing.B) {
-	endpoint, _ := testenv.ChromiumCDP(b)
-	shop, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer shop.Close()
+	endpoint, shop := attachFixture(b)
 	bin := binary(b)
-	testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL()) // warm the browser and the shop
+	testenv.PlaywrightAttachCheckout(b, endpoint, shop) // warm the browser and the shop
 	var alone, watched time.Duration
 	var events uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		_, took := testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL())
+		_, took := testenv.PlaywrightAttachCheckout(b, endpoint, shop)
 		alone += took
 		rec := startAttach(b, bin, endpoint, b.TempDir())
-		_, took = testenv.PlaywrightAttachCheckout(b, endpoint, shop.URL())
+		_, took = testenv.PlaywrightAttachCheckout(b, endpoint, shop)
 		watched += took
 		events += rec.stop(syscall.SIGINT).Total
 	}

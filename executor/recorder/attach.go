@@ -353,9 +353,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	p.w.mu.Lock()
 	p.w.main = tree.FrameTree.Frame.ID
 	p.w.mu.Unlock()
-	s.mu.Lock()
-	s.url = tree.FrameTree.Frame.URL
-	s.mu.Unlock()
+	s.setURL(tree.FrameTree.Frame.URL)
 	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
 		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
 	}
@@ -462,30 +460,16 @@ func (p *attachedPage) onEvent(ev any) {
 		}
 	case *page.EventFrameNavigated:
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
-			s.mu.Lock()
-			s.url = ev.Frame.URL
-			s.mu.Unlock()
+			s.setURL(ev.Frame.URL)
 		}
 	case *page.EventNavigatedWithinDocument:
 		if ev.FrameID == p.w.mainFrame() {
-			s.mu.Lock()
-			s.url = ev.URL
-			s.mu.Unlock()
+			s.setURL(ev.URL)
 		}
 	case *page.EventJavascriptDialogOpening:
-		step := s.st.currentStep()
-		s.mu.Lock()
-		s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
-		s.mu.Unlock()
+		s.noteDialog(ev) // and left to the driving client to answer
 	case *page.EventScreencastFrame:
-		s.mu.Lock()
-		f := s.frames
-		s.mu.Unlock()
-		if f == nil {
-			go chromedp.Call(s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
-			return
-		}
-		f.offer(ev)
+		s.onScreencastFrame(ev)
 	default:
 		s.onConsoleEvent(ev)
 	}

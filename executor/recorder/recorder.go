@@ -409,38 +409,51 @@ func (s *session) onEvent(ev any) {
 		}
 	case *page.EventFrameNavigated:
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
-			s.mu.Lock()
-			s.url = ev.Frame.URL
-			s.mu.Unlock()
+			s.setURL(ev.Frame.URL)
 		}
 	case *page.EventNavigatedWithinDocument:
-		s.mu.Lock()
-		s.url = ev.URL
-		s.mu.Unlock()
+		s.setURL(ev.URL)
 	case *page.EventJavascriptDialogOpening:
-		step := s.st.currentStep()
-		s.mu.Lock()
-		s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
-		s.mu.Unlock()
+		s.noteDialog(ev)
 		go chromedp.Call(s.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 	case *fetch.EventRequestPaused:
 		go s.onRequestPaused(ev)
 	case *page.EventScreencastFrame:
-		s.mu.Lock()
-		f := s.frames
-		s.mu.Unlock()
-		if f == nil {
-			// Not ours yet (setup has not begun the screencast's
-			// bookkeeping): acknowledge it, or the browser sends no more.
-			go chromedp.Call(s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
-			return
-		}
-		f.offer(ev)
+		s.onScreencastFrame(ev)
 	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
 		s.cap.onEvent(ev, s.st.currentStep())
 	default:
 		s.onConsoleEvent(ev)
 	}
+}
+
+func (s *session) setURL(u string) {
+	s.mu.Lock()
+	s.url = u
+	s.mu.Unlock()
+}
+
+// noteDialog notes a dialog in the current step's effects.
+func (s *session) noteDialog(ev *page.EventJavascriptDialogOpening) {
+	step := s.st.currentStep()
+	s.mu.Lock()
+	s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
+	s.mu.Unlock()
+}
+
+// onScreencastFrame hands a frame to the screencast's bookkeeping (reader
+// goroutine).
+func (s *session) onScreencastFrame(ev *page.EventScreencastFrame) {
+	s.mu.Lock()
+	f := s.frames
+	s.mu.Unlock()
+	if f == nil {
+		// Not ours yet (setup has not begun the screencast's
+		// bookkeeping): acknowledge it, or the browser sends no more.
+		go chromedp.Call(s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
+		return
+	}
+	f.offer(ev)
 }
 
 // currentURL is the main frame's URL as last navigated.

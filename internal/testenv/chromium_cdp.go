@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -17,21 +18,31 @@ import (
 func ChromiumCDP(t testing.TB) (endpoint string, proc *os.Process) {
 	t.Helper()
 	path := RequireChromium(t)
-	dir := t.TempDir()
+	// Not t.TempDir: the browser's helper processes outlive its main
+	// process for a moment, writing into the profile, so the directory
+	// is removed once they are gone (below).
+	dir, err := os.MkdirTemp("", "flightrec-cdp-*")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(path, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
 		"--disable-sync", "--disable-quic", "--hide-scrollbars", "--mute-audio", "--window-size=1280,800",
 		"--remote-debugging-port=0", "--user-data-dir="+dir, "about:blank")
+	// A process group of its own: the cleanup kills the helpers too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
 		t.Fatalf("starting %s: %v", path, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	// Registered after t.TempDir, so it runs first: the profile goes once
-	// the browser is gone.
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
+		for deadline := time.Now().Add(30 * time.Second); os.RemoveAll(dir) != nil && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	// The browser writes its port here once it listens.
 	for deadline := time.Now().Add(60 * time.Second); ; {
