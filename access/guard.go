@@ -134,8 +134,8 @@ func (gd *Guard) Middleware(next http.Handler) http.Handler {
 // GET, making a group (it reads its members) and commenting (about a
 // recording that exists, not a new one) are reads.
 func readLike(r *http.Request, route string) bool {
-	return r.Method == http.MethodGet || r.Method == http.MethodHead || route == "/v1/groups" ||
-		strings.HasPrefix(route, "/v1/recordings/{id}/comments")
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || route == wire.RouteGroups ||
+		strings.HasPrefix(route, wire.RouteComments)
 }
 
 // shareSecret returns a share link's secret sent as the bearer credential.
@@ -216,10 +216,10 @@ var (
 // refusal must look like "no such recording".
 func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g Grant) (projects []string, hidden bool, err error) {
 	switch {
-	case strings.HasPrefix(route, "/v1/recordings/{id}"):
+	case strings.HasPrefix(route, wire.RouteRecording):
 		p, _ := gd.recordingProject(r.Context(), rctx.URLParam("id"))
 		return []string{p}, true, nil
-	case strings.HasPrefix(route, "/v1/diff"):
+	case strings.HasPrefix(route, wire.RouteDiff):
 		q := r.URL.Query()
 		ids := append(q["id"], q["a"]...)
 		ids = append(ids, q["b"]...)
@@ -231,10 +231,10 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 			projects = append(projects, p)
 		}
 		return projects, true, nil
-	case route == "/v1/groups/{id}":
+	case route == wire.RouteGroup:
 		p, _ := gd.Projects.GroupProject(rctx.URLParam("id"))
 		return []string{p}, true, nil
-	case route == "/v1/groups" && r.Method == http.MethodPost:
+	case route == wire.RouteGroups && r.Method == http.MethodPost:
 		// Making a group needs the route on every member's project.
 		ids, err := peekGroupIDs(r)
 		if err != nil || len(ids) == 0 {
@@ -245,10 +245,10 @@ func (gd *Guard) projectsOf(r *http.Request, route string, rctx *chi.Context, g 
 			projects = append(projects, p)
 		}
 		return projects, true, nil
-	case route == "/v1/recordings" && r.Method == http.MethodPost:
+	case route == wire.RouteRecordings && r.Method == http.MethodPost:
 		p, err := peekProject(r)
 		return []string{p}, false, err
-	case (route == "/v1/recordings" || route == "/v1/search") && r.Method == http.MethodGet:
+	case (route == wire.RouteRecordings || route == wire.RouteSearch) && r.Method == http.MethodGet:
 		q := r.URL.Query()
 		p := q.Get("project")
 		if p == "" && g.Project != policy.AllProjects {
@@ -358,7 +358,7 @@ func (gd *Guard) refuse(w http.ResponseWriter, r *http.Request, route string, g 
 		e = wire.New(http.StatusForbidden, "FORBIDDEN", "ask for a token with the "+d.Need+" scope",
 			"this token lacks the %s scope", d.Need)
 		e.Extra = map[string]any{"missing_scope": d.Need}
-	case hidden && route == "/v1/groups/{id}":
+	case hidden && route == wire.RouteGroup:
 		e = wire.GroupNotFound()
 	case hidden:
 		// Making a group reads its members: its 404 is a read's.

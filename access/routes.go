@@ -21,14 +21,14 @@ import (
 //
 // Error replies go through edge.
 func Routes(r chi.Router, t *Tokens, edge *httpx.Edge) {
-	r.Get("/v1/tokens", func(w http.ResponseWriter, _ *http.Request) {
+	r.Get(wire.RouteTokens, func(w http.ResponseWriter, _ *http.Request) {
 		list := t.List()
 		for i := range list {
 			list[i].Hash = ""
 		}
 		httpx.JSON(w, http.StatusOK, map[string]any{"tokens": list})
 	})
-	r.Post("/v1/tokens", func(w http.ResponseWriter, r *http.Request) {
+	r.Post(wire.RouteTokens, func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Project string   `json:"project"`
 			Scopes  []string `json:"scopes"`
@@ -63,7 +63,7 @@ func Routes(r chi.Router, t *Tokens, edge *httpx.Edge) {
 		g.Hash = ""
 		httpx.JSON(w, http.StatusCreated, map[string]any{"token": tok, "grant": g})
 	})
-	r.Delete("/v1/tokens/{id}", func(w http.ResponseWriter, r *http.Request) {
+	r.Delete(wire.RouteToken, func(w http.ResponseWriter, r *http.Request) {
 		g, err := t.Revoke(chi.URLParam(r, "id"))
 		if err != nil {
 			if errors.Is(err, ErrNoGrant) {

@@ -20,6 +20,7 @@ import (
 	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // Share links open one recording read-only without a token until they
@@ -62,12 +63,12 @@ var ShareKinds = []string{SharePlayer, ShareEvidence, ShareVideo}
 // its thumbnail, ?format=thumbnail) and the blobs it shows,
 // the video alone. No list, no other recording, no write, no export.
 var shareRoutes = map[string][]string{
-	SharePlayer: {"/v1/recordings/{id}", "/v1/recordings/{id}/steps", "/v1/recordings/{id}/steps/{n}",
-		"/v1/recordings/{id}/steps/{n}/dom", "/v1/recordings/{id}/events", "/v1/recordings/{id}/redaction",
-		"/v1/recordings/{id}/blobs/{cid}", "/v1/recordings/{id}/video.webm", "/v1/recordings/{id}/at",
-		"/v1/recordings/{id}/search", "/v1/recordings/{id}/comments", "/v1/recordings/{id}/evidence"},
-	ShareEvidence: {"/v1/recordings/{id}/evidence", "/v1/recordings/{id}/blobs/{cid}"},
-	ShareVideo:    {"/v1/recordings/{id}/video.webm"},
+	SharePlayer: {wire.RouteRecording, wire.RouteSteps, wire.RouteStep,
+		wire.RouteStepDOM, wire.RouteEvents, wire.RouteRedaction,
+		wire.RouteRecordingBlob, wire.RouteVideo, wire.RouteAt,
+		wire.RouteRecordingSearch, wire.RouteComments, wire.RouteEvidence},
+	ShareEvidence: {wire.RouteEvidence, wire.RouteRecordingBlob},
+	ShareVideo:    {wire.RouteVideo},
 }
 
 // Share is one link's record (never its secret).
@@ -277,16 +278,16 @@ const (
 // Every other read is one of the many calls a view makes.
 func viewOf(route, via string) string {
 	switch route {
-	case "/v1/recordings/{id}/steps":
+	case wire.RouteSteps:
 		return ViewPlayer
-	case "/v1/recordings/{id}/evidence":
+	case wire.RouteEvidence:
 		return ViewEvidence
-	case "/v1/recordings/{id}/video.webm":
+	case wire.RouteVideo:
 		if via == "player" {
 			return ""
 		}
 		return ViewVideo
-	case "/v1/recordings/{id}/har", "/v1/recordings/{id}/rrweb", "/v1/recordings/{id}/bundle":
+	case wire.RouteHAR, wire.RouteRRWeb, wire.RouteBundle:
 		return ViewExport
 	}
 	return ""

@@ -29,7 +29,7 @@ import (
 // top is the whole server: a /s/ link is answered by the route it opens,
 // through the guard, with the link as its credential.
 func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, top http.Handler) {
-	r.Post("/v1/recordings/{id}/shares", func(w http.ResponseWriter, r *http.Request) {
+	r.Post(wire.RouteShares, func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
 		var req struct {
 			ExpiresIn string `json:"expires_in"`
@@ -70,7 +70,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 		httpx.JSON(w, http.StatusCreated, map[string]any{"share": sh, "url": ShareURL(publicURL, r, id, sh.What, secret)},
 			httpx.NoStore)
 	})
-	r.Get("/v1/recordings/{id}/shares", func(w http.ResponseWriter, r *http.Request) {
+	r.Get(wire.RouteShares, func(w http.ResponseWriter, r *http.Request) {
 		list, err := s.List(chi.URLParam(r, "id"))
 		if err != nil {
 			edge.Fail(w, r, notFoundOr(err))
@@ -78,7 +78,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 		}
 		httpx.JSON(w, http.StatusOK, map[string]any{"shares": list})
 	})
-	r.Delete("/v1/recordings/{id}/shares/{sid}", func(w http.ResponseWriter, r *http.Request) {
+	r.Delete(wire.RouteShare, func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
 		m, err := s.st.Meta(id)
 		if err != nil {
@@ -97,7 +97,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 		}
 		httpx.JSON(w, http.StatusOK, sh)
 	})
-	r.Get("/v1/recordings/{id}/views", func(w http.ResponseWriter, r *http.Request) {
+	r.Get(wire.RouteViews, func(w http.ResponseWriter, r *http.Request) {
 		views, err := s.Views(chi.URLParam(r, "id"))
 		if err != nil {
 			edge.Fail(w, r, notFoundOr(err))
@@ -105,7 +105,7 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 		}
 		httpx.JSON(w, http.StatusOK, map[string]any{"views": views})
 	})
-	r.Get("/s/{secret}", func(w http.ResponseWriter, r *http.Request) {
+	r.Get(wire.RouteShareLink, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		secret := chi.URLParam(r, "secret")
 		id, sh, ok := s.Check(secret)
@@ -122,9 +122,9 @@ func ShareRoutes(r chi.Router, s *Shares, edge *httpx.Edge, publicURL string, to
 			http.Redirect(w, r, "/r/"+id+"#share="+secret, http.StatusSeeOther)
 			return
 		case ShareVideo:
-			path = "/v1/recordings/" + id + "/video.webm"
+			path = wire.Path(wire.RouteVideo, id)
 		default:
-			path = "/v1/recordings/" + id + "/evidence"
+			path = wire.Path(wire.RouteEvidence, id)
 		}
 		in := r.Clone(r.Context())
 		in.URL = &url.URL{Path: path, RawQuery: r.URL.RawQuery}
@@ -149,7 +149,7 @@ func ShareURL(base string, r *http.Request, id, what, secret string) string {
 	if what == SharePlayer {
 		return base + "/r/" + id + "#share=" + secret
 	}
-	return base + "/s/" + secret
+	return base + wire.Path(wire.RouteShareLink, secret)
 }
 
 func notFoundOr(err error) error {

@@ -28,7 +28,7 @@ type Page struct {
 //
 // Error replies go through edge.
 func Routes(r chi.Router, l *Log, edge *httpx.Edge) {
-	r.Get("/v1/audit", func(w http.ResponseWriter, r *http.Request) {
+	r.Get(wire.RouteAudit, func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		var after uint64
 		if s := q.Get("after"); s != "" {

@@ -21,10 +21,10 @@ import (
 
 // Routes mounts the write API on r.
 func (s *Service) Routes(r chi.Router) {
-	r.Post("/v1/recordings", s.handleOpen)
-	r.Post("/v1/recordings/{id}/events", s.handleAppend)
-	r.Post("/v1/recordings/{id}/finish", s.handleFinish)
-	r.Post("/v1/recordings/{id}/abort", s.handleAbort)
+	r.Post(wire.RouteRecordings, s.handleOpen)
+	r.Post(wire.RouteEvents, s.handleAppend)
+	r.Post(wire.RouteFinish, s.handleFinish)
+	r.Post(wire.RouteAbort, s.handleAbort)
 }
 
 // maxControlBody bounds the JSON bodies of open and finish.
@@ -41,7 +41,7 @@ func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/recordings/"+rep.ID)
+	w.Header().Set("Location", wire.Path(wire.RouteRecording, rep.ID))
 	httpx.JSON(w, http.StatusCreated, rep)
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/flightrec/flightrec/wire"
 )
@@ -66,13 +65,4 @@ func (a *api) getJSON(ctx context.Context, path string, q url.Values, v any) err
 		return fmt.Errorf("decoding %s: %w", path, err)
 	}
 	return nil
-}
-
-// recPath is the path of recording id's route sub ("" for the recording).
-func recPath(id, sub string) string {
-	p := "/v1/recordings/" + url.PathEscape(id)
-	if sub != "" {
-		p += "/" + strings.TrimPrefix(sub, "/")
-	}
-	return p
 }

@@ -26,9 +26,10 @@ const (
 	eventsPerKind = 1000
 )
 
-// The read API's replies, decoded as far as the tools need them (the
-// fields are the API's, docs/design.md "Reads"; the server's own types
-// live beside its store, which this client does not import).
+// The read API's replies the wire contract does not type yet, decoded as
+// far as the tools need them (the fields are the API's, docs/design.md
+// "Reads"): a recording's row is the stored manifest's metadata plus the
+// index's counters (store.RecordingRow), and a diff is diffrun's report.
 type (
 	recordingRow struct {
 		ID               string            `json:"id"`
@@ -46,29 +47,6 @@ type (
 	}
 	recordingList struct {
 		Recordings []recordingRow `json:"recordings"`
-	}
-	searchReply struct {
-		Hits []struct {
-			Recording string     `json:"recording"`
-			Seq       uint64     `json:"seq"`
-			Step      int        `json:"step"`
-			Kind      event.Kind `json:"kind"`
-			Field     string     `json:"field"`
-			event.Summary
-		} `json:"hits"`
-		Truncated bool `json:"truncated"`
-	}
-	// compactTimeline is …/steps?form=compact: columns, entry i of each
-	// being step i's; start in µs from the first step's start.
-	compactTimeline struct {
-		Step, Failed            []int
-		Start, HAR, Console     []int64
-		Action, Target, Outcome []string
-		ErrorCode               []string `json:"error_code"`
-	}
-	eventPage struct {
-		Events       []event.Envelope `json:"events"`
-		NextAfterSeq uint64           `json:"next_after_seq"`
 	}
 	diffReport struct {
 		A, B struct {
@@ -120,8 +98,8 @@ func (t *tools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchIn)
 	var blocks []string
 	if strings.TrimSpace(in.Query) != "" {
 		q.Set("q", in.Query)
-		var res searchReply
-		if err := t.api.getJSON(ctx, "/v1/search", q, &res); err != nil {
+		var res wire.SearchResult
+		if err := t.api.getJSON(ctx, wire.RouteSearch, q, &res); err != nil {
 			return nil, nil, toolError(err)
 		}
 		blocks = append(blocks, fmt.Sprintf("%d hits for %q%s", len(res.Hits), in.Query, map[bool]string{true: " (more: narrow the query)"}[res.Truncated]))
@@ -144,7 +122,7 @@ func (t *tools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchIn)
 		}
 	}
 	var list recordingList
-	if err := t.api.getJSON(ctx, "/v1/recordings", q, &list); err != nil {
+	if err := t.api.getJSON(ctx, wire.RouteRecordings, q, &list); err != nil {
 		return nil, nil, toolError(err)
 	}
 	blocks = append(blocks, fmt.Sprintf("%d recordings, newest first", len(list.Recordings)))
@@ -204,11 +182,11 @@ type RecordingIn struct {
 
 func (t *tools) timeline(ctx context.Context, _ *sdk.CallToolRequest, in RecordingIn) (*sdk.CallToolResult, any, error) {
 	var rec recordingRow
-	if err := t.api.getJSON(ctx, recPath(in.Recording, ""), nil, &rec); err != nil {
+	if err := t.api.getJSON(ctx, wire.Path(wire.RouteRecording, in.Recording), nil, &rec); err != nil {
 		return nil, nil, toolError(err)
 	}
-	var tl compactTimeline
-	if err := t.api.getJSON(ctx, recPath(in.Recording, "steps"), url.Values{"form": {"compact"}}, &tl); err != nil {
+	var tl wire.CompactTimeline
+	if err := t.api.getJSON(ctx, wire.Path(wire.RouteSteps, in.Recording), url.Values{"form": {"compact"}}, &tl); err != nil {
 		return nil, nil, toolError(err)
 	}
 	head := recordingLine(rec)
@@ -252,16 +230,16 @@ type StepIn struct {
 }
 
 // stepEvents reads the first page of a step's events of one kind.
-func (t *tools) stepEvents(ctx context.Context, id string, step int, kind event.Kind) (eventPage, error) {
-	var p eventPage
-	err := t.api.getJSON(ctx, recPath(id, "events"), url.Values{"step": {strconv.Itoa(step)}, "kind": {string(kind)},
+func (t *tools) stepEvents(ctx context.Context, id string, step int, kind event.Kind) (wire.EventPage, error) {
+	var p wire.EventPage
+	err := t.api.getJSON(ctx, wire.Path(wire.RouteEvents, id), url.Values{"step": {strconv.Itoa(step)}, "kind": {string(kind)},
 		"limit": {strconv.Itoa(eventsPerKind)}}, &p)
 	return p, err
 }
 
 func (t *tools) step(ctx context.Context, _ *sdk.CallToolRequest, in StepIn) (*sdk.CallToolResult, any, error) {
 	kinds := []event.Kind{event.KindReceipt, event.KindCheck, event.KindConsole, event.KindHAR, event.KindSnapshot}
-	pages := map[event.Kind]eventPage{}
+	pages := map[event.Kind]wire.EventPage{}
 	for _, k := range kinds {
 		p, err := t.stepEvents(ctx, in.Recording, in.Step, k)
 		if err != nil {
@@ -417,7 +395,7 @@ type CompareIn struct {
 
 func (t *tools) compare(ctx context.Context, _ *sdk.CallToolRequest, in CompareIn) (*sdk.CallToolResult, any, error) {
 	var d diffReport
-	if err := t.api.getJSON(ctx, "/v1/diff", url.Values{"a": {in.A}, "b": {in.B}}, &d); err != nil {
+	if err := t.api.getJSON(ctx, wire.RouteDiff, url.Values{"a": {in.A}, "b": {in.B}}, &d); err != nil {
 		return nil, nil, toolError(err)
 	}
 	blocks := []string{
@@ -449,7 +427,7 @@ func (t *tools) compare(ctx context.Context, _ *sdk.CallToolRequest, in CompareI
 }
 
 func (t *tools) evidence(ctx context.Context, _ *sdk.CallToolRequest, in RecordingIn) (*sdk.CallToolResult, any, error) {
-	body, err := t.api.get(ctx, recPath(in.Recording, "evidence"), url.Values{"format": {"markdown"}})
+	body, err := t.api.get(ctx, wire.Path(wire.RouteEvidence, in.Recording), url.Values{"format": {"markdown"}})
 	if err != nil {
 		return nil, nil, toolError(err)
 	}

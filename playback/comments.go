@@ -118,10 +118,10 @@ func (s *Service) redactComment(id, text string) (string, error) {
 }
 
 func (s *Service) commentRoutes(rec chi.Router) {
-	rec.Get("/v1/recordings/{id}/comments", s.handleComments)
-	rec.Post("/v1/recordings/{id}/comments", s.handleAddComment)
-	rec.Patch("/v1/recordings/{id}/comments/{comment}", s.handleEditComment)
-	rec.Delete("/v1/recordings/{id}/comments/{comment}", s.handleDeleteComment)
+	rec.Get(wire.RouteComments, s.handleComments)
+	rec.Post(wire.RouteComments, s.handleAddComment)
+	rec.Patch(wire.RouteComment, s.handleEditComment)
+	rec.Delete(wire.RouteComment, s.handleDeleteComment)
 }
 
 func (s *Service) handleComments(w http.ResponseWriter, r *http.Request) {

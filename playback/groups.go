@@ -100,7 +100,7 @@ func (s *Service) handleCreateGroup(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, wire.New(http.StatusInternalServerError, "STORE_WRITE_FAILED", "try again; see the server log", "the group could not be stored"))
 		return
 	}
-	w.Header().Set("Location", "/v1/groups/"+g.ID)
+	w.Header().Set("Location", wire.Path(wire.RouteGroup, g.ID))
 	httpx.JSON(w, http.StatusCreated, g)
 }
 

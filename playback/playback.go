@@ -118,34 +118,34 @@ func (s *Service) Forget(id string) {
 // Routes mounts the read API on r. The routes of one recording get it
 // loaded first (withRecording); evidence needs it finished.
 func (s *Service) Routes(r chi.Router) {
-	r.Get("/v1/recordings", s.handleList)
+	r.Get(wire.RouteRecordings, s.handleList)
 	rec := r.With(s.withRecording)
-	rec.Get("/v1/recordings/{id}", s.handleRecording)
-	rec.Get("/v1/recordings/{id}/steps", s.handleTimeline)
-	rec.Get("/v1/recordings/{id}/steps/{n}", s.handleStep)
-	rec.Get("/v1/recordings/{id}/steps/{n}/dom", s.handleDOM)
-	rec.Get("/v1/recordings/{id}/events", s.handleEvents)
-	rec.Get("/v1/recordings/{id}/redaction", s.handleRedaction)
-	rec.Get("/v1/recordings/{id}/har", s.handleHAR)
-	rec.Get("/v1/recordings/{id}/rrweb", s.handleRRWeb)
-	rec.Get("/v1/recordings/{id}/video.webm", s.handleVideo)
-	rec.Get("/v1/recordings/{id}/search", s.handleRecordingSearch)
-	rec.Get("/v1/recordings/{id}/at", s.handleAt)
+	rec.Get(wire.RouteRecording, s.handleRecording)
+	rec.Get(wire.RouteSteps, s.handleTimeline)
+	rec.Get(wire.RouteStep, s.handleStep)
+	rec.Get(wire.RouteStepDOM, s.handleDOM)
+	rec.Get(wire.RouteEvents, s.handleEvents)
+	rec.Get(wire.RouteRedaction, s.handleRedaction)
+	rec.Get(wire.RouteHAR, s.handleHAR)
+	rec.Get(wire.RouteRRWeb, s.handleRRWeb)
+	rec.Get(wire.RouteVideo, s.handleVideo)
+	rec.Get(wire.RouteRecordingSearch, s.handleRecordingSearch)
+	rec.Get(wire.RouteAt, s.handleAt)
 	s.commentRoutes(rec)
-	r.Get("/v1/search", s.handleSearch)
-	rec.With(s.finished).Get("/v1/recordings/{id}/bundle", s.handleBundle)
-	rec.With(s.finished).Get("/v1/recordings/{id}/attestation", s.handleAttestation)
-	rec.Get("/v1/recordings/{id}/evidence", s.handleEvidenceCard)
+	r.Get(wire.RouteSearch, s.handleSearch)
+	rec.With(s.finished).Get(wire.RouteBundle, s.handleBundle)
+	rec.With(s.finished).Get(wire.RouteAttestation, s.handleAttestation)
+	rec.Get(wire.RouteEvidence, s.handleEvidenceCard)
 	// Not withRecording: a POST's unknown recording is the write's 404,
 	// as the access guard answers it.
-	r.Post("/v1/recordings/{id}/evidence", s.handleEvidenceShare)
-	r.Get("/v1/attestation/key", s.handleAttestationKey)
-	r.With(s.withCID, s.withRecording).Get("/v1/recordings/{id}/blobs/{cid}", s.handleRecordingBlob)
-	r.With(s.withCID).Get("/v1/blobs/{cid}", s.handleBlob)
-	r.Get("/v1/diff", s.handleDiff)
-	r.Get("/v1/diff/group", s.handleDiffGroup)
-	r.Post("/v1/groups", s.handleCreateGroup)
-	r.Get("/v1/groups/{id}", s.handleGroup)
+	r.Post(wire.RouteEvidence, s.handleEvidenceShare)
+	r.Get(wire.RouteAttestationKey, s.handleAttestationKey)
+	r.With(s.withCID, s.withRecording).Get(wire.RouteRecordingBlob, s.handleRecordingBlob)
+	r.With(s.withCID).Get(wire.RouteBlob, s.handleBlob)
+	r.Get(wire.RouteDiff, s.handleDiff)
+	r.Get(wire.RouteDiffGroup, s.handleDiffGroup)
+	r.Post(wire.RouteGroups, s.handleCreateGroup)
+	r.Get(wire.RouteGroup, s.handleGroup)
 }
 
 func badParam(name, want string) error {
@@ -350,13 +350,6 @@ func (s *Service) handleRecording(w http.ResponseWriter, r *http.Request) {
 	}{row, retention, groups})
 }
 
-// Timeline answers GET /v1/recordings/{id}/steps (form=full, the default).
-type Timeline struct {
-	Recording      string          `json:"recording"`
-	IndexedThrough uint64          `json:"indexed_through"`
-	Steps          []store.StepRow `json:"steps"`
-}
-
 func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	row := recordingOf(r)
 	form := r.URL.Query().Get("form")
@@ -397,42 +390,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		writeCompact(w, c, page)
 		return
 	}
-	httpx.JSON(w, http.StatusOK, Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
-}
-
-// CompactTimeline answers GET /v1/recordings/{id}/steps?form=compact: the
-// timeline as columns, entry i of each being step i's (in step order),
-// with only what a list of steps shows. At 10,000 steps it is about a
-// third of the full form: no per-step counts map, no seqs, times as
-// microseconds from T0 rather than nanoseconds since the epoch.
-type CompactTimeline struct {
-	Recording      string `json:"recording"`
-	IndexedThrough uint64 `json:"indexed_through"`
-	Form           string `json:"form"` // "compact"
-	// T0 is the first step's start_ts (ns since the epoch); Start and
-	// End are each step's start_ts and end_ts as µs after it.
-	T0        int64    `json:"t0"`
-	Step      []int    `json:"step"`
-	Start     []int64  `json:"start"`
-	End       []int64  `json:"end"`
-	Action    []string `json:"action"`
-	Target    []string `json:"target"`
-	Outcome   []string `json:"outcome"`
-	ErrorCode []string `json:"error_code"`
-	// HAR, Console and DOM are the step's counts of those kinds.
-	HAR     []int64 `json:"har"`
-	Console []int64 `json:"console"`
-	DOM     []int64 `json:"dom"`
-	// Failed lists the steps whose outcome is "failed", for a player to
-	// open at the first without scanning; FirstDOM is the first step with
-	// a DOM event, if any. Both are of the whole timeline, in a page too.
-	Failed   []int `json:"failed"`
-	FirstDOM *int  `json:"first_dom,omitempty"`
-	// Offset is the position in the timeline of the columns' first entry,
-	// and Total the number of steps in the timeline: a page (limit=N) is
-	// the steps from Offset on, the whole timeline has Offset 0.
-	Offset int `json:"offset"`
-	Total  int `json:"total"`
+	httpx.JSON(w, http.StatusOK, wire.Timeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Steps: steps})
 }
 
 // timelinePage is a page of the compact timeline: limit steps from
@@ -514,9 +472,9 @@ func writeCompact(w http.ResponseWriter, c *compactEntry, page *timelinePage) {
 	_ = json.NewEncoder(w).Encode(t)
 }
 
-func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimeline {
+func compactTimeline(row store.RecordingRow, steps []store.StepRow) wire.CompactTimeline {
 	n := len(steps)
-	c := CompactTimeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Form: "compact",
+	c := wire.CompactTimeline{Recording: row.ID, IndexedThrough: row.IndexedTo, Form: "compact",
 		Step: make([]int, n), Start: make([]int64, n), End: make([]int64, n),
 		Action: make([]string, n), Target: make([]string, n), Outcome: make([]string, n), ErrorCode: make([]string, n),
 		HAR: make([]int64, n), Console: make([]int64, n), DOM: make([]int64, n), Failed: []int{}, Total: n}
@@ -538,14 +496,6 @@ func compactTimeline(row store.RecordingRow, steps []store.StepRow) CompactTimel
 	return c
 }
 
-// StepView answers GET /v1/recordings/{id}/steps/{n}: every event of the
-// step in seq order, each with its payload as stored.
-type StepView struct {
-	Recording string           `json:"recording"`
-	Step      int              `json:"step"`
-	Events    []event.Envelope `json:"events"`
-}
-
 // maxStepEvents bounds one step view; larger steps page via /events.
 const maxStepEvents = 100_000
 
@@ -556,7 +506,7 @@ func (s *Service) handleStep(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	view := StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
+	view := wire.StepView{Recording: row.ID, Step: n, Events: []event.Envelope{}}
 	var after uint64
 	for len(view.Events) < maxStepEvents {
 		rows, evs, err := s.events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, AfterSeq: after, Limit: 5000})
@@ -637,15 +587,6 @@ func (s *Service) resolve(id string, rows []store.EventRow) ([]event.Envelope, e
 	return out, nil
 }
 
-// EventPage answers GET /v1/recordings/{id}/events.
-type EventPage struct {
-	Recording string           `json:"recording"`
-	Events    []event.Envelope `json:"events"`
-	// NextAfterSeq is the value of ?after_seq= for the next page, absent on
-	// the last.
-	NextAfterSeq uint64 `json:"next_after_seq,omitempty"`
-}
-
 func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 	row := recordingOf(r)
 	qv := r.URL.Query()
@@ -678,7 +619,7 @@ func (s *Service) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
-	page := EventPage{Recording: row.ID, Events: evs}
+	page := wire.EventPage{Recording: row.ID, Events: evs}
 	if len(rows) == q.Limit {
 		page.NextAfterSeq = rows[len(rows)-1].Seq
 	}

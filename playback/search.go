@@ -82,31 +82,6 @@ func parseSearch(q string) (searchTerms, error) {
 	return t, nil
 }
 
-// SearchHit is one event a search found, or, with Field
-// "failure_signature" and no seq, a recording whose failure signature
-// matched.
-type SearchHit struct {
-	Recording string     `json:"recording"`
-	Seq       uint64     `json:"seq,omitempty"`
-	Step      int        `json:"step"`
-	TS        int64      `json:"ts,omitempty"`
-	Kind      event.Kind `json:"kind,omitempty"`
-	// Field names what matched the phrase: url, text, error_code or
-	// failure_signature ("" when only field terms were given).
-	Field string `json:"field,omitempty"`
-	event.Summary
-}
-
-// SearchResult answers both search routes.
-type SearchResult struct {
-	Query string      `json:"query"`
-	Hits  []SearchHit `json:"hits"`
-	// Steps are the distinct steps of the hits (one recording's search).
-	Steps []int `json:"steps,omitempty"`
-	// Truncated says the limit cut the hits: narrow the query.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
 // handleSearch serves GET /v1/search?q=&project=&limit=: events across
 // the recordings the caller may read. The access guard pins ?project= to a
 // project token's own project, so the index never returns another
@@ -155,7 +130,7 @@ func searchParams(r *http.Request) (searchTerms, int, error) {
 // as any of its events' fields (one hit per recording again). rec is the
 // recording of a one-recording search.
 func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, limit int, rec *store.RecordingRow) {
-	res := SearchResult{Query: r.URL.Query().Get("q"), Hits: []SearchHit{}}
+	res := wire.SearchResult{Query: r.URL.Query().Get("q"), Hits: []wire.SearchHit{}}
 	signatureHit := map[string]bool{}
 	phraseOnly := t.q.Text != "" && t.q.Status == 0 && t.q.ErrorCode == "" && t.q.URL == "" && t.kind == ""
 	if phraseOnly {
@@ -174,7 +149,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 		}
 		for _, m := range recs {
 			signatureHit[m.ID] = true
-			res.Hits = append(res.Hits, SearchHit{Recording: m.ID, Field: "failure_signature",
+			res.Hits = append(res.Hits, wire.SearchHit{Recording: m.ID, Field: "failure_signature",
 				Summary: event.Summary{Text: m.FailureSignature}})
 		}
 		t.q.EventsOnly = true
@@ -202,7 +177,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 			// event.
 			if !signatureHit[row.Recording] {
 				signatureHit[row.Recording] = true
-				res.Hits = append(res.Hits, SearchHit{Recording: row.Recording, Field: "failure_signature"})
+				res.Hits = append(res.Hits, wire.SearchHit{Recording: row.Recording, Field: "failure_signature"})
 			}
 			continue
 		}
@@ -210,7 +185,7 @@ func (s *Service) search(w http.ResponseWriter, r *http.Request, t searchTerms, 
 			res.Truncated = true
 			break
 		}
-		res.Hits = append(res.Hits, SearchHit{Recording: row.Recording, Seq: row.Seq, Step: row.Step, TS: row.TS,
+		res.Hits = append(res.Hits, wire.SearchHit{Recording: row.Recording, Seq: row.Seq, Step: row.Step, TS: row.TS,
 			Kind: row.Kind, Field: field, Summary: row.Summary})
 		steps[row.Step] = true
 	}
@@ -243,29 +218,6 @@ func matchedField(phrase string, row store.EventRow) string {
 		return "error_code"
 	}
 	return ""
-}
-
-// AtResult answers GET /v1/recordings/{id}/at?t=: the step and the frame
-// on screen at an instant.
-type AtResult struct {
-	Recording string `json:"recording"`
-	T         int64  `json:"t"`
-	// Offset is t from the recording's first event: the position in the
-	// recording's video (video.webm starts at the first event).
-	OffsetNS int64         `json:"offset_ns"`
-	Step     store.StepRow `json:"step"`
-	// Frame is the newest frame at or before t, absent when none was
-	// captured yet.
-	Frame *AtFrame `json:"frame,omitempty"`
-}
-
-// AtFrame is the frame on screen at an instant.
-type AtFrame struct {
-	Seq  uint64 `json:"seq"`
-	Step int    `json:"step"`
-	TS   int64  `json:"ts"`
-	CID  string `json:"cid"`
-	URL  string `json:"url"` // the image, through the recording's blob route
 }
 
 // handleAt serves GET /v1/recordings/{id}/at?t=<unix ns | RFC 3339>.
@@ -305,7 +257,7 @@ func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
 	if i < 0 {
 		i = 0
 	}
-	res := AtResult{Recording: row.ID, T: t, OffsetNS: t - steps[0].StartTS, Step: steps[i]}
+	res := wire.AtResult{Recording: row.ID, T: t, OffsetNS: t - steps[0].StartTS, Step: steps[i]}
 	frame, err := s.frameAt(r, row.ID, steps, i, t)
 	if err != nil {
 		s.edge.Fail(w, r, err)
@@ -317,7 +269,7 @@ func (s *Service) handleAt(w http.ResponseWriter, r *http.Request) {
 
 // frameAt finds the newest frame at or before t, looking in step i and
 // then in the steps before it.
-func (s *Service) frameAt(r *http.Request, id string, steps []store.StepRow, i int, t int64) (*AtFrame, error) {
+func (s *Service) frameAt(r *http.Request, id string, steps []store.StepRow, i int, t int64) (*wire.AtFrame, error) {
 	for ; i >= 0; i-- {
 		if steps[i].Counts[event.KindFrame] == 0 {
 			continue
@@ -342,8 +294,8 @@ func (s *Service) frameAt(r *http.Request, id string, steps []store.StepRow, i i
 			q.AfterSeq = rows[len(rows)-1].Seq
 		}
 		if best != nil {
-			return &AtFrame{Seq: best.Seq, Step: best.Step, TS: best.TS, CID: best.CID,
-				URL: "/v1/recordings/" + id + "/blobs/" + best.CID}, nil
+			return &wire.AtFrame{Seq: best.Seq, Step: best.Step, TS: best.TS, CID: best.CID,
+				URL: wire.Path(wire.RouteRecordingBlob, id, best.CID)}, nil
 		}
 	}
 	return nil, nil

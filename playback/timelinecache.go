@@ -3,6 +3,8 @@ package playback
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/flightrec/flightrec/wire"
 )
 
 // compactCacheBytes bounds the compact timelines kept encoded (a
@@ -26,7 +28,7 @@ type compactCache struct {
 // made, so readers share it.
 type compactEntry struct {
 	indexed  uint64
-	timeline CompactTimeline
+	timeline wire.CompactTimeline
 	body     []byte
 }
 
@@ -41,7 +43,7 @@ func (c *compactCache) get(id string, indexed uint64) *compactEntry {
 
 // put encodes t and keeps both, returning the entry. The budget counts
 // the encoding twice, for the columns beside it.
-func (c *compactCache) put(t CompactTimeline) (*compactEntry, error) {
+func (c *compactCache) put(t wire.CompactTimeline) (*compactEntry, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err

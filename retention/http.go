@@ -25,10 +25,10 @@ import (
 // Error replies go through edge.
 func (s *Sweeper) Routes(r chi.Router, edge *httpx.Edge) {
 	h := routes{s, edge}
-	r.Get("/v1/recordings/{id}/retention", h.handleStatus)
-	r.Post("/v1/recordings/{id}/pins", h.handlePin)
-	r.Delete("/v1/recordings/{id}/pins/{pin}", h.handleUnpin)
-	r.Post("/v1/retention/sweep", h.handleSweep)
+	r.Get(wire.RouteRetention, h.handleStatus)
+	r.Post(wire.RoutePins, h.handlePin)
+	r.Delete(wire.RoutePin, h.handleUnpin)
+	r.Post(wire.RouteSweep, h.handleSweep)
 }
 
 // routes are the Sweeper's handlers and the edge that answers their errors.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // ErrNotFound is returned by an Index or a store for an unknown recording,
@@ -56,21 +57,9 @@ type EventRow struct {
 	event.Summary
 }
 
-// StepRow is one entry of a recording's timeline.
-type StepRow struct {
-	Step    int                  `json:"step"`
-	StartTS int64                `json:"start_ts"`
-	EndTS   int64                `json:"end_ts"`
-	Events  int64                `json:"events"`
-	Counts  map[event.Kind]int64 `json:"counts"`
-	// The step's receipt summary, when it has a receipt (the last one wins).
-	Action    string `json:"action,omitempty"`
-	Target    string `json:"target,omitempty"`
-	Outcome   string `json:"outcome,omitempty"`
-	ErrorCode string `json:"error_code,omitempty"`
-	FirstSeq  uint64 `json:"first_seq"`
-	LastSeq   uint64 `json:"last_seq"`
-}
+// StepRow is one entry of a recording's timeline, as the read API
+// returns it (the type is the wire contract's).
+type StepRow = wire.StepRow
 
 // Page sizes every backend applies: the default when a query asks for
 // none (Limit 0) and the most one query returns.

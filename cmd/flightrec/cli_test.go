@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // flightrec runs the binary and returns stdout, stderr and the exit code.
@@ -73,7 +73,7 @@ func TestIngestVerifyReindex(t *testing.T) {
 	if res.AckedThrough != uint64(len(evs)) || !strings.HasPrefix(res.Root, "bafkrei") || res.Verdict != wantVerdict {
 		t.Fatalf("ingest result: %+v (want verdict %s)", res, wantVerdict)
 	}
-	var tl playback.Timeline
+	var tl wire.Timeline
 	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/steps", &tl)
 	p.stop()
 
@@ -85,7 +85,7 @@ func TestIngestVerifyReindex(t *testing.T) {
 		t.Fatalf("reindex: exit %d: %s", code, errOut)
 	}
 	p.start()
-	var tl2 playback.Timeline
+	var tl2 wire.Timeline
 	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/steps", &tl2)
 	p.stop()
 	a, _ := json.Marshal(tl.Steps)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"strings"
 
@@ -98,7 +97,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 			return exitFailure
 		}
 		defer stop()
-		body, err := getAPI(ctx, base+"/v1/recordings/"+url.PathEscape(fs.Arg(0))+"/redaction")
+		body, err := getAPI(ctx, base+wire.Path(wire.RouteRedaction, fs.Arg(0)))
 		if err != nil {
 			printErr(errOut, false, err)
 			return exitFailure

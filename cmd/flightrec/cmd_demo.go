@@ -107,7 +107,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) int {
 			failed = true
 			continue
 		}
-		rec := base + "/v1/recordings/" + res.ID
+		rec := base + wire.Path(wire.RouteRecording, res.ID)
 		printRecordResult(out, res, rec+"/steps")
 		fmt.Fprintf(out, "player: %s/r/%s\nvideo: %s/video.webm\nevidence: %s/bundle, %s/attestation\n", base, res.ID, rec, rec, rec)
 		for _, f := range res.Failed {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/flightrec/flightrec/diffrun"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/internal/httpx"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -59,7 +56,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if groupID != "" {
 		// A stored group: its members are compared, and its own verdict
 		// (against the seed's signature, for a rerun) is printed first.
-		body, err := getAPI(ctx, base+"/v1/groups/"+groupID)
+		body, err := getAPI(ctx, base+wire.Path(wire.RouteGroup, groupID))
 		var g store.Group
 		if err == nil {
 			err = json.Unmarshal(body, &g)
@@ -79,7 +76,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 		}
 	}
 	q := url.Values{}
-	path := "/v1/diff"
+	path := wire.RouteDiff
 	if *group {
 		path += "/group"
 		q["id"] = ids
@@ -131,31 +128,22 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) int {
 // server's log by design; a diff reads what it holds. stop shuts the
 // server down and closes both.
 func serveDiffReadOnly(sc app.StoreConfig, errOut io.Writer) (url string, stop func() error, err error) {
-	st, err := sc.OpenReadOnly()
+	svc, done, err := readOnlyPlayback(sc, "diff through a server: --server URL", errOut)
 	if err != nil {
 		return "", nil, err
 	}
-	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
-	if err != nil {
-		st.Close()
-		return "", nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or diff through a server: --server URL",
-			"the index cannot be read: %v", err)
-	}
-	log := newLogger(errOut, "warn")
-	// No /metrics here: the edge counts without exporting.
-	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
 	r := chi.NewRouter()
 	svc.Routes(r)
 	// Only the routes a diff asks for: the others (a video build, say)
 	// may write, and nothing but this process should be served anyway.
 	h := http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
-		if p := q.URL.Path; p != "/v1/diff" && p != "/v1/diff/group" && !strings.HasPrefix(p, "/v1/groups/") {
+		if p := q.URL.Path; p != wire.RouteDiff && p != wire.RouteDiffGroup && !strings.HasPrefix(p, wire.RouteGroups+"/") {
 			http.NotFound(w, q)
 			return
 		}
 		r.ServeHTTP(w, q)
 	})
-	return serveOnLoopback(h, func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) })
+	return serveOnLoopback(h, done)
 }
 
 func printGroup(out io.Writer, g diffrun.GroupReport) {

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/internal/httpx"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/card"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
@@ -57,7 +54,7 @@ func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int 
 	if local {
 		body, err = evidenceFromStore(ctx, sc, id, *base, asJSON, errOut)
 	} else {
-		u := strings.TrimRight(*server, "/") + "/v1/recordings/" + url.PathEscape(id) + "/evidence?format=" + *format
+		u := strings.TrimRight(*server, "/") + wire.Path(wire.RouteEvidence, id) + "?format=" + *format
 		if *share != "" {
 			req, _ := json.Marshal(map[string]string{"share": *share})
 			body, err = callAPI(ctx, "POST", u, req)
@@ -76,20 +73,11 @@ func runEvidence(ctx context.Context, args []string, out, errOut io.Writer) int 
 // evidenceFromStore builds the card from a data directory's store and
 // index, both opened read-only.
 func evidenceFromStore(ctx context.Context, sc app.StoreConfig, id, base string, asJSON bool, errOut io.Writer) ([]byte, error) {
-	st, err := sc.OpenReadOnly()
+	svc, done, err := readOnlyPlayback(sc, "ask a server: --server URL", errOut)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
-	if err != nil {
-		return nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or ask a server: --server URL",
-			"the index cannot be read: %v", err)
-	}
-	defer idx.Close()
-	log := newLogger(errOut, "warn")
-	svc := playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
-	defer svc.Close()
+	defer done()
 	c, err := svc.EvidenceCard(ctx, id, base)
 	var we *wire.Error
 	if errors.As(err, &we) && we.Code == "RECORDING_NOT_FOUND" {

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/flow"
 	"github.com/flightrec/flightrec/executor/flowexport"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -146,18 +144,18 @@ func exportFromStore(sc app.StoreConfig, id string) (*flowexport.Recording, erro
 // exportFromServer reads a recording through the read API: the recording,
 // its timeline, each step's events and the redaction report.
 func exportFromServer(ctx context.Context, base, id string) (*flowexport.Recording, error) {
-	recURL := base + "/v1/recordings/" + url.PathEscape(id)
+	recURL := base + wire.Path(wire.RouteRecording, id)
 	var row store.RecordingRow
 	if err := getAPIJSON(ctx, recURL, &row); err != nil {
 		return nil, err
 	}
 	rec := &flowexport.Recording{ID: id, Flow: row.Flow, Verdict: row.Verdict, Signature: row.FailureSignature}
-	var tl playback.Timeline
+	var tl wire.Timeline
 	if err := getAPIJSON(ctx, recURL+"/steps", &tl); err != nil {
 		return nil, err
 	}
 	for _, s := range tl.Steps {
-		var sv playback.StepView
+		var sv wire.StepView
 		if err := getAPIJSON(ctx, fmt.Sprintf("%s/steps/%d", recURL, s.Step), &sv); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // harFile writes a HAR 1.2 document with two pages and three entries.
@@ -147,7 +148,7 @@ func TestImportIntoDataDirAndServer(t *testing.T) {
 	p.start()
 	defer p.stop()
 	base := "http://" + p.addr
-	var evs playback.EventPage
+	var evs wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=har", &evs)
 	if len(evs.Events) != 3 || evs.Events[2].Step != 2 || !strings.Contains(string(evs.Events[2].Data), `"status":500`) {
 		t.Fatalf("served har events: %+v", evs.Events)
@@ -204,7 +205,7 @@ func TestImportPlaywright(t *testing.T) {
 	p.start()
 	defer p.stop()
 	base := "http://" + p.addr
-	var evs playback.EventPage
+	var evs wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events", &evs)
 	var got []string
 	for _, e := range evs.Events {
@@ -338,7 +339,7 @@ func TestImportPlaywrightCurrentTrace(t *testing.T) {
 	p := &serverProc{t: t, bin: binary(t), addr: freeAddr(t), data: data}
 	p.start()
 	base := "http://" + p.addr
-	var hars, receipts playback.EventPage
+	var hars, receipts wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=har&limit=1000", &hars)
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
 	p.stop()

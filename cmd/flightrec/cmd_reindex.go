@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // runReindex is flightrec reindex: the index rebuilt from the logs and
@@ -34,7 +35,7 @@ func runReindex(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if *server != "" {
 		// The server rebuilds its own index, in step with its projector,
 		// so nothing it acknowledges meanwhile is lost.
-		body, err := callAPI(ctx, "POST", strings.TrimRight(*server, "/")+"/v1/index/rebuild", nil)
+		body, err := callAPI(ctx, "POST", strings.TrimRight(*server, "/")+wire.RouteIndexRebuild, nil)
 		if err == nil {
 			err = json.Unmarshal(body, &res)
 		}

@@ -93,7 +93,7 @@ func printRepair(out io.Writer, asJSON bool, rep repairReport) {
 
 // repairThroughServer asks a running server to repair recording id.
 func repairThroughServer(ctx context.Context, base, id string, asJSON bool, out, errOut io.Writer) int {
-	body, err := callAPI(ctx, "POST", strings.TrimRight(base, "/")+"/v1/recordings/"+id+"/repair", nil)
+	body, err := callAPI(ctx, "POST", strings.TrimRight(base, "/")+wire.Path(wire.RouteRepair, id), nil)
 	if e := (*wire.Error)(nil); errors.As(err, &e) && e.Code == "RECORDING_NOT_DAMAGED" {
 		fmt.Fprintf(out, "recording %s is not damaged: nothing to repair\n", id)
 		return exitOK

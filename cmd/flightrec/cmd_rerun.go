@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -165,7 +164,7 @@ func runRerun(ctx context.Context, args []string, out, errOut io.Writer) int {
 		req["seed"] = src
 	}
 	body, _ := json.Marshal(req)
-	reply, err := callAPI(ctx, "POST", target+"/v1/groups", body)
+	reply, err := callAPI(ctx, "POST", target+wire.RouteGroups, body)
 	if err == nil {
 		err = json.Unmarshal(reply, &res.Group)
 	}
@@ -302,7 +301,7 @@ func redactRequest(plan *policy.Plan, key []byte, req event.HARRequest) event.HA
 func waitIndexedAPI(ctx context.Context, base, id string, total uint64) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		body, err := getAPI(ctx, base+"/v1/recordings/"+url.PathEscape(id))
+		body, err := getAPI(ctx, base+wire.Path(wire.RouteRecording, id))
 		if err != nil {
 			return err
 		}

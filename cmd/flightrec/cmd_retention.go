@@ -111,7 +111,7 @@ func sweepThrough(ctx context.Context, local bool, server string, sc app.StoreCo
 	if now != "" {
 		q.Set("now", now)
 	}
-	body, err := callAPI(ctx, "POST", base+"/v1/retention/sweep?"+q.Encode(), nil)
+	body, err := callAPI(ctx, "POST", base+wire.RouteSweep+"?"+q.Encode(), nil)
 	if err == nil {
 		err = json.Unmarshal(body, &rep)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 
@@ -42,7 +41,7 @@ func (s serverTokens) Create(project string, scopes []string, ttl time.Duration,
 		req["ttl"] = ttl.String()
 	}
 	b, _ := json.Marshal(req)
-	body, err := callAPI(s.ctx, "POST", s.base+"/v1/tokens", b)
+	body, err := callAPI(s.ctx, "POST", s.base+wire.RouteTokens, b)
 	if err != nil {
 		return "", access.Grant{}, err
 	}
@@ -56,7 +55,7 @@ func (s serverTokens) Create(project string, scopes []string, ttl time.Duration,
 
 func (s serverTokens) Revoke(id string) (access.Grant, error) {
 	// Only the id travels, in the path: a token's secret stays here.
-	body, err := callAPI(s.ctx, "DELETE", s.base+"/v1/tokens/"+url.PathEscape(access.TokenID(id)), nil)
+	body, err := callAPI(s.ctx, "DELETE", s.base+wire.Path(wire.RouteToken, access.TokenID(id)), nil)
 	var g access.Grant
 	if err == nil {
 		err = json.Unmarshal(body, &g)
@@ -65,7 +64,7 @@ func (s serverTokens) Revoke(id string) (access.Grant, error) {
 }
 
 func (s serverTokens) List() ([]access.Grant, error) {
-	body, err := getAPI(s.ctx, s.base+"/v1/tokens")
+	body, err := getAPI(s.ctx, s.base+wire.RouteTokens)
 	var res struct {
 		Tokens []access.Grant `json:"tokens"`
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -261,7 +260,7 @@ func TestCrashRecovery(t *testing.T) {
 	after := uint64(0)
 	next := 0
 	for {
-		var page playback.EventPage
+		var page wire.EventPage
 		getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/events?limit=10000&after_seq=%d", base, rep.ID, after), &page)
 		for _, e := range page.Events {
 			if next >= len(evs) || e.Seq != evs[next].Seq || e.Step != evs[next].Step || e.Kind != evs[next].Kind || e.TS != evs[next].TS {
@@ -279,7 +278,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// The index agrees with the log: per-step counts from the timeline
 	// equal counts from the manifest's log segments.
-	var tl playback.Timeline
+	var tl wire.Timeline
 	getJSON(t, base+"/v1/recordings/"+rep.ID+"/steps", &tl)
 	fromIndex := map[int]map[event.Kind]int64{}
 	for _, s := range tl.Steps {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -117,7 +116,7 @@ func request(t *testing.T, method, url, body string) reply {
 // readSeqs reads every event of a recording through the read API.
 func readSeqs(t *testing.T, base, id string) []uint64 {
 	t.Helper()
-	var page playback.EventPage
+	var page wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+id+"/events?limit=10000", &page)
 	seqs := make([]uint64, len(page.Events))
 	for i, e := range page.Events {

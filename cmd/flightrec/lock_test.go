@@ -22,7 +22,6 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -156,7 +155,7 @@ func checkServed(t *testing.T, base string, acked map[string]uint64) (events, fr
 		}
 		after, seq := uint64(0), uint64(0)
 		for {
-			var page playback.EventPage
+			var page wire.EventPage
 			getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/events?limit=10000&after_seq=%d", base, id, after), &page)
 			for _, e := range page.Events {
 				seq++

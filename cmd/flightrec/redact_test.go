@@ -19,8 +19,8 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // plant holds the secrets of a planted recording, each with a label that
@@ -175,7 +175,7 @@ func collectServed(t *testing.T, base, id string, c testenv.Corpus) {
 	}
 	get("/v1/recordings")
 	get("/v1/recordings/" + id)
-	var tl playback.Timeline
+	var tl wire.Timeline
 	if err := json.Unmarshal(get("/v1/recordings/"+id+"/steps"), &tl); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestIssue17ClassesNeverStored(t *testing.T) {
 	}
 	wantIssue17Rules(t, "the report", rules)
 	// The event with bad bytes is stored as valid text.
-	var page playback.EventPage
+	var page wire.EventPage
 	if err := json.Unmarshal(c["GET /v1/recordings/"+o.ID+"/events?limit=10000"], &page); err != nil {
 		t.Fatal(err)
 	}

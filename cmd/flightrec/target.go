@@ -16,6 +16,8 @@ import (
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -103,6 +105,28 @@ func serveLocal(sc app.StoreConfig, policyDir, command string, errOut io.Writer)
 	}
 	url, stop, err = serveOnLoopback(a.Handler(), a.Close)
 	return stop, url, err
+}
+
+// readOnlyPlayback opens sc's store and index read-only (no lock: it runs
+// beside a live server, and no byte of the directory changes) and builds
+// the read API's service over them. done closes all three. elsewhere is
+// the second way the refusal offers when the index cannot be read (to ask
+// a server instead).
+func readOnlyPlayback(sc app.StoreConfig, elsewhere string, errOut io.Writer) (svc *playback.Service, done func() error, err error) {
+	st, err := sc.OpenReadOnly()
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := app.OpenIndexReadOnly(sc.Index, sc.Data)
+	if err != nil {
+		st.Close()
+		return nil, nil, wire.New(0, "INDEX_UNAVAILABLE", "run flightrec reindex (under the lock), or "+elsewhere,
+			"the index cannot be read: %v", err)
+	}
+	log := newLogger(errOut, "warn")
+	// No /metrics here: the edge counts without exporting.
+	svc = playback.New(playback.Config{}, playback.Deps{Store: st, Index: idx, Log: log, Edge: httpx.NewEdge(nil, log)})
+	return svc, func() error { return errors.Join(svc.Close(), idx.Close(), st.Close()) }, nil
 }
 
 // serveOnLoopback serves h on a loopback port until stop, which shuts the

@@ -25,7 +25,6 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testenv"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
@@ -298,7 +297,7 @@ func finishRec(t *testing.T, base, id string) uint64 {
 // videoEvents reads a recording's stored video events.
 func videoEvents(t *testing.T, base, id string) []event.Video {
 	t.Helper()
-	var page playback.EventPage
+	var page wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+id+"/events?kind=video&limit=10000", &page)
 	var out []event.Video
 	for _, e := range page.Events {
@@ -494,7 +493,7 @@ func testExecutorVideo(t *testing.T, codec string) {
 	// A clip of step 2: from the keyframe of the GOP showing at the
 	// step's start to the step's end, one chapter, and it decodes; Range
 	// requests work.
-	var tl playback.Timeline
+	var tl wire.Timeline
 	getJSON(t, base+"/v1/recordings/"+id+"/steps", &tl)
 	step2 := tl.Steps[1]
 	from := int64(0)

@@ -52,7 +52,7 @@ func (c *Client) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenReply
 	body, _ := json.Marshal(req)
 	var rep wire.OpenReply
 	err := c.retry(ctx, func() error {
-		return c.do(ctx, "/v1/recordings", "application/json", body, false, http.StatusCreated, &rep)
+		return c.do(ctx, wire.RouteRecordings, "application/json", body, false, http.StatusCreated, &rep)
 	})
 	return rep, err
 }
@@ -62,7 +62,7 @@ func (c *Client) Finish(ctx context.Context, id, verdict string) (wire.FinishRep
 	body, _ := json.Marshal(wire.FinishRequest{Verdict: verdict})
 	var rep wire.FinishReply
 	err := c.retry(ctx, func() error {
-		return c.do(ctx, "/v1/recordings/"+id+"/finish", "application/json", body, false, http.StatusOK, &rep)
+		return c.do(ctx, wire.Path(wire.RouteFinish, id), "application/json", body, false, http.StatusOK, &rep)
 	})
 	return rep, err
 }
@@ -70,7 +70,7 @@ func (c *Client) Finish(ctx context.Context, id, verdict string) (wire.FinishRep
 // Append sends one NDJSON batch once, without retrying.
 func (c *Client) Append(ctx context.Context, id string, ndjson []byte) (wire.AppendReply, error) {
 	var rep wire.AppendReply
-	err := c.do(ctx, "/v1/recordings/"+id+"/events", "application/x-ndjson", ndjson, c.Gzip, http.StatusOK, &rep)
+	err := c.do(ctx, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson, c.Gzip, http.StatusOK, &rep)
 	return rep, err
 }
 

@@ -101,7 +101,7 @@ func (s *server) imported(evs []event.Envelope, flow string) (importer.Result, [
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	var page playback.EventPage
+	var page wire.EventPage
 	s.get("/v1/recordings/"+res.ID+"/events?limit=10000", &page)
 	return res, page.Events
 }

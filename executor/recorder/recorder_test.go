@@ -18,8 +18,8 @@ import (
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 func getJSON(t testing.TB, url string, v any) []byte {
@@ -69,7 +69,7 @@ func allEvents(t testing.TB, base, id string) []event.Envelope {
 	t.Helper()
 	var out []event.Envelope
 	for after := uint64(0); ; {
-		var page playback.EventPage
+		var page wire.EventPage
 		getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/events?limit=1000&after_seq=%d", base, id, after), &page)
 		out = append(out, page.Events...)
 		if page.NextAfterSeq == 0 {
@@ -129,7 +129,7 @@ func TestDemoFlowsOnRealChromium(t *testing.T) {
 	maskedFrames := 0
 	for _, res := range []recorder.Result{pass, fail} {
 		indexed(t, srv.Base, res.ID, res.Total)
-		var tl playback.Timeline
+		var tl wire.Timeline
 		getJSON(t, srv.Base+"/v1/recordings/"+res.ID+"/steps", &tl)
 		evs := allEvents(t, srv.Base, res.ID)
 		if uint64(len(evs)) != res.Total {
@@ -164,7 +164,7 @@ func TestDemoFlowsOnRealChromium(t *testing.T) {
 // checkChannels checks what every recording must hold: meta, a receipt and
 // a frame for every step, snapshots before and after, rrweb's full
 // snapshot, HAR entries with bodies.
-func checkChannels(t *testing.T, res recorder.Result, tl playback.Timeline, evs []event.Envelope) {
+func checkChannels(t *testing.T, res recorder.Result, tl wire.Timeline, evs []event.Envelope) {
 	t.Helper()
 	if res.Steps < 10 {
 		t.Fatalf("%s: %d steps ran", res.Flow, res.Steps)
@@ -282,7 +282,7 @@ func checkMasks(t *testing.T, base string, res recorder.Result, evs []event.Enve
 // with a 200 otherwise.
 func checkPayStep(t *testing.T, base string, res recorder.Result, failing bool) {
 	t.Helper()
-	var tl playback.Timeline
+	var tl wire.Timeline
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/steps", &tl)
 	pay := -1
 	for _, s := range tl.Steps {
@@ -296,7 +296,7 @@ func checkPayStep(t *testing.T, base string, res recorder.Result, failing bool) 
 	if pay < 0 {
 		t.Fatalf("%s: no step clicked Pay: %+v", res.Flow, tl.Steps)
 	}
-	var view playback.StepView
+	var view wire.StepView
 	getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/steps/%d", base, res.ID, pay), &view)
 	var rc *event.Receipt
 	checkout := 0

@@ -385,7 +385,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 func publicRoutes() map[string]bool {
 	// A share link (/s/…) is checked by its own handler and again by the
 	// guard on the route it opens.
-	m := map[string]bool{"/healthz": true, "/readyz": true, "/v1/openapi.json": true, "/v1/attestation/key": true, "/s/{secret}": true}
+	m := map[string]bool{"/healthz": true, "/readyz": true, wire.RouteOpenAPI: true, wire.RouteAttestationKey: true, wire.RouteShareLink: true}
 	for _, r := range ui.Public {
 		m[r] = true
 	}
@@ -411,17 +411,17 @@ func (a *App) routes(r *chi.Mux) {
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	r.Get("/readyz", a.handleReady)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.Registry, promhttp.HandlerOpts{}))
-	r.Get("/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	r.Get(wire.RouteOpenAPI, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI)
 	})
 	a.Ingest.Routes(r)
-	r.Post("/v1/recordings/{id}/repair", a.handleRepair)
+	r.Post(wire.RouteRepair, a.handleRepair)
 	a.Playback.Routes(r)
 	access.Routes(r, a.Tokens, a.edge)
 	access.ShareRoutes(r, a.Shares, a.edge, a.cfg.PublicURL, r)
 	a.Sweeper.Routes(r, a.edge)
-	r.Post("/v1/index/rebuild", a.handleRebuild)
+	r.Post(wire.RouteIndexRebuild, a.handleRebuild)
 	audit.Routes(r, a.Audit, a.edge)
 	ui.Routes(r)
 }
@@ -467,7 +467,7 @@ func (a *App) damageGate(mux *chi.Mux) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rctx := chi.NewRouteContext()
-			if route := mux.Find(rctx, r.Method, r.URL.Path); strings.HasPrefix(route, "/v1/recordings/{id}") {
+			if route := mux.Find(rctx, r.Method, r.URL.Path); strings.HasPrefix(route, wire.RouteRecording) {
 				if d, ok := a.Ingest.DamageOf(rctx.URLParam("id")); ok && d.Unreadable {
 					e := d.Error()
 					a.edge.Fail(w, r, e)

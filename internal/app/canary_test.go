@@ -22,7 +22,6 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -174,12 +173,12 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 	get("/v1/recordings")
 	for _, rid := range []string{id, id2} {
 		get("/v1/recordings/" + rid)
-		var tl playback.Timeline
+		var tl wire.Timeline
 		json.Unmarshal(get("/v1/recordings/"+rid+"/steps"), &tl)
 		for _, s := range tl.Steps {
 			get(fmt.Sprintf("/v1/recordings/%s/steps/%d", rid, s.Step))
 		}
-		var page playback.EventPage
+		var page wire.EventPage
 		json.Unmarshal(get("/v1/recordings/"+rid+"/events?limit=10000"), &page)
 		for _, e := range page.Events {
 			for _, m := range regexp.MustCompile(`bafkrei[a-z2-7]{52}`).FindAll(e.Data, -1) {
@@ -248,7 +247,7 @@ func TestCanariesNeverReachDisk(t *testing.T) {
 		t.Errorf("%d policy evaluations for 2 recordings", a.Policy.Evaluations())
 	}
 	// Events kept their shape: the stored recording still has every seq.
-	var page playback.EventPage
+	var page wire.EventPage
 	json.Unmarshal(api["GET /v1/recordings/"+id+"/events?limit=10000"], &page)
 	if len(page.Events) != len(c.Events) {
 		t.Fatalf("%d events stored of %d", len(page.Events), len(c.Events))

@@ -344,7 +344,7 @@ func checkReads(t *testing.T, base, id string, evs []event.Envelope) {
 	for _, e := range evs {
 		byStep[e.Step] = append(byStep[e.Step], e)
 	}
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", base+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
 	if len(tl.Steps) != len(byStep) {
 		t.Fatalf("timeline has %d steps, sent %d", len(tl.Steps), len(byStep))
@@ -373,7 +373,7 @@ func checkReads(t *testing.T, base, id string, evs []event.Envelope) {
 			t.Fatalf("timeline step %d receipt summary: %+v want %s/%s", st.Step, st, receipt.Action.Verb, receipt.Outcome)
 		}
 
-		var view playback.StepView
+		var view wire.StepView
 		do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d", base, id, st.Step), nil).decode(t, &view)
 		if len(view.Events) != len(sent) {
 			t.Fatalf("step %d view has %d events, sent %d", st.Step, len(view.Events), len(sent))
@@ -396,7 +396,7 @@ func checkReads(t *testing.T, base, id string, evs []event.Envelope) {
 	var got []event.Envelope
 	after := uint64(0)
 	for {
-		var page playback.EventPage
+		var page wire.EventPage
 		do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/events?limit=37&after_seq=%d", base, id, after), nil).decode(t, &page)
 		got = append(got, page.Events...)
 		if page.NextAfterSeq == 0 {
@@ -412,7 +412,7 @@ func checkReads(t *testing.T, base, id string, evs []event.Envelope) {
 		sameEvent(t, got[i], want)
 	}
 	// Filters by kind and step.
-	var page playback.EventPage
+	var page wire.EventPage
 	do(t, "GET", base+"/v1/recordings/"+id+"/events?kind=receipt&limit=10000", nil).decode(t, &page)
 	if len(page.Events) != len(byStep)-1 {
 		t.Fatalf("receipts: %d, want %d", len(page.Events), len(byStep)-1)

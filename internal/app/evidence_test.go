@@ -19,7 +19,6 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/mcp"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -81,7 +80,7 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 	// The Pay step, its console error and its mapped frame, as stored.
 	pay, _ := payStep(t, base, fail.ID)
 	var consoleErr event.Console
-	var page playback.EventPage
+	var page wire.EventPage
 	do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/events?kind=console&step=%d", base, fail.ID, pay), nil).decode(t, &page)
 	for _, e := range page.Events {
 		var c event.Console
@@ -273,9 +272,9 @@ func TestEvidenceOfTheDemo(t *testing.T) {
 
 // payStep is the step of a demo checkout that clicked Pay, and the
 // recording's timeline.
-func payStep(t *testing.T, base, id string) (int, playback.Timeline) {
+func payStep(t *testing.T, base, id string) (int, wire.Timeline) {
 	t.Helper()
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", base+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
 	for _, s := range tl.Steps {
 		if s.Action == "click" && strings.Contains(s.Target, "Pay") {

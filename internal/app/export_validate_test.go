@@ -15,7 +15,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
-	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestExportValidate is the acceptance test of the exports on a real
@@ -290,7 +290,7 @@ func lastContentSnapshot(t *testing.T, rec string) string {
 	t.Helper()
 	text := ""
 	for after := uint64(0); ; {
-		var page playback.EventPage
+		var page wire.EventPage
 		r := do(t, "GET", fmt.Sprintf("%s/events?kind=snapshot&limit=1000&after_seq=%d", rec, after), nil)
 		if r.status != 200 {
 			t.Fatalf("snapshot events: %d %s", r.status, r.body)
@@ -319,7 +319,7 @@ func lastContentSnapshot(t *testing.T, rec string) string {
 // compares it to innerText with whitespace removed (noSpace).
 func finalDOMText(t *testing.T, rec string) string {
 	t.Helper()
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", rec+"/steps", nil).decode(t, &tl)
 	if len(tl.Steps) == 0 {
 		t.Fatal("no steps")

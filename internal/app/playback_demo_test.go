@@ -23,9 +23,9 @@ import (
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestPlaybackOfTheDemo is playback's acceptance test on a real recording:
@@ -292,7 +292,7 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 			s = tl.Steps[len(tl.Steps)/2]
 		}
 		mid := s.StartTS + (s.EndTS-s.StartTS)/2
-		var at playback.AtResult
+		var at wire.AtResult
 		r := do(t, "GET", fmt.Sprintf("%s/at?t=%d", rec, mid), nil)
 		r.decode(t, &at)
 		if r.status != 200 || at.Step.Step != s.Step || at.Frame == nil || at.Frame.TS > mid || at.OffsetNS != mid-row.FirstTS {
@@ -307,7 +307,7 @@ func TestPlaybackOfTheDemo(t *testing.T) {
 	})
 
 	t.Run("search", func(t *testing.T) {
-		var res playback.SearchResult
+		var res wire.SearchResult
 		do(t, "GET", rec+"/search?q=status:500", nil).decode(t, &res)
 		if len(res.Hits) == 0 || len(res.Steps) != 1 || res.Steps[0] != pay {
 			t.Fatalf("status:500 in the recording: %+v, want the Pay step %d", res, pay)

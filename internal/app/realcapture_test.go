@@ -13,8 +13,8 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // TestRealCaptureLeavesNoSecret is the acceptance test for HAR redaction on
@@ -71,7 +71,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	}
 	get("/v1/recordings/" + id)
 	get("/v1/recordings?project=shop")
-	var tl playback.Timeline
+	var tl wire.Timeline
 	if err := json.Unmarshal(get("/v1/recordings/"+id+"/steps"), &tl); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRealCaptureLeavesNoSecret(t *testing.T) {
 	}
 	served := 0
 	for after := uint64(0); ; {
-		var page playback.EventPage
+		var page wire.EventPage
 		if err := json.Unmarshal(get(fmt.Sprintf("/v1/recordings/%s/events?limit=2&after_seq=%d", id, after)), &page); err != nil {
 			t.Fatal(err)
 		}

@@ -18,9 +18,9 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // serveWith starts the app on a data directory with a user policy dir.
@@ -102,7 +102,7 @@ pseudonymize := true
 	if err := a.Proj.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var page playback.EventPage
+	var page wire.EventPage
 	do(t, "GET", base+"/v1/recordings/"+id+"/events", nil).decode(t, &page)
 	pseudo := regexp.MustCompile(`\[redacted:[0-9a-f]{16}\]`)
 	var got []string
@@ -141,7 +141,7 @@ func TestRedactionStateSurvivesRestart(t *testing.T) {
 	if err := a2.Proj.Flush(context.Background()); err != nil { // reads come from the index
 		t.Fatal(err)
 	}
-	var page playback.EventPage
+	var page wire.EventPage
 	r := do(t, "GET", base+"/v1/recordings/"+id+"/events", nil)
 	r.decode(t, &page)
 	if strings.Contains(string(r.body), "S3cr3t") {
@@ -175,7 +175,7 @@ func TestFramesArePaintedBeforeStorage(t *testing.T) {
 	if err := a.Proj.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var page playback.EventPage
+	var page wire.EventPage
 	do(t, "GET", base+"/v1/recordings/"+id+"/events", nil).decode(t, &page)
 	var f event.Frame
 	json.Unmarshal(page.Events[0].Data, &f)

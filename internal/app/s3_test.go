@@ -15,7 +15,6 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
@@ -112,7 +111,7 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 
 	// B reads everything A does, byte for byte.
 	checkReads(t, baseB, id, evs)
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", baseB+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
 	paths := []string{"", "/steps", "/events?limit=10000", "/bundle", "/blobs/" + fin.Root, "/video.webm"}
 	for _, st := range tl.Steps {

@@ -17,7 +17,6 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
 	"github.com/flightrec/flightrec/internal/testgen"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -188,7 +187,7 @@ func TestUIPlayerLong(t *testing.T) {
 	// bytes, and names the failing step.
 	full := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps", nil)
 	compact := do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact", nil)
-	var ct playback.CompactTimeline
+	var ct wire.CompactTimeline
 	compact.decode(t, &ct)
 	if len(ct.Step) != n || len(ct.Target) != n || ct.Step[n-1] != n || len(ct.Failed) != 1 || ct.Failed[0] != failed ||
 		ct.Outcome[failed-1] != "failed" || ct.ErrorCode[failed-1] != "ELEMENT_NOT_FOUND" {
@@ -216,7 +215,7 @@ func TestUIPlayerLong(t *testing.T) {
 		{"limit=300", failed - 1 - 150, 300},
 		{"around=123456&limit=300", failed - 1 - 150, 300},
 	} {
-		var p playback.CompactTimeline
+		var p wire.CompactTimeline
 		do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps?form=compact&"+c.query, nil).decode(t, &p)
 		if p.Offset != c.offset || len(p.Step) != c.len || len(p.Target) != c.len || p.Total != n ||
 			p.Step[0] != ct.Step[c.offset] || p.Target[c.len-1] != ct.Target[c.offset+c.len-1] ||

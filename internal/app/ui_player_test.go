@@ -22,7 +22,7 @@ import (
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
-	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // uiTab is one Chromium tab driving the web player, counting what must
@@ -352,7 +352,7 @@ func (p *uiTab) domFrame(n int, at string, has func(*cdp.Node) bool) (doc *cdp.N
 func TestUIPlayerDemo(t *testing.T) {
 	srv, ids := demoRuns(t, "checkout-with-gift-card-fails")
 	id := ids[0]
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
 	var row struct {
 		FirstTS int64 `json:"first_ts"`
@@ -368,7 +368,7 @@ func TestUIPlayerDemo(t *testing.T) {
 		t.Fatalf("no Pay step after the first in %+v", tl.Steps)
 	}
 	// The console error the storefront logged at the Pay step.
-	var payView playback.StepView
+	var payView wire.StepView
 	do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d", srv.Base, id, pay), nil).decode(t, &payView)
 	wantLog := ""
 	for _, e := range payView.Events {
@@ -383,7 +383,7 @@ func TestUIPlayerDemo(t *testing.T) {
 	// The step whose network holds the cart socket that got the count 1.
 	wsStep := -1
 	for _, st := range tl.Steps {
-		var v playback.StepView
+		var v wire.StepView
 		do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d", srv.Base, id, st.Step), nil).decode(t, &v)
 		for _, e := range v.Events {
 			var h event.HAR

@@ -14,7 +14,6 @@ import (
 
 	"github.com/flightrec/flightrec/access"
 	"github.com/flightrec/flightrec/internal/testenv"
-	"github.com/flightrec/flightrec/playback"
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/wire"
@@ -58,7 +57,7 @@ func (p *uiTab) openFailing(url string) string {
 func TestUIPlayerShareAndFeatures(t *testing.T) {
 	srv, ids := demoRuns(t, "checkout-with-gift-card-fails")
 	id := ids[0]
-	var tl playback.Timeline
+	var tl wire.Timeline
 	do(t, "GET", srv.Base+"/v1/recordings/"+id+"/steps", nil).decode(t, &tl)
 	var row store.RecordingRow
 	do(t, "GET", srv.Base+"/v1/recordings/"+id, nil).decode(t, &row)

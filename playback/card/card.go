@@ -116,7 +116,7 @@ func New(m Meta) *Builder {
 		// long or could break out of a link leaves the links relative.
 		base = ""
 	}
-	rec := base + "/v1/recordings/" + url.PathEscape(m.ID)
+	rec := base + wire.Path(wire.RouteRecording, m.ID)
 	c.Links = wire.CardLinks{Player: base + "/r/" + url.PathEscape(m.ID), HAR: rec + "/har", Evidence: rec + "/evidence?format=markdown"}
 	c.Verify = wire.CardVerify{Root: m.Root, AttestationSHA256: m.AttestationSHA256}
 	if m.Root != "" {
@@ -128,7 +128,7 @@ func New(m Meta) *Builder {
 // verifyCommands fetch a finished recording's bundle (and its attestation
 // and the server's key, when it is signed) and check them offline.
 func verifyCommands(base, id string, signed bool) []string {
-	rec := base + "/v1/recordings/" + id
+	rec := base + wire.Path(wire.RouteRecording, id)
 	auth := `-H "Authorization: Bearer $FLIGHTREC_TOKEN" `
 	cmds := []string{"curl -fsS " + auth + "-o " + id + ".car " + rec + "/bundle"}
 	if !signed {
@@ -136,7 +136,7 @@ func verifyCommands(base, id string, signed bool) []string {
 	}
 	return append(cmds,
 		"curl -fsS "+auth+"-o "+id+".intoto.json "+rec+"/attestation",
-		"curl -fsS -o flightrec.pub "+base+"/v1/attestation/key",
+		"curl -fsS -o flightrec.pub "+base+wire.RouteAttestationKey,
 		"sha256sum "+id+".intoto.json   # the attestation sha256 above",
 		"flightrec verify --attestation "+id+".intoto.json --key flightrec.pub "+id+".car")
 }
