@@ -20,7 +20,7 @@ import (
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
-	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/wire"
 )
 
 // attachFixture starts a Chromium with a DevTools port and the demo
@@ -162,7 +162,7 @@ func TestRecordAttachPlaywright(t *testing.T) {
 	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
 	p.start()
 	base := "http://" + p.addr
-	var receipts, hars playback.EventPage
+	var receipts, hars wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=har&limit=1000", &hars)
 	if len(receipts.Events) != len(run.Actions) {
@@ -349,7 +349,7 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
 	p.start()
 	base := "http://" + p.addr
-	var receipts, doms, snaps playback.EventPage
+	var receipts, doms, snaps wire.EventPage
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=dom&limit=10000", &doms)
 	getJSON(t, base+"/v1/recordings/"+res.ID+"/events?kind=snapshot&limit=1000", &snaps)
