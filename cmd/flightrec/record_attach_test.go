@@ -429,3 +429,25 @@ func BenchmarkRecordAttach(b *testing.B) {
 	b.ReportMetric(watched.Seconds()/float64(b.N), "watched_s/op")
 	b.ReportMetric(alone.Seconds()/float64(b.N), "alone_s/op")
 }
+
+// TestRecordAttachRefusals: --attach with a flow file, a made-up verdict
+// or an endpoint nobody listens on is refused with the error envelope and
+// what to do; none of them opens a recording.
+func TestRecordAttachRefusals(t *testing.T) {
+	data := t.TempDir()
+	dead := "http://" + freeAddr(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"record", "--attach", dead, "--data", data, "flow.yaml"}, exitUsage, "--attach takes no flow file"},
+		{[]string{"record", "--attach", dead, "--data", data, "--verdict", "great"}, exitUsage, `--verdict "great" is not a verdict`},
+		{[]string{"record", "--attach", dead, "--data", data}, exitFailure, "/json/version"},
+	} {
+		_, errOut, code := flightrecEnv(t, nil, time.Minute, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "next") || strings.Contains(errOut, "recording 0") {
+			t.Errorf("%v: exit %d, %q; want %d with %q", c.args[4:], code, errOut, c.code, c.want)
+		}
+	}
+}
