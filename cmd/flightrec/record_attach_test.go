@@ -25,15 +25,15 @@ import (
 
 // attachFixture starts a Chromium with a DevTools port and the demo
 // storefront with its gift-card bug on, for as long as the test runs.
-func attachFixture(t testing.TB) (endpoint, shop string) {
+func attachFixture(t testing.TB) (endpoint, shop string, browser *os.Process) {
 	t.Helper()
-	endpoint, _ = testenv.ChromiumCDP(t)
+	endpoint, browser = testenv.ChromiumCDP(t)
 	srv, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return endpoint, srv.URL()
+	return endpoint, srv.URL(), browser
 }
 
 // attachProc is one flightrec record --attach process.
@@ -138,7 +138,7 @@ func browserAlive(endpoint string) (pages int, ok bool) {
 // same first divergence as the reference recorder's failing run, with the
 // steps aligned; and the browser outlives the recorder.
 func TestRecordAttachPlaywright(t *testing.T) {
-	endpoint, shop := attachFixture(t)
+	endpoint, shop, _ := attachFixture(t)
 	bin, data := binary(t), t.TempDir()
 
 	rec := startAttach(t, bin, endpoint, data, "--flow", "checkout-with-gift-card-fails")
@@ -278,7 +278,7 @@ func TestRecordAttachPlaywright(t *testing.T) {
 // outcome are the same with the recorder attached and without, and the
 // browser (and the run in it) survives the recorder's SIGKILL.
 func TestRecordAttachDoesNotInterfere(t *testing.T) {
-	endpoint, shop := attachFixture(t)
+	endpoint, shop, _ := attachFixture(t)
 	bin := binary(t)
 
 	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
@@ -332,7 +332,7 @@ func runDriver(t *testing.T, bin, mode, endpoint, base string) []string {
 // keys included (each field's keystrokes are one fill), and the Pay step
 // failed with the 500; the typed secrets are in no byte written.
 func TestRecordAttachChromedpLate(t *testing.T) {
-	endpoint, shop := attachFixture(t)
+	endpoint, shop, _ := attachFixture(t)
 	bin, data, driver := binary(t), t.TempDir(), attachDriver(t)
 
 	runDriver(t, driver, "open", endpoint, shop)
@@ -410,7 +410,7 @@ func TestRecordAttachChromedpLate(t *testing.T) {
 // the events the recorder made per second of the watched run (events/s).
 // Reported, not asserted.
 func BenchmarkRecordAttach(b *testing.B) {
-	endpoint, shop := attachFixture(b)
+	endpoint, shop, _ := attachFixture(b)
 	bin := binary(b)
 	testenv.PlaywrightAttachCheckout(b, endpoint, shop) // warm the browser and the shop
 	var alone, watched time.Duration
@@ -449,5 +449,28 @@ func TestRecordAttachRefusals(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "next") || strings.Contains(errOut, "recording 0") {
 			t.Errorf("%v: exit %d, %q; want %d with %q", c.args[4:], code, errOut, c.code, c.want)
 		}
+	}
+}
+
+// TestRecordAttachUntilBrowserCloses: without a signal the recording ends
+// when the browser goes away, and is finished with what was recorded.
+func TestRecordAttachUntilBrowserCloses(t *testing.T) {
+	endpoint, shop, browser := attachFixture(t)
+	rec := startAttach(t, binary(t), endpoint, t.TempDir())
+	run, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
+	if err := browser.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rec.exited:
+	case <-time.After(2 * time.Minute): // a guard against a hang, not a timed assertion
+		t.Fatalf("record --attach still runs 2m after the browser went:\n%s", rec.stderr.String())
+	}
+	var res recorder.Result
+	if err := json.Unmarshal(rec.stdout.Bytes(), &res); err != nil || res.Root == "" {
+		t.Fatalf("record --attach after the browser went: %v: %s\n%s", err, rec.stdout.String(), rec.stderr.String())
+	}
+	if res.Verdict != "fail" || res.Steps != len(run.Actions) {
+		t.Errorf("result %+v for %d actions", res, len(run.Actions))
 	}
 }
