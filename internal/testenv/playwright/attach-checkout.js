@@ -16,10 +16,7 @@
 
 const { chromium } = require("playwright-core");
 
-const EMAIL = "buyer@acme.example";
-const PASSWORD = "correct-horse-battery-staple";
-const CARD = "4242 4242 4242 4242";
-const GIFT = "GIFT-2025";
+const { EMAIL, PASSWORD, CARD, GIFT } = require("./demo-shop");
 
 async function main() {
   const [cdp, base] = process.argv.slice(2);

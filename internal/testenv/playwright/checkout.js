@@ -20,10 +20,7 @@
 const crypto = require("crypto");
 const { chromium } = require("playwright-core");
 
-const EMAIL = "buyer@acme.example";
-const PASSWORD = "correct-horse-battery-staple";
-const CARD = "4242 4242 4242 4242";
-const GIFT = "GIFT-2025";
+const { EMAIL, PASSWORD, CARD, GIFT } = require("./demo-shop");
 
 async function main() {
   const [base, out] = process.argv.slice(2);
