@@ -257,7 +257,10 @@ func TestRecordAttachPlaywright(t *testing.T) {
 	if len(matched) != len(run.Actions)-1 || matched[1] {
 		t.Errorf("attached vs reference: %d of %d steps aligned (%v); pairs %+v", len(matched), len(run.Actions), matched, same.Pairs)
 	}
-	if fd := same.FirstDivergence; fd != nil && fd.Channel != "snapshot" {
+	// Nor may they differ beyond the snapshots, but for the reference's
+	// trailing waits and checks, which no observer sees (the attached run
+	// "ended early").
+	if fd := same.FirstDivergence; fd != nil && fd.Channel != "snapshot" && fd.StepB != 0 {
 		t.Errorf("attached vs reference diverge beyond the snapshots: %+v", fd)
 	}
 	p.stop()
