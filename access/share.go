@@ -64,7 +64,7 @@ var ShareKinds = []string{SharePlayer, ShareEvidence, ShareVideo}
 // the video alone. No list, no other recording, no write, no export.
 var shareRoutes = map[string][]string{
 	SharePlayer: {wire.RouteRecording, wire.RouteSteps, wire.RouteStep,
-		wire.RouteStepDOM, wire.RouteEvents, wire.RouteRedaction,
+		wire.RouteStepDOM, wire.RouteEvents, wire.RouteSnapshotPage, wire.RouteRedaction,
 		wire.RouteRecordingBlob, wire.RouteVideo, wire.RouteAt,
 		wire.RouteRecordingSearch, wire.RouteComments, wire.RouteEvidence},
 	ShareEvidence: {wire.RouteEvidence, wire.RouteRecordingBlob},

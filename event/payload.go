@@ -5,10 +5,21 @@ import (
 	"strings"
 )
 
+// PageRef names a page a step opened: the id its events carry, its URL
+// when it was seen, and the page that opened it ("" the first).
+type PageRef struct {
+	ID     string `json:"id"`
+	URL    string `json:"url,omitempty"`
+	Opener string `json:"opener,omitempty"`
+}
+
 // Target names what an action aimed at: an accessibility ref, role and name,
 // or a CSS selector.
 type Target struct {
-	Ref      string `json:"ref,omitempty"`
+	Ref string `json:"ref,omitempty"`
+	// Frame names the child frame the element is in (its title, or its
+	// origin), as the flow's target did; "" is the top document.
+	Frame    string `json:"frame,omitempty"`
 	Role     string `json:"role,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Selector string `json:"selector,omitempty"`
@@ -42,8 +53,12 @@ type RequestEffect struct {
 type Effects struct {
 	Navigation *Navigation `json:"navigation,omitempty"`
 	Popups     []string    `json:"popups,omitempty"`
-	Dialogs    []Dialog    `json:"dialogs,omitempty"`
-	Downloads  []string    `json:"downloads,omitempty"`
+	// Pages are the pages (popups, tabs) the step opened that the
+	// recording follows, with the ids their events carry (Popups keeps
+	// their URLs, for readers that know only it).
+	Pages     []PageRef `json:"pages,omitempty"`
+	Dialogs   []Dialog  `json:"dialogs,omitempty"`
+	Downloads []string  `json:"downloads,omitempty"`
 	// Files describes the downloads one by one (Downloads keeps their
 	// names, as a list of strings, for readers that know only it).
 	Files         []File          `json:"files,omitempty"`
@@ -88,7 +103,10 @@ const (
 
 // Receipt is the executor's account of one step.
 type Receipt struct {
-	Step           int        `json:"step"`
+	Step int `json:"step"`
+	// Page is the page the step acted on: "" the recording's first page,
+	// else the id a receipt's effects.pages gave it when it opened.
+	Page           string     `json:"page,omitempty"`
 	Action         Action     `json:"action"`
 	Resolved       *Target    `json:"resolved,omitempty"`
 	Outcome        string     `json:"outcome"`
@@ -136,6 +154,7 @@ type Snapshot struct {
 	Nonce     string `json:"nonce,omitempty"`
 	Text      string `json:"text"`
 	Truncated bool   `json:"truncated,omitempty"`
+	Page      string `json:"page,omitempty"` // "" the recording's first page
 }
 
 func (s *Snapshot) validate() *Error {
@@ -153,6 +172,9 @@ type DOM struct {
 	Type      *int            `json:"type"`
 	Data      json.RawMessage `json:"data"`
 	Timestamp int64           `json:"timestamp"`
+	// Page is the page the event is of ("" the recording's first page):
+	// each page's rrweb stream is a document history of its own.
+	Page string `json:"page,omitempty"`
 }
 
 func (d *DOM) validate() *Error {
@@ -240,6 +262,9 @@ type HAR struct {
 	// WebSocketMessages are a WebSocket's messages, in the order they
 	// went, on the entry of its handshake (Chrome's HAR extension).
 	WebSocketMessages []WebSocketMessage `json:"_webSocketMessages,omitempty"`
+	// PageRef is HAR's own member: the page the request was made by ("" or
+	// absent: the recording's first page).
+	PageRef string `json:"pageref,omitempty"`
 }
 
 // WebSocketMessage is one message of a WebSocket connection: Type is
@@ -289,6 +314,7 @@ type Console struct {
 	Column      int          `json:"column,omitempty"`
 	Stack       []StackFrame `json:"stack,omitempty"`
 	MappedStack []StackFrame `json:"mapped_stack,omitempty"`
+	Page        string       `json:"page,omitempty"` // "" the recording's first page
 }
 
 func (c *Console) validate() *Error {
@@ -322,6 +348,7 @@ type Frame struct {
 	Height   int    `json:"height"`
 	Masks    []Rect `json:"masks,omitempty"`
 	Cursor   *Point `json:"cursor,omitempty"`
+	Page     string `json:"page,omitempty"` // "" the recording's first page
 }
 
 func (f *Frame) validate() *Error {

@@ -2,6 +2,7 @@ package event
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -29,6 +30,16 @@ func Summarize(d *Decoded) Summary {
 		s.Action = p.Action.Verb
 		if t := p.Action.Target; t != nil {
 			s.Text = describeTarget(t)
+		}
+		// A timeline names the page a step acted on when it is not the
+		// first (a popup's id), and where a switch went.
+		switch {
+		case p.Action.Verb == "switch" && p.Page == "":
+			s.Text = "to the first page"
+		case p.Action.Verb == "switch":
+			s.Text = "to page " + p.Page
+		case p.Page != "":
+			s.Text = strings.TrimSpace(s.Text + " (page " + p.Page + ")")
 		}
 		s.Outcome = p.Outcome
 		if p.Error != nil {
@@ -58,6 +69,11 @@ func Summarize(d *Decoded) Summary {
 }
 
 func describeTarget(t *Target) string {
+	if t.Frame != "" {
+		f := *t
+		f.Frame = ""
+		return fmt.Sprintf("frame %q %s", t.Frame, describeTarget(&f))
+	}
 	switch {
 	case t.Role != "" && t.Name != "":
 		return fmt.Sprintf("%s %q", t.Role, t.Name)

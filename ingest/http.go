@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,15 @@ func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, err)
 		return
 	}
+	if s.cl != nil {
+		// The body is read: a proxied finish carries it again, decoded.
+		raw, _ := json.Marshal(req)
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+		r.Header.Del("Content-Encoding")
+	}
+	if s.elsewhere(w, r, chi.URLParam(r, "id"), req.Verdict) {
+		return
+	}
 	rep, err := s.Finish(r.Context(), chi.URLParam(r, "id"), req)
 	if err != nil {
 		s.edge.Fail(w, r, err)
@@ -62,6 +72,9 @@ func (s *Service) handleFinish(w http.ResponseWriter, r *http.Request) {
 // handleAbort seals an open recording with the verdict aborted. It takes
 // no body.
 func (s *Service) handleAbort(w http.ResponseWriter, r *http.Request) {
+	if s.elsewhere(w, r, chi.URLParam(r, "id"), "aborted") {
+		return
+	}
 	rep, err := s.Abort(r.Context(), chi.URLParam(r, "id"))
 	if err != nil {
 		s.edge.Fail(w, r, err)
@@ -73,6 +86,9 @@ func (s *Service) handleAbort(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := chi.URLParam(r, "id")
+	if s.elsewhere(w, r, id, "") {
+		return
+	}
 	if _, err := s.lookup(id); err != nil { // before reading a body we would refuse
 		s.edge.Fail(w, r, err)
 		return
@@ -98,7 +114,28 @@ func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.Batches.Inc()
 	s.m.AckLat.Observe(time.Since(start).Seconds())
+	if s.cl != nil {
+		// Which node acknowledged (the owner, also through a proxy).
+		w.Header().Set(NodeHeader, s.cl.cfg.Node)
+	}
 	httpx.JSON(w, http.StatusOK, rep)
+}
+
+// elsewhere answers, in cluster mode, a write to a recording this node
+// does not have open: proxied to its owner, refused, or (false) taken
+// over and now open here. On a single node it is always false.
+func (s *Service) elsewhere(w http.ResponseWriter, r *http.Request, id, finish string) bool {
+	if s.cl == nil {
+		return false
+	}
+	s.mu.Lock()
+	_, open := s.open[id]
+	_, sealed := s.sealed[id]
+	s.mu.Unlock()
+	if open || sealed {
+		return false
+	}
+	return s.claim(w, r, id, finish)
 }
 
 func (s *Service) decodeJSONBody(r *http.Request, max int64, v any) error {

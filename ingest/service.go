@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/lease"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -59,6 +61,8 @@ type Service struct {
 	closeOnce sync.Once
 	// damaged holds the recordings recovery found damaged (damage.go).
 	damaged map[string]Damage
+	// cl is cluster mode's state (cluster.go); nil on a single node.
+	cl *cluster
 }
 
 type sealedRec struct{ root, verdict string }
@@ -84,6 +88,9 @@ type recording struct {
 	// lastWrite is when the recording was last written (unix ns): its
 	// open, or its last append; at recovery, its files' modification time.
 	lastWrite atomic.Int64
+	// lease is this node's ownership of the recording in cluster mode
+	// (zero on a single node).
+	lease lease.Lease
 }
 
 // Deps are what a Service works with; the caller builds them.
@@ -103,6 +110,9 @@ type Deps struct {
 	// one per deployment, in shared mode; nil for the data directory's
 	// own (DATA/keys/redact-pseudonym.key, made on first use).
 	PseudonymKey []byte
+	// Cluster, when set, is cluster mode (cluster.go): ownership by
+	// lease, acknowledgements in the shared object store.
+	Cluster *Cluster
 }
 
 // New returns a Service over d.Store. It recovers every recording there:
@@ -126,9 +136,16 @@ func New(cfg Config, d Deps) (*Service, error) {
 		return float64(len(s.open))
 	}, func() float64 { return float64(proj.Lag()) }, func() float64 { return float64(proj.FailedWrites()) })
 	registerDamageMetric(reg, s)
+	if d.Cluster != nil {
+		s.cl = newCluster(*d.Cluster, s.now, s.edge)
+	}
 	if err := s.recover(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.cl != nil {
+		s.cl.done.Add(1)
+		go s.renewLoop()
 	}
 	if cfg.OpenIdleTimeout > 0 {
 		s.idle.Add(1)
@@ -173,6 +190,12 @@ func (s *Service) recoverOne(id string) error {
 		s.proj.Put(store.RecordingRow{RecordingMeta: m.Recording, State: store.StateFinished, Root: root})
 		s.proj.Notify(id, m.LastSeq)
 		return nil
+	}
+	if s.cl != nil {
+		// In cluster mode an open recording is its objects: a local copy
+		// is stale (another node may own it now). Whichever node is asked
+		// for it next takes it over from the objects.
+		return os.RemoveAll(s.st.Layout().Recording(id))
 	}
 	// Before the log is opened, which may cut a torn tail and so change
 	// its files' times.
@@ -258,24 +281,42 @@ func (s *Service) rebuildRedactor(id string) (*redact.Redactor, tsRange, error) 
 
 // Close closes every open log. Recordings stay open on disk.
 func (s *Service) Close() {
-	s.closeOnce.Do(func() { close(s.stopIdle) })
+	s.closeOnce.Do(func() {
+		close(s.stopIdle)
+		if s.cl != nil {
+			close(s.cl.stop)
+		}
+	})
 	s.idle.Wait() // no abort runs from here on
+	if s.cl != nil {
+		s.cl.done.Wait()
+	}
 	// A recording's lock is taken without s.mu held: finishing one takes
 	// s.mu under the recording's lock.
-	s.mu.Lock()
-	open := make([]*recording, 0, len(s.open))
-	for _, r := range s.open {
-		open = append(open, r)
-	}
-	s.mu.Unlock()
+	open := s.openRecordings()
 	for _, r := range open {
 		r.mu.Lock()
 		if !r.closed {
 			r.log.Close()
 			r.closed = true
+			if s.cl != nil {
+				s.releaseOnClose(r)
+			}
 		}
 		r.mu.Unlock()
 	}
+}
+
+// openRecordings is a snapshot of the open recordings, to visit each
+// under its own lock without s.mu held.
+func (s *Service) openRecordings() []*recording {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := make([]*recording, 0, len(s.open))
+	for _, r := range s.open {
+		open = append(open, r)
+	}
+	return open
 }
 
 // validateOpen checks an open request before anything is made of it.
@@ -367,7 +408,8 @@ func (s *Service) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenRepl
 	if err := s.st.SavePlan(meta.ID, planJSON); err != nil {
 		return wire.OpenReply{}, storageError(err)
 	}
-	if err := s.st.AppendKnownHashes(meta.ID, red.TakeKnownHashes()); err != nil {
+	hashes := red.TakeKnownHashes()
+	if err := s.st.AppendKnownHashes(meta.ID, hashes); err != nil {
 		return wire.OpenReply{}, storageError(err)
 	}
 	lg, err := s.st.OpenLog(meta.ID)
@@ -376,6 +418,12 @@ func (s *Service) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenRepl
 	}
 	r := &recording{meta: meta, red: red, log: lg, next: 1}
 	r.lastWrite.Store(now.UnixNano())
+	if s.cl != nil {
+		if err := s.clusterOpened(ctx, r, planJSON, hashes); err != nil {
+			lg.Close()
+			return wire.OpenReply{}, err
+		}
+	}
 	s.mu.Lock()
 	s.open[meta.ID] = r
 	s.mu.Unlock()
@@ -509,7 +557,7 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 			"the recording would exceed %d stored bytes", max)
 	}
 	before := r.log.Size()
-	if err := s.commit(r, fresh, recs, blobs, blobOf); err != nil {
+	if err := s.commit(ctx, r, fresh, recs, blobs, blobOf); err != nil {
 		return wire.AppendReply{}, err
 	}
 	r.redStale, stored = false, true
@@ -529,14 +577,15 @@ func (s *Service) Append(ctx context.Context, id string, batch []*event.Decoded)
 // commit stores the blobs of records about to be appended, completes the
 // records with their CIDs and appends them to r's log with one fsync.
 // Nothing is acknowledged on failure; a failed append reopens the log.
-func (s *Service) commit(r *recording, batch []*event.Decoded, recs []store.Record, blobs [][]byte, blobOf []int) error {
+func (s *Service) commit(ctx context.Context, r *recording, batch []*event.Decoded, recs []store.Record, blobs [][]byte, blobOf []int) error {
 	// From storing the blobs until the log record naming them is durable,
 	// a garbage collection must not begin: its mark would miss them.
 	defer s.st.Blobs.Hold()()
 	// The values this batch taught, as keyed hashes, before the records
 	// that are redacted with them: a restart after the acknowledgement
 	// still masks them.
-	if err := s.st.AppendKnownHashes(r.meta.ID, r.red.TakeKnownHashes()); err != nil {
+	hashes := r.red.TakeKnownHashes()
+	if err := s.st.AppendKnownHashes(r.meta.ID, hashes); err != nil {
 		return storageError(err)
 	}
 	if len(blobs) > 0 {
@@ -545,6 +594,18 @@ func (s *Service) commit(r *recording, batch []*event.Decoded, recs []store.Reco
 			return storageError(err)
 		}
 		attachCIDs(recs, batch, blobOf, cids)
+	}
+	// Large bodies, DOM trees and snapshot texts go to blobs of their
+	// own, stored once however many runs repeat them.
+	if err := s.st.Outline(recs); err != nil {
+		return storageError(err)
+	}
+	if s.cl != nil {
+		// Cluster mode: the batch is acknowledged by its object, before
+		// the local log (this node's copy, which a takeover rebuilds).
+		if err := s.putBatch(ctx, r, recs, hashes); err != nil {
+			return err
+		}
 	}
 	if _, err := r.log.Append(recs); err != nil {
 		s.log.Error("log append failed", "recording", r.meta.ID, "err", err)
@@ -842,6 +903,11 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 			r.closed = true
 		}
 		return wire.FinishReply{}, storageError(err)
+	}
+	if s.cl != nil {
+		if err := s.clusterSealed(ctx, r, root, verdict); err != nil {
+			return wire.FinishReply{}, err
+		}
 	}
 	r.closed = true
 	s.mu.Lock()

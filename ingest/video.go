@@ -349,7 +349,7 @@ func (s *Service) finishVideo(ctx context.Context, r *recording) error {
 	}
 	rec := store.Record{Seq: d.Seq, TS: d.TS, Step: d.Step, Kind: event.KindVideo}
 	blobs := s.videoRecord(&rec, out)
-	if err := s.commit(r, nil, []store.Record{rec}, blobs, slices.Repeat([]int{-1}, len(blobs))); err != nil {
+	if err := s.commit(ctx, r, nil, []store.Record{rec}, blobs, slices.Repeat([]int{-1}, len(blobs))); err != nil {
 		r.video = saved
 		return err
 	}

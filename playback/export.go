@@ -84,6 +84,11 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("har event %d: %w", e.Seq, err)
 		}
 		ref := fmt.Sprintf("step_%d", e.Step)
+		// The export's pages are steps; the browser page a popup's entry
+		// was made by (its stored pageref) stays, as _page.
+		if p, ok := m["pageref"].(string); ok && p != "" {
+			m["_page"] = p
+		}
 		m["pageref"] = ref
 		if !seen[e.Step] {
 			seen[e.Step] = true
@@ -126,13 +131,22 @@ func (s *Service) handleHAR(w http.ResponseWriter, r *http.Request) {
 	httpx.JSON(w, http.StatusOK, doc)
 }
 
-// handleRRWeb serves GET /v1/recordings/{id}/rrweb: the recording's DOM
-// events as the array rrweb's replayer takes, unchanged in shape.
+// handleRRWeb serves GET /v1/recordings/{id}/rrweb[?page=ID]: the DOM
+// events of one page (default the first; a popup's id from its opener's
+// receipt) as the array rrweb's replayer takes, unchanged in shape. Each
+// page's events are a replay of their own: mixed, a popup's full snapshot
+// would replace the first page's document mid-replay.
 func (s *Service) handleRRWeb(w http.ResponseWriter, r *http.Request) {
 	row := recordingOf(r)
+	want := r.URL.Query().Get("page")
 	out := []json.RawMessage{}
 	err := s.eachEvent(r.Context(), row.ID, event.KindDOM, func(e event.Envelope) error {
-		out = append(out, e.Data)
+		var p struct {
+			Page string `json:"page"`
+		}
+		if json.Unmarshal(e.Data, &p) == nil && p.Page == want {
+			out = append(out, e.Data)
+		}
 		return nil
 	})
 	if err != nil {

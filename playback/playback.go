@@ -125,6 +125,7 @@ func (s *Service) Routes(r chi.Router) {
 	rec.Get(wire.RouteStep, s.handleStep)
 	rec.Get(wire.RouteStepDOM, s.handleDOM)
 	rec.Get(wire.RouteEvents, s.handleEvents)
+	rec.Get(wire.RouteSnapshotPage, s.handleSnapshotPage)
 	rec.Get(wire.RouteRedaction, s.handleRedaction)
 	rec.Get(wire.RouteHAR, s.handleHAR)
 	rec.Get(wire.RouteRRWeb, s.handleRRWeb)

@@ -344,3 +344,27 @@ func TestTextURLEncodedSecrets(t *testing.T) {
 		assertFindingsClean(t, res.Findings, c.secret)
 	}
 }
+
+// TestTextDownloadNames: a download's name is receipt text like any
+// other: a secret in it (a token, here) is erased from effects.files and
+// effects.downloads alike, the description (size, type, hash) kept.
+func TestTextDownloadNames(t *testing.T) {
+	r := redactorOf(t)
+	name := "statement-" + tGHP + ".pdf"
+	data := `{"step":4,"action":{"verb":"click","target":{"role":"link","name":"Download statement"}},"outcome":"done",
+		"effects":{"downloads":[` + jsonStr(name) + `],"files":[{"name":` + jsonStr(name) + `,"size":812,
+		"mime":"application/pdf","sha256":"` + strings.Repeat("ab", 32) + `","state":"completed"}]}}`
+	res, err := r.Redact(evOf(t, event.KindReceipt, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Data == nil {
+		t.Fatal("the receipt came out unchanged: the token in the file name was not seen")
+	}
+	assertNoSecret(t, res.Data, tGHP)
+	rc := evOf(t, event.KindReceipt, string(res.Data)).Payload.(*event.Receipt)
+	if f := rc.Effects.Files[0]; f.Size != 812 || f.MIME != "application/pdf" || f.SHA256 != strings.Repeat("ab", 32) ||
+		!strings.HasPrefix(f.Name, "statement-") || !strings.HasPrefix(rc.Effects.Downloads[0], "statement-") {
+		t.Errorf("the redacted receipt lost the download's description: %s", res.Data)
+	}
+}

@@ -112,6 +112,9 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 	var (
 		batch     [][]byte
 		batchSize int
+		// outlined are the outlined parts the segments name; a bundle
+		// carries its segments before its other blobs.
+		outlined = map[string]bool{}
 	)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -128,6 +131,13 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 		Block: func(c cid.Cid, segment bool, data []byte) error {
 			if segment {
 				_, err := s.putSegment(data)
+				noteOutlined(data, outlined)
+				return err
+			}
+			if outlined[c.String()] {
+				// Kept compressed, as Outline stored it where it was
+				// recorded.
+				_, _, err := s.Blobs.PutSeekable(data, nil)
 				return err
 			}
 			if len(data) > blobs.PackMaxBlob {
@@ -200,7 +210,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 		if manifest == nil {
 			return nil
 		}
-		_, _, err := s.Blobs.Put(manifest)
+		_, err := s.putManifest(manifest)
 		return err
 	}
 	parent := s.Layout().Recordings()
@@ -229,7 +239,7 @@ func (s *Store) install(meta RecordingMeta, root string, manifest []byte) (err e
 		return err
 	}
 	if manifest != nil { // nil: the shared blob store holds it (fetch)
-		if _, _, err := s.Blobs.Put(manifest); err != nil {
+		if _, err := s.putManifest(manifest); err != nil {
 			return err
 		}
 	}
@@ -263,4 +273,20 @@ func (s *Store) IndexRecording(ctx context.Context, idx Index, id string) error 
 		return fmt.Errorf("index %s: %w", id, err)
 	}
 	return nil
+}
+
+// noteOutlined adds the outlined parts the records of segment data name
+// to set; it stops at the first record it cannot read (verification
+// reports it).
+func noteOutlined(data []byte, set map[string]bool) {
+	sr := log.NewSegmentReader(bytes.NewReader(data))
+	for {
+		rec, _, err := sr.Next()
+		if err != nil {
+			return
+		}
+		if rec.Outlined != nil {
+			set[rec.Outlined.CID] = true
+		}
+	}
 }

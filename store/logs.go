@@ -26,5 +26,11 @@ var (
 	ErrDamaged = log.ErrDamaged
 )
 
-// ScanLog calls fn for every record of the log in dir (log.ScanLog).
+// ScanLog calls fn for every record of the log in dir (log.ScanLog), as
+// stored: an outlined part of a record's data is named (Record.Outlined),
+// not read back; Store.Scan reads it back.
 func ScanLog(dir string, fn func(Record, Locator) error) error { return log.ScanLog(dir, fn) }
+
+// DecodeRecord decodes a record from its binary encoding
+// (Record.AppendBinary; log.DecodeRecord).
+func DecodeRecord(p []byte) (Record, error) { return log.DecodeRecord(p) }

@@ -464,7 +464,7 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rc, _, err := s.Blobs.Put(mb)
+	rc, err := s.putManifest(mb)
 	if err != nil {
 		return "", err
 	}
@@ -487,6 +487,17 @@ func (s *Store) putSegment(data []byte) (cid.Cid, error) {
 		return c, err
 	}
 	c, _, err := s.Blobs.PutSeekable(data, log.RecordEnds(data))
+	return c, err
+}
+
+// putManifest stores a manifest blob, kept compressed as sealed segments
+// are (its JSON shrinks about 4×): the root names the uncompressed bytes.
+func (s *Store) putManifest(mb []byte) (cid.Cid, error) {
+	if s.plainSegments {
+		c, _, err := s.Blobs.Put(mb)
+		return c, err
+	}
+	c, _, err := s.Blobs.PutSeekable(mb, nil)
 	return c, err
 }
 
@@ -563,8 +574,11 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 		// (reads of an unlinked file still work, but be safe) — reopen once.
 		r.forget(id, loc.Segment)
 		if f, err2 := r.segment(id, loc.Segment); err2 == nil {
-			return log.ReadRecordAt(f, loc)
+			rec, err = log.ReadRecordAt(f, loc)
 		}
+	}
+	if err == nil {
+		err = r.s.inline(&rec)
 	}
 	return rec, err
 }
@@ -627,7 +641,8 @@ func (r *Reader) Close() error {
 // order, starting at pos (a position an earlier Scan returned, or the zero
 // Pos), reading the log while open and the segment blobs once finished. It
 // returns the position after the last record read, so a projector that
-// follows a growing log never reads a record twice.
+// follows a growing log never reads a record twice. Every record's data is
+// whole (its outlined part read back: Outline).
 func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) error) (Pos, error) {
 	segs, err := segmentFiles(s.logDir(id))
 	if err != nil {
@@ -657,12 +672,13 @@ func (s *Store) Scan(id string, pos Pos, after uint64, fn func(Record, Locator) 
 	if pos.Segment == 0 {
 		pos.Segment = 1
 	}
+	whole := s.inlined(fn)
 	for ; pos.Segment <= n; pos = (Pos{Segment: pos.Segment + 1}) {
 		f, err := s.segmentSource(id, pos.Segment)
 		if err != nil {
 			return pos, err
 		}
-		next, err := log.ScanSegment(f, pos, after, fn)
+		next, err := log.ScanSegment(f, pos, after, whole)
 		f.Close()
 		if err != nil {
 			return next, err

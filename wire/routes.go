@@ -23,6 +23,7 @@ const (
 	RouteSteps           = RouteRecording + "/steps"
 	RouteStep            = RouteSteps + "/{n}"
 	RouteStepDOM         = RouteStep + "/dom"
+	RouteSnapshotPage    = RouteRecording + "/snapshots/{seq}" // a paged snapshot's next page
 	RouteRedaction       = RouteRecording + "/redaction"
 	RouteHAR             = RouteRecording + "/har"
 	RouteRRWeb           = RouteRecording + "/rrweb"

@@ -16,7 +16,7 @@ import (
 )
 
 // flightrec runs the binary and returns stdout, stderr and the exit code.
-func flightrec(t *testing.T, args ...string) (string, string, int) {
+func flightrec(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	return flightrecEnv(t, nil, 10*time.Minute, args...)
 }

@@ -18,7 +18,7 @@ import (
 
 // startStorefront runs flightrec demo storefront with args and returns its
 // base URL; the process is interrupted on cleanup.
-func startStorefront(t *testing.T, args ...string) string {
+func startStorefront(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"demo", "storefront", "--json", "--addr", freeAddr(t)}, args...)...)
 	stdout, err := cmd.StdoutPipe()

@@ -44,14 +44,14 @@ func TestDemoRecordsBothFlows(t *testing.T) {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-passes\): pass, 16 steps`),
-		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-with-gift-card-fails\): fail, 17 steps`),
-		regexp.MustCompile(`step 14 failed: APP_ERROR: POST http://127\.0\.0\.1:\d+/api/checkout answered 500`),
+		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-passes\): pass, 20 steps`),
+		regexp.MustCompile(`recording [0-9a-z]{26} \(checkout-with-gift-card-fails\): fail, 18 steps`),
+		regexp.MustCompile(`step 15 failed: APP_ERROR: POST http://127\.0\.0\.1:\d+/api/checkout answered 500`),
 		regexp.MustCompile(`http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps`),
 		regexp.MustCompile(`compare: http://127\.0\.0\.1:\d+/compare\?a=[0-9a-z]{26}&b=[0-9a-z]{26} \(API: http://127\.0\.0\.1:\d+/v1/diff\?a=`),
 		regexp.MustCompile(`player: http://127\.0\.0\.1:\d+/r/[0-9a-z]{26}\n`),
-		regexp.MustCompile(`page before the failed step: http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps/14/dom\?at=before`),
-		regexp.MustCompile(`runs diverge at step 12 of a, step 14 of b \(click button "Pay"\): POST /api/checkout 200 → 500 GIFT_CARD_STATE`),
+		regexp.MustCompile(`page before the failed step: http://127\.0\.0\.1:\d+/v1/recordings/[0-9a-z]{26}/steps/15/dom\?at=before`),
+		regexp.MustCompile(`runs diverge at step 16 of a, step 15 of b \(click button "Pay"\): POST /api/checkout 200 → 500 GIFT_CARD_STATE`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("demo output lacks %s:\n%s", want, out)

@@ -101,8 +101,8 @@ func TestDiffDemoRuns(t *testing.T) {
 	if !strings.Contains(fd.Explanation, "Pay") || !strings.Contains(fd.Explanation, "500") || !strings.Contains(fd.Explanation, "GIFT_CARD_STATE") {
 		t.Errorf("pass vs fail: first divergence %+v, want the Pay step with 500 GIFT_CARD_STATE", fd)
 	}
-	if fd.StepA != 12 || fd.StepB != 14 {
-		t.Errorf("pass vs fail: diverge at steps %d/%d, want 12 (Pay in the passing flow) / 14 (Pay in the failing one)", fd.StepA, fd.StepB)
+	if fd.StepA != 16 || fd.StepB != 15 {
+		t.Errorf("pass vs fail: diverge at steps %d/%d, want 16 (Pay in the passing flow) / 15 (Pay in the failing one)", fd.StepA, fd.StepB)
 	}
 	out, code := diffCLI(t, srv.Base, pass1, fails[0])
 	if code != exitFound || !strings.Contains(out, "GIFT_CARD_STATE") {
@@ -136,8 +136,8 @@ func TestDiffDemoRuns(t *testing.T) {
 			matched++
 		}
 	}
-	if rep.FirstDivergence != nil || inserted != 2 || matched != 16 {
-		t.Errorf("pass vs retry: divergence %+v, %d inserted, %d matched; want none, 2, 16", rep.FirstDivergence, inserted, matched)
+	if rep.FirstDivergence != nil || inserted != 2 || matched != 20 {
+		t.Errorf("pass vs retry: divergence %+v, %d inserted, %d matched; want none, 2, 20", rep.FirstDivergence, inserted, matched)
 	}
 
 	// Three failing runs and one passing: reproduced 3 of 4.

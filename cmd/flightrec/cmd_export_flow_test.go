@@ -15,7 +15,7 @@ import (
 
 // recordFlow runs flightrec record on a flow file into data and returns
 // the recording's id.
-func recordFlow(t *testing.T, env []string, flowFile, base, data string, extra ...string) string {
+func recordFlow(t testing.TB, env []string, flowFile, base, data string, extra ...string) string {
 	t.Helper()
 	out, errOut, code := flightrecEnv(t, env, 5*time.Minute, append([]string{"record", flowFile, "--base", base, "--data", data, "--json"}, extra...)...)
 	if code != exitOK {
@@ -33,7 +33,7 @@ func recordFlow(t *testing.T, env []string, flowFile, base, data string, extra .
 
 // shippedFlow writes the demo storefront's flow name into dir and
 // returns its path.
-func shippedFlow(t *testing.T, name, dir string) string {
+func shippedFlow(t testing.TB, name, dir string) string {
 	t.Helper()
 	file, src, err := demoapp.FlowFile(name)
 	if err != nil {
@@ -113,7 +113,7 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 			t.Errorf("the spec's header lacks %q:\n%s", want, sh)
 		}
 	}
-	for _, want := range []string{`value: "{{card_number}}"`, `textbox "Password"`, `# recording ` + orig + ` step 14: click button "Pay"`} {
+	for _, want := range []string{`value: "{{card_number}}"`, `textbox "Password"`, `# recording ` + orig + ` step 15: click button "Pay"`} {
 		if !bytes.Contains(flowBytes, []byte(want)) {
 			t.Errorf("the flow lacks %q", want)
 		}
@@ -149,7 +149,7 @@ func TestExportFlowAndPlaywright(t *testing.T) {
 	// The spec: fails at Pay with the 500 against the bug, passes on the fix.
 	env := []string{"CARD_NUMBER=" + demoapp.Card, "PASSWORD=" + demoapp.Password, "GIFT_CARD_CODE=" + demoapp.GiftCode}
 	res := testenv.RunPlaywrightTest(t, spec, append(env, "BASE_URL="+buggy)...)
-	if res.Status != "failed" || res.FailedStep != `step 14: click button "Pay"` || !strings.Contains(res.Error, "500") ||
+	if res.Status != "failed" || res.FailedStep != `step 15: click button "Pay"` || !strings.Contains(res.Error, "500") ||
 		!strings.Contains(res.Error, "GIFT_CARD_STATE") {
 		t.Errorf("the spec against the bug: %s at step %q: %s\n%s", res.Status, res.FailedStep, res.Error, res.Output)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // flightrecEnv runs the binary with extra environment and a deadline.
-func flightrecEnv(t *testing.T, env []string, timeout time.Duration, args ...string) (string, string, int) {
+func flightrecEnv(t testing.TB, env []string, timeout time.Duration, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -52,7 +52,7 @@ func binary(t testing.TB) string {
 	return binPath
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,7 +64,7 @@ func freeAddr(t *testing.T) string {
 
 // serverProc is a flightrec serve subprocess.
 type serverProc struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	addr string
 	data string

@@ -193,6 +193,12 @@ func serveFlags(fs *flag.FlagSet, c *app.Config) {
 		"with --blobs (shared mode): the deployment's pseudonym key file, the same on every node (flightrec keys generate DIR)")
 	envFlag(fs, &c.PublicURL, "public-url", "",
 		"base URL of the links the server hands out, e.g. https://flightrec.example.com (default: the request's host)")
+	envFlag(fs, &c.Cluster.Node, "cluster-node", "",
+		"cluster mode: this node's name; open recordings are owned by lease and acknowledged in the --blobs store (needs --blobs and --advertise)")
+	envFlag(fs, &c.Cluster.Advertise, "advertise", "",
+		"cluster mode: the base URL other nodes reach this one at (appends to recordings it owns are proxied there)")
+	envFlag(fs, &c.Cluster.LeaseTTL, "lease-ttl", 10*time.Second,
+		"cluster mode: how long a node's ownership of an open recording lasts unless renewed (renewed every third of it)")
 }
 
 // ingestFlags adds ingest's limits, each with its FLIGHTREC_… fallback.

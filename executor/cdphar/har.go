@@ -33,6 +33,7 @@ type Entry struct {
 	ResourceType    string     `json:"_resourceType,omitempty"`
 	// WebSocketMessages are a WebSocket's messages (websocket.go).
 	WebSocketMessages []event.WebSocketMessage `json:"_webSocketMessages,omitempty"`
+	PageRef           string                   `json:"pageref,omitempty"` // Options.PageRef
 }
 
 // Request is a HAR request.

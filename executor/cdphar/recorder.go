@@ -39,6 +39,9 @@ type Options struct {
 	// StepOf, when set, is asked for the current step when a request
 	// starts; Take reports it with the request's entry.
 	StepOf func() int
+	// PageRef, when set, is every entry's pageref: the page (of several
+	// a recording follows) whose requests this recorder sees.
+	PageRef string
 }
 
 // Recorder collects HAR entries from one chromedp target. Start it before
@@ -445,6 +448,7 @@ func (r *Recorder) build(wait bool, pick func(*hop) bool, fn func(h *hop, e *Ent
 			continue
 		}
 		e := build(h, extras[h])
+		e.PageRef = r.opts.PageRef
 		b, err := json.Marshal(e)
 		if err != nil {
 			continue // cannot happen: only strings, numbers and bools
@@ -524,6 +528,7 @@ func (r *Recorder) Take(all bool) []Taken {
 		}
 		s.taken = true
 		e := socketEntry(s)
+		e.PageRef = r.opts.PageRef
 		if b, err := json.Marshal(e); err == nil {
 			out = append(out, Taken{Step: s.step, Entry: b, Method: "GET", URL: s.url, Status: s.status,
 				Type: "WebSocket", Started: s.wall})

@@ -45,10 +45,25 @@ const (
 	Check  Verb = "check"
 	Wait   Verb = "wait"
 	Expect Verb = "expect"
+	// Switch moves the run to another page: the popup a step opened, or
+	// back to the first one.
+	Switch Verb = "switch"
+	// Snapshot asks for a snapshot view beyond the ones every step gets.
+	Snapshot Verb = "snapshot"
 )
 
 // Verbs lists every verb.
-var Verbs = []Verb{Goto, Click, Fill, Press, Select, Check, Wait, Expect}
+var Verbs = []Verb{Goto, Click, Fill, Press, Select, Check, Wait, Expect, Switch, Snapshot}
+
+// The pages a switch step names.
+const (
+	PageMain  = "main"  // the run's first page
+	PagePopup = "popup" // the newest page the run opened that is still open
+)
+
+// SnapshotFull is the view a snapshot step asks for: the whole
+// accessibility tree, every node with a ref where it has a DOM node.
+const SnapshotFull = "full"
 
 // DefaultViewport is the viewport of a flow that names none.
 var DefaultViewport = Viewport{Width: 1280, Height: 800}
@@ -84,6 +99,8 @@ type Viewport struct {
 //	check   Target (a checkbox, radio or switch to check)
 //	wait    Wait
 //	expect  Expect
+//	switch  Page (main or popup)
+//	snapshot View (full)
 type Step struct {
 	Line    int // 1-based line of the step in the file
 	Verb    Verb
@@ -93,27 +110,39 @@ type Step struct {
 	Key     string
 	Wait    *WaitFor
 	Expect  *Expectation
+	Page    string        // switch: PageMain or PagePopup
+	View    string        // snapshot: SnapshotFull
 	Timeout time.Duration // 0: the recorder's default
 }
 
 // Target picks one element: by ARIA role and accessible name, or by CSS.
+// Frame, when set, looks inside a child frame (cross-origin ones too)
+// rather than the top document: the frame whose element's title, or whose
+// origin (scheme://host:port), is Frame. Refs exist only at run time, so
+// a flow names a frame's element this way.
 type Target struct {
-	Role string `json:"role,omitempty"`
-	Name string `json:"name,omitempty"` // the accessible name; "" matches any
-	CSS  string `json:"css,omitempty"`
+	Frame string `json:"frame,omitempty"`
+	Role  string `json:"role,omitempty"`
+	Name  string `json:"name,omitempty"` // the accessible name; "" matches any
+	CSS   string `json:"css,omitempty"`
 }
 
-// String spells the target the way flow files write it: button "Pay", or
-// css "#gift-code".
+// String spells the target the way flow files write it: button "Pay",
+// css "#gift-code", or frame "Payment card" textbox "Card number".
 func (t Target) String() string {
+	var el string
 	switch {
 	case t.CSS != "":
-		return "css " + strconv.Quote(t.CSS)
+		el = "css " + strconv.Quote(t.CSS)
 	case t.Name != "":
-		return t.Role + " " + strconv.Quote(t.Name)
+		el = t.Role + " " + strconv.Quote(t.Name)
 	default:
-		return t.Role
+		el = t.Role
 	}
+	if t.Frame != "" {
+		return "frame " + strconv.Quote(t.Frame) + " " + el
+	}
+	return el
 }
 
 // WaitFor is what a wait step waits for: exactly one is set.
@@ -510,6 +539,20 @@ func (p *parser) step(n *yaml.Node) (Step, bool) {
 		s.Wait = p.wait(v)
 	case Expect:
 		s.Expect = p.expect(v)
+	case Switch:
+		if pg, ok := p.nonEmpty(v, "switch"); ok {
+			if pg != PageMain && pg != PagePopup {
+				p.errf(v, "switch to what? want main (the first page) or popup (the newest page the run opened)")
+			}
+			s.Page = pg
+		}
+	case Snapshot:
+		if view, ok := p.nonEmpty(v, "snapshot"); ok {
+			if view != SnapshotFull {
+				p.errf(v, "snapshot: want full (interactive and content come with every step)")
+			}
+			s.View = view
+		}
 	}
 	if timeout != nil {
 		if t, ok := p.nonEmpty(timeout.v, "timeout"); ok {
@@ -541,12 +584,13 @@ func init() {
 	}
 }
 
-var shorthand = regexp.MustCompile(`^([a-z]+)\s+("(?:[^"\\]|\\.)*")\s*$`)
+var shorthand = regexp.MustCompile(`^(?:frame\s+("(?:[^"\\]|\\.)*")\s+)?([a-z]+)\s+("(?:[^"\\]|\\.)*")\s*$`)
 
 const targetForms = `role "name" (button "Pay"), css "#id", {role: button, name: Pay} or {css: "#id"}`
 
-// target reads a TARGET: the shorthand role "name" or css "selector", or a
-// mapping {role, name} or {css}.
+// target reads a TARGET: the shorthand role "name" or css "selector"
+// (after frame "title or origin" for an element inside a frame), or a
+// mapping {role, name} or {css}, with an optional frame.
 func (p *parser) target(n *yaml.Node, what string) *Target {
 	n = deref(n)
 	switch n.Kind {
@@ -560,23 +604,32 @@ func (p *parser) target(n *yaml.Node, what string) *Target {
 			p.errf(n, "bad target for %s: want %s", what, targetForms)
 			return nil
 		}
-		name, err := strconv.Unquote(m[2])
+		var frame string
+		if m[1] != "" {
+			f, err := strconv.Unquote(m[1])
+			if err != nil || strings.TrimSpace(f) == "" {
+				p.errf(n, "bad target for %s: the frame must be a non-empty quoted title or origin", what)
+				return nil
+			}
+			frame = f
+		}
+		name, err := strconv.Unquote(m[3])
 		if err != nil {
 			p.errf(n, "bad target for %s: the name is not a valid quoted string", what)
 			return nil
 		}
-		if m[1] == "css" {
+		if m[2] == "css" {
 			if strings.TrimSpace(name) == "" {
 				p.errf(n, "bad target for %s: the CSS selector is empty", what)
 				return nil
 			}
-			return &Target{CSS: name}
+			return &Target{Frame: frame, CSS: name}
 		}
-		if !ariaRoles[m[1]] {
-			p.errf(n, "bad target for %s: unknown role %q", what, m[1])
+		if !ariaRoles[m[2]] {
+			p.errf(n, "bad target for %s: unknown role %q", what, m[2])
 			return nil
 		}
-		return &Target{Role: m[1], Name: name}
+		return &Target{Frame: frame, Role: m[2], Name: name}
 	case yaml.MappingNode:
 		fields, _ := p.mapping(n, what+" target")
 		t := &Target{}
@@ -598,8 +651,12 @@ func (p *parser) target(n *yaml.Node, what string) *Target {
 				var good bool
 				t.CSS, good = p.nonEmpty(fd.v, "css")
 				ok = ok && good
+			case "frame":
+				var good bool
+				t.Frame, good = p.nonEmpty(fd.v, "frame")
+				ok = ok && good
 			default:
-				p.unknownKey(fd, what+" target", "role", "name", "css")
+				p.unknownKey(fd, what+" target", "frame", "role", "name", "css")
 				ok = false
 			}
 		}

@@ -75,7 +75,7 @@ steps:
   - wait: settled
 `
 	_, err := flow.Parse("flow.yaml", []byte(src))
-	want := `flow.yaml:12: unknown step "clik" (want goto, click, fill, press, select, check, wait, expect)`
+	want := `flow.yaml:12: unknown step "clik" (want goto, click, fill, press, select, check, wait, expect, switch, snapshot)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
@@ -103,13 +103,15 @@ steps:
   - wait: {text: Done}
   - expect: {text: Done}
   - expect: {state: {method: post, url: "{{base}}/api/x", status: 201, json: [1, {a: b}]}}
+  - fill: {target: frame "Payment card" textbox "Card number", value: "4242"}
+  - click: {frame: "http://127.0.0.1:9000", css: "#pay"}
 `
 	f, err := flow.Parse("forms.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := f.Steps
-	if len(s) != 13 || f.Viewport != flow.DefaultViewport || f.Revision != "" {
+	if len(s) != 15 || f.Viewport != flow.DefaultViewport || f.Revision != "" {
 		t.Fatalf("%d steps, %+v", len(s), f)
 	}
 	checks := []struct {
@@ -129,6 +131,9 @@ steps:
 		{s[10].Wait.Text == "Done", "wait text"},
 		{s[11].Expect.Text == "Done", "expect text"},
 		{s[12].Expect.State.Method == "POST" && s[12].Expect.State.Status == 201 && string(s[12].Expect.State.JSON) == `[1,{"a":"b"}]`, "state"},
+		{*s[13].Target == flow.Target{Frame: "Payment card", Role: "textbox", Name: "Card number"} &&
+			s[13].Target.String() == `frame "Payment card" textbox "Card number"`, "frame shorthand"},
+		{*s[14].Target == flow.Target{Frame: "http://127.0.0.1:9000", CSS: "#pay"}, "frame mapping"},
 	}
 	for _, c := range checks {
 		if !c.ok {
@@ -173,7 +178,8 @@ func TestMalformed(t *testing.T) {
 		{"unknown role mapping", head + "  - click: {role: knob, name: Pay}\n", `f.yaml:4: bad target for click: unknown role "knob"`},
 		{"role and css", head + "  - click: {role: button, css: \"#pay\"}\n", `f.yaml:4: bad target for click: give role and name, or css, not both`},
 		{"name without role", head + "  - click: {name: Pay}\n", `f.yaml:4: bad target for click: a name needs a role`},
-		{"target key typo", head + "  - click: {rol: button}\n", `f.yaml:4: unknown key "rol" in click target (want role, name, css)`},
+		{"target key typo", head + "  - click: {rol: button}\n", `f.yaml:4: unknown key "rol" in click target (want frame, role, name, css)`},
+		{"frame empty", head + "  - click: frame \"\" button \"Pay\"\n", `f.yaml:4: bad target for click: the frame must be a non-empty quoted title or origin`},
 		{"fill without value", head + "  - fill: {target: textbox \"Email\"}\n", `f.yaml:4: fill needs value`},
 		{"fill without target", head + "  - fill:\n      value: x\n", `f.yaml:5: fill needs target`},
 		{"fill scalar", head + "  - fill: hello\n", `f.yaml:4: fill must be a mapping, not a string`},
@@ -278,5 +284,27 @@ steps:
 	}
 	if _, err := flow.ParsePersona("buyer.yaml", []byte("card_number: [1]\n")); err == nil || !strings.Contains(err.Error(), "buyer.yaml:1:") {
 		t.Errorf("bad persona: %v", err)
+	}
+}
+
+// TestSwitchAndSnapshotSteps: switch names main or popup, snapshot full;
+// anything else is refused at its line.
+func TestSwitchAndSnapshotSteps(t *testing.T) {
+	head := "name: x\nstart_url: /\nsteps:\n"
+	f, err := flow.Parse("f.yaml", []byte(head+"  - switch: popup\n  - snapshot: full\n  - switch: main\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Steps; s[0].Verb != flow.Switch || s[0].Page != flow.PagePopup || s[1].Verb != flow.Snapshot || s[1].View != flow.SnapshotFull ||
+		s[2].Page != flow.PageMain {
+		t.Errorf("steps %+v", s)
+	}
+	for src, want := range map[string]string{
+		"  - switch: tab2\n":         `f.yaml:4: switch to what? want main (the first page) or popup (the newest page the run opened)`,
+		"  - snapshot: everything\n": `f.yaml:4: snapshot: want full (interactive and content come with every step)`,
+	} {
+		if _, err := flow.Parse("f.yaml", []byte(head+src)); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", src, err, want)
+		}
 	}
 }

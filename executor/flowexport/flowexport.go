@@ -380,6 +380,18 @@ func (x *Export) steps(n int, se *stepEvents, names map[string]string) []Step {
 			return out
 		}
 		st.Note = "the expectation is not in the recording's arguments"
+	case "switch":
+		if args.Page != flow.PageMain && args.Page != flow.PagePopup {
+			st.Note = "the page switched to is not in the recording's arguments"
+			break
+		}
+		st.Flow = &flow.Step{Verb: flow.Switch, Page: args.Page}
+	case "snapshot":
+		if args.View != flow.SnapshotFull {
+			st.Note = "the snapshot view is not in the recording's arguments"
+			break
+		}
+		st.Flow = &flow.Step{Verb: flow.Snapshot, View: args.View}
 	default:
 		st.Note = fmt.Sprintf("%q has no counterpart in a flow", r.Action.Verb)
 	}
@@ -404,6 +416,8 @@ type recArgs struct {
 	Options []json.RawMessage `json:"options"`
 	Wait    *flow.WaitFor     `json:"wait"`
 	Expect  *flow.Expectation `json:"expect"`
+	Page    string            `json:"page"` // a switch's
+	View    string            `json:"view"` // a snapshot's
 }
 
 // value is what a fill or select put in: a string, or the first option
@@ -449,6 +463,10 @@ func summary(s *flow.Step) string {
 		return "expect text " + strconv.Quote(s.Expect.Text)
 	case s.Verb == flow.Press:
 		return "press " + s.Key
+	case s.Verb == flow.Switch:
+		return "switch to " + s.Page
+	case s.Verb == flow.Snapshot:
+		return "snapshot " + s.View
 	}
 	return string(s.Verb)
 }
@@ -582,7 +600,17 @@ func paramName(t *flow.Target, r *event.Receipt) string {
 // the resolved element had them, CSS only where no accessible name is
 // known or the name is not unique on the page (the interactive snapshot
 // before the step lists it more than once).
+//
+// An element inside a child frame keeps its frame (title or origin).
 func target(verb string, r *event.Receipt, before string) (*flow.Target, string) {
+	t, why := elementTarget(verb, r, before)
+	if t != nil && r.Action.Target != nil {
+		t.Frame = r.Action.Target.Frame
+	}
+	return t, why
+}
+
+func elementTarget(verb string, r *event.Receipt, before string) (*flow.Target, string) {
 	at := r.Action.Target
 	if at == nil {
 		return nil, "the recording names no target"

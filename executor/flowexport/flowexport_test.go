@@ -97,3 +97,39 @@ func TestTargetsAndParams(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameTargets: an element typed into inside a child frame keeps its
+// frame in the flow (frame "…" role "name") and in the spec
+// (frameLocator by the frame's title, or by its src for an origin).
+func TestFrameTargets(t *testing.T) {
+	doc := map[string]any{"request": map[string]any{"method": "GET", "url": "http://app.test:8080/checkout"},
+		"response": map[string]any{"status": 200, "content": map[string]any{"mimeType": "text/html"}}}
+	rec := recording(t, nil,
+		0, "har", doc,
+		1, "receipt", fill(event.Target{Frame: "Payment card", Role: "textbox", Name: "Card number"},
+			&event.Target{Ref: "@f1e1", Frame: "Payment card", Role: "textbox", Name: "Card number"}, "[redacted]"),
+		2, "receipt", fill(event.Target{Frame: "http://127.0.0.1:9000", Selector: "#zip"}, nil, "12345"),
+	)
+	x, err := flowexport.Build(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := x.Flow()
+	fl, err := flow.Parse("x.yaml", body)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	want := []string{`frame "Payment card" textbox "Card number"`, `frame "http://127.0.0.1:9000" css "#zip"`}
+	for i, w := range want {
+		if i >= len(fl.Steps) || fl.Steps[i].Target.String() != w {
+			t.Errorf("step %d: want %s\n%s", i+1, w, body)
+		}
+	}
+	spec := string(x.Playwright())
+	for _, w := range []string{`page.frameLocator("iframe[title=\"Payment card\"]").getByRole("textbox", { name: "Card number", exact: true })`,
+		`page.frameLocator("iframe[src^=\"http://127.0.0.1:9000/\"]").locator("#zip").fill("12345")`} {
+		if !strings.Contains(spec, w) {
+			t.Errorf("the spec lacks %s:\n%s", w, spec)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/flightrec/flightrec/executor/flow"
@@ -51,6 +52,10 @@ func (x *Export) Playwright() []byte {
 		"  launchOptions: { executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium' },\n});\n\n", x.Viewport.Width, x.Viewport.Height)
 	fmt.Fprintf(&b, "test(%s, async ({ page }) => {\n", jsStr(fmt.Sprintf("%s (recording %s)", x.Name, x.Rec.ID)))
 	b.WriteString("  const pageErrors: string[] = [];\n  page.on('pageerror', (e) => pageErrors.push(e.message));\n")
+	if x.switches() {
+		// A switch step moves page to a popup and back: the first is kept.
+		b.WriteString("  const firstPage = page;\n")
+	}
 	if x.StartURL != "" {
 		fmt.Fprintf(&b, "  await test.step(%s, async () => {\n    await page.goto(%s);\n  });\n", jsStr("start: goto "+x.StartURL), x.jsURL(x.StartURL, ""))
 	}
@@ -145,6 +150,16 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 		default:
 			act("await page.waitForLoadState('networkidle');")
 		}
+	case flow.Switch:
+		if fs.Page == flow.PageMain {
+			act("page = firstPage;")
+		} else {
+			act("await expect.poll(() => page.context().pages().filter((p) => !p.isClosed()).length).toBeGreaterThan(1);")
+			act("page = page.context().pages().filter((p) => !p.isClosed()).at(-1)!;")
+			act("await page.waitForLoadState();")
+		}
+	case flow.Snapshot:
+		act("// the recording took a full accessibility snapshot here (flightrec's snapshot step)")
 	case flow.Expect:
 		if st := fs.Expect.State; st != nil {
 			v := fmt.Sprintf("state%d", i+1)
@@ -166,18 +181,39 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 // otherwise.
 var playwrightRoles = map[string]string{"image": "img"}
 
+// locator is a target's Playwright locator; an element in a child frame
+// is found through frameLocator, by the frame element's title or, for an
+// origin, by its src.
+// switches says whether a step switches pages.
+func (x *Export) switches() bool {
+	for _, s := range x.Steps {
+		if s.Flow != nil && s.Flow.Verb == flow.Switch {
+			return true
+		}
+	}
+	return false
+}
+
 func locator(t *flow.Target) string {
+	scope := "page"
+	if f := t.Frame; f != "" {
+		sel := "iframe[title=" + strconv.Quote(f) + "]"
+		if strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") {
+			sel = "iframe[src^=" + strconv.Quote(f+"/") + "]"
+		}
+		scope = "page.frameLocator(" + jsStr(sel) + ")"
+	}
 	if t.CSS != "" {
-		return "page.locator(" + jsStr(t.CSS) + ")"
+		return scope + ".locator(" + jsStr(t.CSS) + ")"
 	}
 	role := t.Role
 	if r, ok := playwrightRoles[role]; ok {
 		role = r
 	}
 	if t.Name == "" {
-		return "page.getByRole(" + jsStr(role) + ")"
+		return scope + ".getByRole(" + jsStr(role) + ")"
 	}
-	return fmt.Sprintf("page.getByRole(%s, { name: %s, exact: true })", jsStr(role), jsStr(t.Name))
+	return fmt.Sprintf("%s.getByRole(%s, { name: %s, exact: true })", scope, jsStr(role), jsStr(t.Name))
 }
 
 // jsURL is a flow URL as a TypeScript expression: {{base}} is BASE_URL, a

@@ -139,6 +139,10 @@ func stepYAML(s *flow.Step) string {
 			return "wait: {url: " + yq(w.URL) + "}"
 		}
 		return "wait: settled"
+	case flow.Switch:
+		return "switch: " + s.Page
+	case flow.Snapshot:
+		return "snapshot: " + s.View
 	case flow.Expect:
 		if st := s.Expect.State; st != nil {
 			out := fmt.Sprintf("expect: {state: {method: %s, url: %s, status: %d", st.Method, yq(st.URL), st.Status)

@@ -54,7 +54,8 @@ func stepErr(code, next, format string, args ...any) *event.StepError {
 // it failed.
 func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	s.st.setStep(n)
-	startURL := s.currentURL()
+	on := s.pg // the page the step acts on (a switch step: the one it goes to)
+	startURL := on.currentURL()
 	s.snapshots("before")
 	started := time.Now()
 	timeout := step.Timeout
@@ -62,21 +63,27 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 		timeout = s.cfg.StepTimeout
 	}
 	resolved, actErr := s.act(step, timeout)
+	if step.Verb == flow.Switch {
+		on, startURL = s.pg, s.pg.currentURL()
+	}
 	s.settle(2 * time.Second)
 	// A download the step began is described once it ends (or the step's
 	// timeout passes: then as it stands).
-	files, popups := s.cap.effects(n, timeout)
-	entries := s.har.Take(false)
+	files, popups, pages := s.cap.effects(n, timeout)
+	entries := s.takeHAR()
+	// A page that closed in the step (a popup's Close button): the rest
+	// of the run goes on where it can.
+	s.fallBack()
 	s.sendHAR(entries)
 	s.ensureFrame(n)
 	s.snapshots("after")
 	ended := time.Now()
 
-	rc := event.Receipt{Step: n, Action: actionOf(step), Resolved: resolved,
+	rc := event.Receipt{Step: n, Page: on.id, Action: actionOf(step), Resolved: resolved,
 		StartedAt: started.UnixNano(), EndedAt: ended.UnixNano(),
 		BrowserSeconds: ended.Sub(started).Seconds()}
 	eff := &event.Effects{}
-	if to := s.currentURL(); to != startURL && to != "" {
+	if to := on.currentURL(); to != startURL && to != "" {
 		eff.Navigation = &event.Navigation{From: startURL, To: to}
 	}
 	var appErr *event.StepError
@@ -86,12 +93,12 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	eff.Dialogs = s.dialogs[n]
 	s.mu.Unlock()
 	eff.SnapshotDelta = s.refs.delta()
-	eff.Popups, eff.Files = popups, files
+	eff.Popups, eff.Pages, eff.Files = popups, pages, files
 	for _, f := range files {
 		eff.Downloads = append(eff.Downloads, f.Name)
 	}
 	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" ||
-		len(eff.Popups) > 0 || len(eff.Files) > 0 {
+		len(eff.Popups) > 0 || len(eff.Pages) > 0 || len(eff.Files) > 0 {
 		rc.Effects = eff
 	}
 	misses := s.takeMisses(n)
@@ -170,7 +177,7 @@ func causedByPage(e cdphar.Taken) bool {
 func actionOf(step flow.Step) event.Action {
 	a := event.Action{Verb: string(step.Verb)}
 	if t := step.Target; t != nil {
-		a.Target = &event.Target{Role: t.Role, Name: t.Name, Selector: t.CSS}
+		a.Target = &event.Target{Frame: t.Frame, Role: t.Role, Name: t.Name, Selector: t.CSS}
 	}
 	args := map[string]any{}
 	switch step.Verb {
@@ -184,6 +191,10 @@ func actionOf(step flow.Step) event.Action {
 		args["wait"] = step.Wait
 	case flow.Expect:
 		args["expect"] = step.Expect
+	case flow.Switch:
+		args["page"] = step.Page
+	case flow.Snapshot:
+		args["view"] = step.View
 	}
 	if len(args) > 0 {
 		a.Args, _ = json.Marshal(args)
@@ -201,6 +212,10 @@ func (s *session) act(step flow.Step, timeout time.Duration) (*event.Target, *ev
 		return nil, s.wait(step.Wait, timeout)
 	case flow.Expect:
 		return nil, s.expect(step.Expect, timeout)
+	case flow.Switch:
+		return nil, s.switchPage(step.Page, timeout)
+	case flow.Snapshot:
+		return nil, s.fullSnapshot()
 	case flow.Press:
 		if step.Target == nil {
 			return nil, s.pressKey(step.Key)
@@ -238,18 +253,28 @@ func (s *session) act(step flow.Step, timeout time.Duration) (*event.Target, *ev
 type element struct {
 	backend cdp.BackendNodeID
 	object  cdpruntime.RemoteObjectID
+	frame   *childFrame // the child frame it is in; nil: the top document
 }
 
-// resolve finds the one visible element a target names.
+// resolve finds the one visible element a target names, in the top
+// document or, when the target names a frame, in that frame.
 func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepError) {
-	ctx := s.ctx
+	ctx := s.pg.ctx
 	doc, err := chromedp.Call(ctx, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(0))})
 	if err != nil {
 		return element{}, nil, stepErr(CodeBrowserError, "check that the browser is still running", "reading the document: %v", err)
 	}
+	root := doc.Root.NodeID
+	var frame *childFrame
+	if t.Frame != "" {
+		var e *event.StepError
+		if frame, root, e = s.frameDocument(t.Frame); e != nil {
+			return element{}, nil, e
+		}
+	}
 	var ids []cdp.BackendNodeID
 	if t.CSS != "" {
-		res, err := chromedp.Call(ctx, dom.QuerySelectorAll, dom.QuerySelectorAllParams{NodeID: doc.Root.NodeID, Selector: t.CSS})
+		res, err := chromedp.Call(ctx, dom.QuerySelectorAll, dom.QuerySelectorAllParams{NodeID: root, Selector: t.CSS})
 		if err != nil {
 			if strings.Contains(err.Error(), "not valid") || strings.Contains(err.Error(), "-32000") {
 				return element{}, nil, stepErr(CodeBadTarget, "fix the selector in the flow file", "css %q is not a valid selector", t.CSS)
@@ -264,7 +289,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 		}
 	} else {
 		res, err := chromedp.Call(ctx, accessibility.QueryAXTree, accessibility.QueryAXTreeParams{
-			NodeID: doc.Root.NodeID, AccessibleName: t.Name, Role: t.Role})
+			NodeID: root, AccessibleName: t.Name, Role: t.Role})
 		if err != nil {
 			return element{}, nil, stepErr(CodeStaleRef, "the page changed while the step looked; it is retried", "querying %s: %v", t, err)
 		}
@@ -289,7 +314,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 			return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
 		}`)
 		if err == nil && vis {
-			found = append(found, element{backend: id, object: r.Object.ObjectID})
+			found = append(found, element{backend: id, object: r.Object.ObjectID, frame: frame})
 		}
 	}
 	switch {
@@ -301,7 +326,11 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 			"%s matches %d visible elements", t, len(found))
 	}
 	el := found[0]
-	resolved := &event.Target{Ref: s.refs.ref(el.backend), Role: t.Role, Name: t.Name, Selector: t.CSS}
+	key := s.pg.id
+	if frame != nil {
+		key += frame.key
+	}
+	resolved := &event.Target{Ref: s.refs.ref(key, el.backend), Frame: t.Frame, Role: t.Role, Name: t.Name, Selector: t.CSS}
 	if t.CSS != "" {
 		if role, name, ok := s.axOf(el.backend); ok {
 			resolved.Role, resolved.Name = role, name
@@ -312,7 +341,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 
 // axOf is an element's accessibility role and name.
 func (s *session) axOf(id cdp.BackendNodeID) (role, name string, ok bool) {
-	res, err := chromedp.Call(s.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{
+	res, err := chromedp.Call(s.pg.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{
 		BackendNodeID: id, FetchRelatives: ptr(false)})
 	if err != nil || len(res.Nodes) == 0 {
 		return "", "", false
@@ -331,14 +360,28 @@ type elementState struct {
 
 // actionable checks the element can take the action now and returns
 // where to point at it.
+//
+// In a child frame the helper answers in the frame's viewport; the frame
+// element is scrolled into view first and its content box's corner added,
+// so the point is the top page's (where input events go).
 func (s *session) actionable(el element, editable bool) (elementState, *event.StepError) {
-	st, err := callOn[elementState](s.ctx, el.object,
+	if el.frame != nil {
+		_, _ = chromedp.Call(s.pg.ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.frame.owner})
+	}
+	st, err := callOn[elementState](s.pg.ctx, el.object,
 		`function(editable) { return window.__flightrec.state(this, editable); }`, editable)
 	if err != nil {
 		return st, stepErr(CodeStaleRef, "the element left the page; take a new snapshot", "the element is gone: %v", err)
 	}
 	switch st.State {
 	case "ok":
+		if el.frame != nil {
+			x, y, _, _, ok := ownerQuad(s.pg.ctx, el.frame)
+			if !ok {
+				return st, stepErr(CodeNotActionable, "wait until the frame is visible", "the frame %q is not rendered", el.frame.label())
+			}
+			st.X, st.Y = st.X+x, st.Y+y
+		}
 		return st, nil
 	case "detached":
 		return st, stepErr(CodeStaleRef, "the element left the page; take a new snapshot", "the element left the page")
@@ -352,7 +395,7 @@ func (s *session) actionable(el element, editable bool) (elementState, *event.St
 
 // perform does a step's action on a resolved, actionable element.
 func (s *session) perform(step flow.Step, el element, st elementState) *event.StepError {
-	ctx := s.ctx
+	ctx := s.pg.ctx
 	switch step.Verb {
 	case flow.Click:
 		return s.click(st.X, st.Y)
@@ -429,7 +472,7 @@ func (s *session) click(x, y float64) *event.StepError {
 		{Type: input.DispatchMouseEventTypeMousePressed, X: x, Y: y, Button: input.MouseButtonLeft, Buttons: 1, ClickCount: 1},
 		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
 	} {
-		if _, err := chromedp.Call(s.ctx, input.DispatchMouseEvent, p); err != nil {
+		if _, err := chromedp.Call(s.pg.ctx, input.DispatchMouseEvent, p); err != nil {
 			return stepErr(CodeBrowserError, "check that the browser is still running", "clicking: %v", err)
 		}
 	}
@@ -475,16 +518,16 @@ func (s *session) key(name string) error {
 	if k.text == "" {
 		down.Type = input.DispatchKeyEventTypeRawKeyDown
 	}
-	if _, err := chromedp.Call(s.ctx, input.DispatchKeyEvent, down); err != nil {
+	if _, err := chromedp.Call(s.pg.ctx, input.DispatchKeyEvent, down); err != nil {
 		return err
 	}
-	_, err := chromedp.Call(s.ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: keyName, Code: k.code, WindowsVirtualKeyCode: k.vk})
+	_, err := chromedp.Call(s.pg.ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: keyName, Code: k.code, WindowsVirtualKeyCode: k.vk})
 	return err
 }
 
 // navigate loads url in the tab and waits for its load event.
 func (s *session) navigate(url string, timeout time.Duration) *event.StepError {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	ctx, cancel := context.WithTimeout(s.pg.ctx, timeout)
 	defer cancel()
 	loaded := make(chan struct{}, 1)
 	lctx, lcancel := context.WithCancel(ctx)
@@ -520,15 +563,15 @@ func (s *session) settle(max time.Duration) bool {
 	deadline := time.Now().Add(max)
 	lastMut, lastChange := -1, time.Now()
 	for time.Now().Before(deadline) {
-		m, err := evaluate[int](s.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
+		m, err := evaluate[int](s.pg.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
 		if err != nil {
 			m = -2 // mid-navigation: not settled
 		}
-		if m != lastMut || s.har.InFlight() > 0 {
+		if m != lastMut || s.pg.har.InFlight() > 0 {
 			lastMut, lastChange = m, time.Now()
 		} else if time.Since(lastChange) >= quiet {
-			ctx, cancel := context.WithTimeout(s.ctx, time.Until(deadline))
-			err := s.har.WaitIdle(ctx, 50*time.Millisecond)
+			ctx, cancel := context.WithTimeout(s.pg.ctx, time.Until(deadline))
+			err := s.pg.har.WaitIdle(ctx, 50*time.Millisecond)
 			cancel()
 			return err == nil
 		}
@@ -551,8 +594,8 @@ func (s *session) wait(w *flow.WaitFor, timeout time.Duration) *event.StepError 
 		}
 		return nil
 	case w.URL != "":
-		if !s.poll(timeout, func() bool { return urlMatches(w.URL, s.currentURL()) }) {
-			return stepErr(CodeNotSettled, "the receipt's navigation shows where the page went", "the URL did not become %s within %s (it is %s)", w.URL, timeout, s.currentURL())
+		if !s.poll(timeout, func() bool { return urlMatches(w.URL, s.pg.currentURL()) }) {
+			return stepErr(CodeNotSettled, "the receipt's navigation shows where the page went", "the URL did not become %s within %s (it is %s)", w.URL, timeout, s.pg.currentURL())
 		}
 		return nil
 	}
@@ -574,7 +617,7 @@ func (s *session) poll(timeout time.Duration, cond func() bool) bool {
 }
 
 func (s *session) pageHasText(t string) bool {
-	text, err := evaluate[string](s.ctx, `window.__flightrec ? window.__flightrec.text() : (document.body ? document.body.innerText : "")`)
+	text, err := evaluate[string](s.pg.ctx, `window.__flightrec ? window.__flightrec.text() : (document.body ? document.body.innerText : "")`)
 	return err == nil && strings.Contains(normalizeSpace(text), normalizeSpace(t))
 }
 

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,15 +149,21 @@ type attachment struct {
 	mu     sync.Mutex
 	pages  map[target.ID]*attachedPage
 	seen   map[target.ID]bool // attached or being attached
+	seq    int                // the last page number given (the first page attached is 1)
 	closed bool               // detaching: no more attaches
 	wg     sync.WaitGroup     // attaches under way
 	ready  atomic.Bool
 }
 
-// attachedPage is one page target being recorded.
+// attachedPage is one page target being recorded: a followedPage (its
+// CDP context, HAR recorder, frame worlds and URL, as the reference
+// recorder's pages have) with a session of its own, since each page has
+// its own screencast, views and per-step console and dialog notes, while
+// the stream, the refs and the steps are the attachment's.
 type attachedPage struct {
 	a      *attachment
 	id     target.ID
+	pg     *followedPage
 	s      *session
 	w      *world
 	cancel context.CancelFunc
@@ -335,9 +342,16 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		chromedp.WithListener(p.onEvent))
 	p.cancel = cancel
 	ctx := context.WithValue(tctx, worldKey{}, p.w)
-	s := &session{cfg: a.cfg.Config, ctx: ctx, st: a.st, refs: a.refs, mask: a.mask, maps: newSourceMaps(),
+	id, opener := a.pageIDs(ti)
+	// cancel stays the attachedPage's: detachAll ends the page's session
+	// once what it gathered is sent.
+	pg := newPage(id, ctx, nil, opener)
+	pg.target = ti.TargetID
+	p.pg = pg
+	s := &session{cfg: a.cfg.Config, st: a.st, refs: a.refs, mask: a.mask, maps: newSourceMaps(),
+		first: pg, pg: pg, pages: []*followedPage{pg}, pageSeq: 1,
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
-		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
+		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, lastView: map[string]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
 	p.s = s
 	go s.consoleWorker()
@@ -353,14 +367,14 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	p.w.mu.Lock()
 	p.w.main = tree.FrameTree.Frame.ID
 	p.w.mu.Unlock()
-	s.setURL(tree.FrameTree.Frame.URL)
+	pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
 	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
 		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
 	}
 	if s.vp.Width == 0 {
 		s.vp = event.Viewport{Width: 1280, Height: 800}
 	}
-	if s.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: a.steps.observed}); err != nil {
+	if pg.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}); err != nil {
 		return fail(err)
 	}
 	for _, call := range []func() error{
@@ -383,7 +397,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			}
 			return nil
 		},
-		s.enableLogs,
+		func() error { return s.enableLogs(ctx) },
 		// The recorder's Debugger session must never stop the page: a
 		// debugger statement or a breakpoint of another client's pauses
 		// only the client that asked.
@@ -399,7 +413,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	// The document already open gets the scripts now: rrweb starts with a
 	// full snapshot of the page as it is.
 	p.injectNow(tree.FrameTree.Frame.ID)
-	startFrames(s)
+	startFrames(s, pg)
 	s.snapshots("after")
 	s.ensureFrame(a.st.currentStep())
 	return p, nil
@@ -408,7 +422,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 // injectNow runs the recorder's scripts in a new isolated world of the
 // frame's current document (the ones to come get them on creation).
 func (p *attachedPage) injectNow(frame cdp.FrameID) {
-	ctx := p.s.ctx
+	ctx := p.pg.ctx
 	w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: isolatedWorld})
 	if err != nil {
 		return
@@ -424,8 +438,8 @@ func (p *attachedPage) injectNow(frame cdp.FrameID) {
 // onEvent is the page's listener (reader goroutine). Unlike the reference
 // recorder's it answers no dialog: the driving client does.
 func (p *attachedPage) onEvent(ev any) {
-	s := p.s
-	if s == nil {
+	s, pg := p.s, p.pg
+	if s == nil || pg == nil {
 		return
 	}
 	p.w.onEvent(ev)
@@ -433,7 +447,7 @@ func (p *attachedPage) onEvent(ev any) {
 	case *cdpruntime.EventBindingCalled:
 		switch ev.Name {
 		case domBinding:
-			s.onDOM(ev.Payload)
+			s.onDOM(pg, ev.Payload)
 		case inputBinding:
 			p.a.steps.input(p, ev.Payload)
 		}
@@ -460,18 +474,20 @@ func (p *attachedPage) onEvent(ev any) {
 		}
 	case *page.EventFrameNavigated:
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
-			s.setURL(ev.Frame.URL)
+			pg.navigated(ev.Frame.URL, ev.Frame.LoaderID)
 		}
 	case *page.EventNavigatedWithinDocument:
 		if ev.FrameID == p.w.mainFrame() {
-			s.setURL(ev.URL)
+			pg.navigated(ev.URL, "")
 		}
 	case *page.EventJavascriptDialogOpening:
 		s.noteDialog(ev) // and left to the driving client to answer
 	case *page.EventScreencastFrame:
-		s.onScreencastFrame(ev)
+		s.onScreencastFrame(pg, ev)
 	default:
-		s.onConsoleEvent(ev)
+		if !pg.worlds.onEvent(ev) {
+			s.onConsoleEvent(pg, ev)
+		}
 	}
 }
 
@@ -479,6 +495,22 @@ func (w *world) mainFrame() cdp.FrameID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.main
+}
+
+// pageIDs names an attached page as the reference recorder names its
+// pages: the first attached is "" (the first page), the others p2, p3 …,
+// with the page that opened it when that page is recorded.
+func (a *attachment) pageIDs(ti *target.Info) (id, opener string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	if a.seq > 1 {
+		id = "p" + strconv.Itoa(a.seq)
+	}
+	if op, ok := a.pages[ti.OpenerID]; ok && ti.OpenerID != "" {
+		opener = op.pg.id
+	}
+	return id, opener
 }
 
 // pageList is the pages recorded now.
@@ -504,7 +536,7 @@ func (a *attachment) detachAll() {
 		s.drainNetwork(3 * time.Second)
 		s.frames.stop()
 		if id := p.w.id(); id != 0 {
-			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+			ctx, cancel := context.WithTimeout(p.pg.ctx, time.Second)
 			_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: id,
 				Expression: `window.__flightrecStopDOM && window.__flightrecStopDOM()`})
 			cancel()

@@ -124,7 +124,7 @@ func (s *stepper) begin(o *observation, at time.Time) {
 	if at.Unix() <= 0 || at.After(time.Now()) {
 		at = time.Now()
 	}
-	o.at, o.from = at, o.p.s.currentURL()
+	o.at, o.from = at, o.p.pg.currentURL()
 	o.resolved = make(chan *event.Target, 1)
 	o.seen = make(chan views, 1)
 	go func() { o.seen <- o.p.s.views() }()
@@ -150,9 +150,9 @@ func (s *stepper) resolve(o *observation) {
 	t := o.fallback
 	defer func() { o.resolved <- &t }()
 	ps := o.p.s
-	ctx, cancel := context.WithTimeout(ps.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(o.p.pg.ctx, 5*time.Second)
 	defer cancel()
-	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, inWorld(ps.ctx, cdpruntime.EvaluateParams{
+	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, inWorld(o.p.pg.ctx, cdpruntime.EvaluateParams{
 		Expression: fmt.Sprintf("window.__flightrecAttach ? window.__flightrecAttach.el(%d) : null", o.el)}))
 	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
 		return
@@ -162,7 +162,7 @@ func (s *stepper) resolve(o *observation) {
 	if err != nil || d.Node == nil {
 		return
 	}
-	t.Ref = ps.refs.ref(d.Node.BackendNodeID)
+	t.Ref = ps.refs.ref("", d.Node.BackendNodeID)
 	if role, name, ok := ps.axOf(d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
 		t.Role, t.Name = role, name
 	}
@@ -241,14 +241,14 @@ func (o *observation) views() (views, bool) {
 // milliseconds, and a late step boundary would give o what the next did.
 func (s *stepper) wait(o *observation) (next *observation, quit bool) {
 	const quiet = 150 * time.Millisecond
-	ps := o.p.s
+	pg := o.p.pg
 	lastMut, lastChange := -1, time.Now()
 	for deadline := time.Now().Add(stepMax); time.Now().Before(deadline) || o.verb == "fill"; {
-		m, err := evaluate[int](ps.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
+		m, err := evaluate[int](pg.ctx, `window.__flightrec ? window.__flightrec.mutations() : -1`)
 		if err != nil {
 			m = -2 // between documents: not settled
 		}
-		if m != lastMut || ps.har.InFlight() > 0 {
+		if m != lastMut || pg.har.InFlight() > 0 {
 			lastMut, lastChange = m, time.Now()
 		} else if time.Since(lastChange) >= quiet && o.verb != "fill" {
 			// A fill stays open until the next step: a client typing
@@ -299,7 +299,7 @@ func (s *stepper) finish(o, next *observation) {
 	entries := s.byStep[o.n]
 	s.mu.Unlock()
 	if to == "" {
-		to = ps.currentURL()
+		to = o.p.pg.currentURL()
 	}
 	if endAt.IsZero() {
 		endAt = ended
@@ -387,7 +387,7 @@ func (o *observation) action(value string, resolved *event.Target) event.Action 
 // step for the receipts.
 func (s *stepper) takeHAR() {
 	for _, p := range s.a.pageList() {
-		entries := p.s.har.Take(false)
+		entries := p.pg.har.Take(false)
 		p.s.sendHAR(entries)
 		s.mu.Lock()
 		for _, e := range entries {

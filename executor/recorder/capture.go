@@ -33,7 +33,12 @@ type capture struct {
 	changed   chan struct{}       // closed and replaced on every change
 	downloads map[string]*dlState // by guid
 	popups    map[target.ID]*popup
-	opener    target.ID // the recorded tab
+	openers   map[target.ID]bool // the pages followed: what they open is followed too
+	// opened is told of a page a followed page opened and names it (it
+	// must not block: it runs on the browser's reader goroutine); closed
+	// of a page that went away.
+	opened func(tid, opener target.ID) string
+	closed func(tid target.ID)
 }
 
 type dlState struct {
@@ -46,11 +51,13 @@ type dlState struct {
 type popup struct {
 	step int
 	url  string
+	page string // the id its events carry
+	by   target.ID
 }
 
-func newCapture(dir string, opener target.ID) *capture {
+func newCapture(dir string, first target.ID, opened func(tid, opener target.ID) string, closed func(tid target.ID)) *capture {
 	return &capture{dir: dir, changed: make(chan struct{}), downloads: map[string]*dlState{},
-		popups: map[target.ID]*popup{}, opener: opener}
+		popups: map[target.ID]*popup{}, openers: map[target.ID]bool{first: first != ""}, opened: opened, closed: closed}
 }
 
 // start routes downloads to the scratch directory and listens to the
@@ -70,6 +77,10 @@ func (c *capture) start(ctx context.Context, stepOf func() int) error {
 			c.onTarget(ev.TargetInfo, stepOf())
 		case *target.EventTargetInfoChanged:
 			c.onTarget(ev.TargetInfo, -1)
+		case *target.EventTargetDestroyed:
+			if c.closed != nil {
+				c.closed(ev.TargetID)
+			}
 		}
 	})
 }
@@ -86,8 +97,13 @@ func (c *capture) onTarget(ti *target.Info, step int) {
 	switch {
 	case p != nil:
 		p.url = ti.URL
-	case step >= 0 && ti.OpenerID == c.opener && c.opener != "":
-		c.popups[ti.TargetID] = &popup{step: step, url: ti.URL}
+	case step >= 0 && c.openers[ti.OpenerID]:
+		p := &popup{step: step, url: ti.URL, by: ti.OpenerID}
+		if c.opened != nil {
+			p.page = c.opened(ti.TargetID, ti.OpenerID)
+			c.openers[ti.TargetID] = true
+		}
+		c.popups[ti.TargetID] = p
 	default:
 		return
 	}
@@ -156,12 +172,12 @@ func (c *capture) notify() {
 
 // effects waits (at most wait) for step's downloads to end, then returns
 // the downloads and popups the step started.
-func (c *capture) effects(step int, wait time.Duration) (files []event.File, popups []string) {
+func (c *capture) effects(step int, wait time.Duration) (files []event.File, popups []string, pages []event.PageRef) {
 	deadline := time.After(wait)
 	for {
 		c.mu.Lock()
 		pending := false
-		files, popups = nil, nil
+		files, popups, pages = nil, nil, nil
 		for _, d := range c.downloads {
 			if d.step != step {
 				continue
@@ -174,6 +190,9 @@ func (c *capture) effects(step int, wait time.Duration) (files []event.File, pop
 		for _, p := range c.popups {
 			if p.step == step {
 				popups = append(popups, p.url)
+				if p.page != "" {
+					pages = append(pages, event.PageRef{ID: p.page, URL: p.url, Opener: c.pageOf(p.by)})
+				}
 			}
 		}
 		ch := c.changed
@@ -190,5 +209,14 @@ func (c *capture) effects(step int, wait time.Duration) (files []event.File, pop
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	sort.Strings(popups)
-	return files, popups
+	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
+	return files, popups, pages
+}
+
+// pageOf is the id of the followed page with target id ("" the first).
+func (c *capture) pageOf(id target.ID) string {
+	if p := c.popups[id]; p != nil {
+		return p.page
+	}
+	return ""
 }

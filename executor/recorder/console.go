@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -20,17 +21,17 @@ const maxStackFrames = 32
 // (console API calls, uncaught exceptions), Log (the browser's own
 // messages: failed loads, interventions) and Debugger (scripts and their
 // source maps).
-func (s *session) enableLogs() error {
-	if _, err := chromedp.Call(s.ctx, log.Enable, struct{}{}); err != nil {
+func (s *session) enableLogs(ctx context.Context) error {
+	if _, err := chromedp.Call(ctx, log.Enable, struct{}{}); err != nil {
 		return err
 	}
-	_, err := chromedp.Call(s.ctx, debugger.Enable, debugger.EnableParams{})
+	_, err := chromedp.Call(ctx, debugger.Enable, debugger.EnableParams{})
 	return err
 }
 
-// onConsoleEvent queues console work; it runs on the reader goroutine, and
-// mapping a stack may fetch a source map.
-func (s *session) onConsoleEvent(ev any) {
+// onConsoleEvent queues console work of pg; it runs on the reader
+// goroutine, and mapping a stack may fetch a source map.
+func (s *session) onConsoleEvent(pg *followedPage, ev any) {
 	step := -1
 	switch ev := ev.(type) {
 	case *debugger.EventScriptParsed:
@@ -41,6 +42,7 @@ func (s *session) onConsoleEvent(ev any) {
 	case *cdpruntime.EventConsoleAPICalled:
 		step = s.st.currentStep()
 		c := consoleOf(ev)
+		c.Page = pg.id
 		ts := time.UnixMilli(int64(ev.Timestamp))
 		s.queue(func() { s.sendConsole(step, ts, c, ev.StackTrace) })
 	case *cdpruntime.EventExceptionThrown:
@@ -50,7 +52,7 @@ func (s *session) onConsoleEvent(ev any) {
 			return
 		}
 		c := event.Console{Level: "exception", Text: exceptionText(d), URL: d.URL,
-			Line: int(d.LineNumber) + 1, Column: int(d.ColumnNumber) + 1}
+			Line: int(d.LineNumber) + 1, Column: int(d.ColumnNumber) + 1, Page: pg.id}
 		if d.Exception != nil && d.Exception.Description != "" {
 			c.Text = d.Exception.Description
 		}
@@ -62,7 +64,7 @@ func (s *session) onConsoleEvent(ev any) {
 			return
 		}
 		step = s.st.currentStep()
-		c := event.Console{Level: "error", Text: e.Text, URL: e.URL, Line: int(e.LineNumber)}
+		c := event.Console{Level: "error", Text: e.Text, URL: e.URL, Line: int(e.LineNumber), Page: pg.id}
 		if e.Level == log.EntryLevelWarning {
 			c.Level = "warn"
 		}

@@ -85,7 +85,7 @@ func (s *session) stateRequest(c *flow.StateCheck) stateAnswer {
 		}
 		return got
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.pg.ctx, 10*time.Second)
 	defer cancel()
 	cookies, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{c.URL}})
 	if err != nil {

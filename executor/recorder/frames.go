@@ -19,6 +19,7 @@ import (
 // page is between documents) is dropped, not sent unmasked.
 type frames struct {
 	s    *session
+	pg   *followedPage // the page whose screencast this is
 	mu   sync.Mutex
 	next *page.EventScreencastFrame // newest frame not sent yet
 	// sentStep is the last step a frame was sent in; -1 before any.
@@ -27,9 +28,9 @@ type frames struct {
 	done     chan struct{}
 }
 
-// startFrames sets s.frames and begins the tab's screencast.
-func startFrames(s *session) {
-	f := &frames{s: s, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
+// startFrames sets s.frames and begins pg's screencast.
+func startFrames(s *session, pg *followedPage) {
+	f := &frames{s: s, pg: pg, sentStep: -1, quit: make(chan struct{}), done: make(chan struct{})}
 	// The first frame can arrive before StartScreencast returns: the
 	// reader goroutine must find f already (onEvent).
 	s.mu.Lock()
@@ -37,7 +38,7 @@ func startFrames(s *session) {
 	s.mu.Unlock()
 	q := int64(s.cfg.JPEGQuality)
 	vp := s.vp
-	_, err := chromedp.Call(s.ctx, page.StartScreencast, page.StartScreencastParams{
+	_, err := chromedp.Call(pg.ctx, page.StartScreencast, page.StartScreencastParams{
 		Format: page.StartScreencastFormatJpeg, Quality: &q, MaxWidth: int64(vp.Width), MaxHeight: int64(vp.Height), EveryNthFrame: 1})
 	if err != nil {
 		// No screencast: steps still get a frame each (ensureFrame).
@@ -51,7 +52,7 @@ func startFrames(s *session) {
 // acknowledged at once (the browser sends the next only then) and kept as
 // the newest.
 func (f *frames) offer(ev *page.EventScreencastFrame) {
-	go chromedp.Call(f.s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
+	go chromedp.Call(f.pg.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
 	f.mu.Lock()
 	f.next = ev
 	f.mu.Unlock()
@@ -81,12 +82,12 @@ func (f *frames) loop() {
 // the masks measured now.
 func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 	s := f.s
-	masks, ok := s.maskRects()
+	masks, ok := s.maskRects(f.pg)
 	if !ok {
 		return false
 	}
 	vp := s.vp
-	fr := event.Frame{Mime: "image/jpeg", Image: img, Width: vp.Width, Height: vp.Height, Masks: masks}
+	fr := event.Frame{Mime: "image/jpeg", Image: img, Width: vp.Width, Height: vp.Height, Masks: masks, Page: f.pg.id}
 	if len(img) > 8 && img[0] == 0x89 && img[1] == 'P' {
 		fr.Mime = "image/png"
 	}
@@ -118,7 +119,7 @@ func (f *frames) stop() {
 		close(f.quit)
 	}
 	<-f.done
-	ctx, cancel := context.WithTimeout(f.s.ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(f.pg.ctx, 2*time.Second)
 	defer cancel()
 	_, _ = chromedp.Call(ctx, page.StopScreencast, struct{}{})
 }
@@ -152,7 +153,7 @@ func (s *session) screenshotOnFailure() {
 }
 
 func (s *session) capture(format string) ([]byte, bool) {
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.frames.pg.ctx, 5*time.Second)
 	defer cancel()
 	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormat(format)}
 	if format == "jpeg" {
@@ -169,16 +170,19 @@ func (s *session) capture(format string) ([]byte, bool) {
 // maskRects measures the masked elements' rectangles now. ok is false
 // when the page cannot be asked (between documents): the caller drops the
 // frame rather than send it unmasked.
-func (s *session) maskRects() ([]event.Rect, bool) {
-	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+func (s *session) maskRects(pg *followedPage) ([]event.Rect, bool) {
+	ctx, cancel := context.WithTimeout(pg.ctx, 2*time.Second)
 	defer cancel()
 	rects, err := evaluate[[]event.Rect](ctx, `window.__flightrec ? window.__flightrec.maskRects() : null`)
 	if err == nil && rects != nil {
-		return rects, true
+		// A cross-origin frame's masks come from its own helper; when the
+		// frames cannot be listed the frame is dropped, not sent unmasked.
+		rects, err = frameMaskRects(ctx, pg.worlds, rects)
+		return rects, err == nil
 	}
 	// No helper (about:blank, an error page) or no answer: the frame is
 	// safe only on a page that has no form control at all.
-	n, err := evaluate[int](ctx, `document.querySelectorAll("input,textarea,select,[contenteditable]").length`)
+	n, err := evaluate[int](ctx, `document.querySelectorAll("input,textarea,select,[contenteditable],iframe").length`)
 	if err != nil || n > 0 {
 		return nil, false
 	}

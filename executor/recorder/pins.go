@@ -164,18 +164,32 @@ func harHeader(hs []event.NameValue) func(string) string {
 
 // key is a request's method and URL, normalized: the recorded app's
 // origin (and base's) written as base's, query parameters sorted, no
-// fragment.
+// fragment. Another port of the app's host (recorded or base's) is a
+// service started with the app, whose port changes from run to run (the
+// demo's payment provider): it is written as one peer origin, the same
+// whichever port, apart from the app's.
 func (r *Replay) key(method, raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return strings.ToUpper(method) + " " + raw
 	}
 	u.Fragment, u.RawFragment = "", ""
-	if o := u.Scheme + "://" + u.Host; o == r.origin || o == r.base.Scheme+"://"+r.base.Host {
+	switch o := u.Scheme + "://" + u.Host; {
+	case o == r.origin || o == r.base.Scheme+"://"+r.base.Host:
 		u.Scheme, u.Host = r.base.Scheme, r.base.Host
+	case u.Hostname() == r.base.Hostname() || (r.origin != "" && u.Hostname() == hostnameOf(r.origin)):
+		u.Scheme, u.Host = r.base.Scheme, "peer.of."+r.base.Hostname()
 	}
 	u.RawQuery = u.Query().Encode()
 	return strings.ToUpper(method) + " " + u.String()
+}
+
+func hostnameOf(origin string) string {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // markRE finds the marks redaction writes in place of a value.
@@ -345,7 +359,7 @@ type replayMiss struct{ method, url string }
 
 // onRequestPaused answers one intercepted request (on its own goroutine):
 // an API request from the recording, anything else from the app.
-func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
+func (s *session) onRequestPaused(pg *followedPage, ev *fetch.EventRequestPaused) {
 	req := ev.Request
 	hdr := func(name string) string {
 		for k, v := range req.Headers {
@@ -359,7 +373,7 @@ func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
 	}
 	full := req.URL + req.URLFragment
 	if !IsAPI(req.Method, full, hdr) {
-		_, _ = chromedp.Call(s.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		_, _ = chromedp.Call(pg.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
 	var body []byte
@@ -372,17 +386,17 @@ func (s *session) onRequestPaused(ev *fetch.EventRequestPaused) {
 		s.mu.Lock()
 		s.misses[step] = append(s.misses[step], replayMiss{req.Method, req.URL})
 		s.mu.Unlock()
-		_, _ = chromedp.Call(s.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		_, _ = chromedp.Call(pg.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
 	}
 	s.mu.Lock()
 	s.replayed[req.Method+" "+req.URL] = append(s.replayed[req.Method+" "+req.URL], a.Note)
 	s.mu.Unlock()
 	if a.Failed {
-		_, _ = chromedp.Call(s.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonFailed})
+		_, _ = chromedp.Call(pg.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonFailed})
 		return
 	}
-	_, _ = chromedp.Call(s.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
+	_, _ = chromedp.Call(pg.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
 		ResponseCode: int64(a.Status), ResponseHeaders: a.Headers, Body: a.Body, ResponsePhrase: a.Phrase})
 }
 

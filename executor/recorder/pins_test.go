@@ -58,13 +58,22 @@ func TestReplayMatch(t *testing.T) {
 		har("GET", "http://127.0.0.1:9000/api/search?b=2&a=1", "", 200, `{"n":1}`),
 		har("GET", "http://127.0.0.1:9000/api/search?b=2&a=1", "", 200, `{"n":2}`),
 		har("POST", "http://127.0.0.1:9000/api/token", "", 200, `{"token":"[redacted]"}`),
+		// A service on another port of the app's host (the demo's payment
+		// provider): its port is another in the rerun.
+		har("POST", "http://127.0.0.1:9001/api/tokens", "", 201, `{"token":"tok_1"}`),
 		cut,
 	}, []event.Check{{Type: "state", Target: "GET http://127.0.0.1:9000/api/orders/last", Actual: []byte(`{"status":200,"json":{"state":"failed"}}`)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Len() != 5 {
-		t.Errorf("%d API entries, want 5", r.Len())
+	if r.Len() != 6 {
+		t.Errorf("%d API entries, want 6", r.Len())
+	}
+	if _, ok := r.Match("POST", "http://127.0.0.1:7000/api/tokens", nil, ""); ok {
+		t.Error("the peer's request matched on the app's own origin")
+	}
+	if a, ok := r.Match("POST", "http://127.0.0.1:7001/api/tokens", nil, ""); !ok || string(a.Body) != `{"token":"tok_1"}` {
+		t.Errorf("the peer's request on its new port: %v %+v", ok, a)
 	}
 	a, ok := r.Match("POST", "http://127.0.0.1:7000/api/checkout", []byte(`{"card":"4242 4242 4242 4242","email":"b@x"}`), "application/json")
 	if !ok || a.Status != 500 || string(a.Body) != `{"error":"GIFT_CARD_STATE"}` || a.Note != "answered from the recording" {

@@ -17,7 +17,6 @@ package recorder
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,15 +24,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/page"
-	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/flightrec/flightrec/event"
@@ -161,13 +155,11 @@ type StepResult struct {
 //go:embed page.js
 var pageJS string
 
-// session is one recording in progress: the browser tab, the stream and
-// what the listeners gathered.
+// session is one recording in progress: the pages it follows, the stream
+// and what the listeners gathered.
 type session struct {
 	cfg  Config
-	ctx  context.Context // the tab's chromedp context
 	st   *stream
-	har  *cdphar.Recorder
 	mask wire.MaskRules
 	refs *refs
 	maps *sourceMaps
@@ -176,8 +168,14 @@ type session struct {
 	scratch string
 	cap     *capture
 
+	// first is the page the run began in; pg the page steps act on now
+	// (read and switched by the run's goroutine alone).
+	first, pg *followedPage
+
 	mu            sync.Mutex
-	url           string // the main frame's URL
+	pages         []*followedPage // every page followed, the first first
+	pageSeq       int             // the last page number given (the first page is 1)
+	following     sync.WaitGroup
 	consoleErrors map[int]int
 	dialogs       map[int][]event.Dialog
 	exceptions    map[int]string // the first uncaught exception of each step
@@ -185,8 +183,9 @@ type session struct {
 	misses        map[int][]replayMiss // API requests the network pin could not answer, by step
 	replayed      map[string][]string  // "METHOD url" → the notes of its answers from the recording
 	vp            event.Viewport       // set before any goroutine reads it
+	lastView      map[string]string    // the last interactive view of each document (followedPage.document)
 
-	frames *frames
+	frames *frames     // the screencast of the page steps act on
 	cwork  chan func() // console work, in arrival order, off the reader goroutine
 	cdone  chan struct{}
 }
@@ -238,9 +237,11 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 	if err != nil {
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
-	s := &session{cfg: cfg, ctx: tab, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"),
+	first := newPage("", tab, nil, "")
+	s := &session{cfg: cfg, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"),
+		first: first, pg: first, pages: []*followedPage{first}, pageSeq: 1,
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
-		misses: map[int][]replayMiss{}, replayed: map[string][]string{},
+		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, lastView: map[string]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
 	if rep.Mask != nil {
 		s.mask = *rep.Mask
@@ -265,6 +266,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 
 	// Whatever happened, send what was gathered and finish the recording,
 	// so a failed run is evidence too.
+	s.following.Wait()
 	s.drainNetwork(5 * time.Second)
 	s.frames.stop()
 	close(s.cwork)
@@ -272,6 +274,11 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 	res.Events, res.Total = s.st.stats()
 	if cpu, ok := browserCPU(tab); ok {
 		res.BrowserCPU = cpu
+	}
+	for _, p := range s.allPages() {
+		if p.cancel != nil {
+			p.cancel()
+		}
 	}
 	cancelTab()
 	if err := s.st.close(); err != nil {
@@ -333,146 +340,44 @@ func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
 	return nil
 }
 
-// setup enables the domains the recorder listens to and installs its page
-// scripts (helper, rrweb) for every document to come.
+// setup routes downloads and follows popups (the browser's), sets up the
+// first page and starts its screencast.
 func (s *session) setup(vp flow.Viewport) error {
-	ctx := s.ctx
 	s.vp = event.Viewport{Width: vp.Width, Height: vp.Height}
-	chromedp.Listen(ctx, s.onEvent)
-	var err error
-	s.cap = newCapture(s.scratch, chromedp.FromContext(ctx).Target.TargetID)
-	if err := s.cap.start(ctx, s.st.currentStep); err != nil {
+	s.cap = newCapture(s.scratch, s.first.target, s.opened, s.closed)
+	if err := s.cap.start(s.first.ctx, s.st.currentStep); err != nil {
 		return fmt.Errorf("setting up downloads and popups: %w", err)
 	}
-	s.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: s.st.currentStep})
-	if err != nil {
+	if err := s.setupPage(s.first, false); err != nil {
 		return err
 	}
-	rules, _ := json.Marshal(s.mask)
-	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
-	var calls []func() error
-	if s.cfg.Pins.any() {
-		// The pins go in first: the page's own scripts, and the
-		// recorder's, see the pinned clock and randomness from the start.
-		calls = append(calls, func() error {
-			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: s.cfg.Pins.script()})
-			return err
-		})
-	}
-	if s.cfg.Pins.Network != nil {
-		calls = append(calls, func() error {
-			_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
-			return err
-		})
-	}
-	calls = append(calls, []func() error{
-		func() error {
-			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-				Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1})
-			return err
-		},
-		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
-		func() error { _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); return err },
-		func() error {
-			_, err := chromedp.Call(ctx, cdpruntime.AddBinding, cdpruntime.AddBindingParams{Name: domBinding})
-			return err
-		},
-		func() error {
-			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: helper})
-			return err
-		},
-		func() error {
-			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: rrwebScript()})
-			return err
-		},
-		s.enableLogs,
-	}...)
-	for _, call := range calls {
-		if err := call(); err != nil {
-			return fmt.Errorf("setting up the browser tab: %w", err)
-		}
-	}
-	startFrames(s)
+	startFrames(s, s.first)
 	return nil
 }
 
-// onEvent runs on chromedp's reader goroutine: it must not block or run
-// commands, so anything that needs the browser goes to a goroutine.
-func (s *session) onEvent(ev any) {
-	switch ev := ev.(type) {
-	case *cdpruntime.EventBindingCalled:
-		if ev.Name == domBinding {
-			s.onDOM(ev.Payload)
-		}
-	case *page.EventFrameNavigated:
-		if ev.Frame != nil && ev.Frame.ParentID == "" {
-			s.setURL(ev.Frame.URL)
-		}
-	case *page.EventNavigatedWithinDocument:
-		s.setURL(ev.URL)
-	case *page.EventJavascriptDialogOpening:
-		s.noteDialog(ev)
-		go chromedp.Call(s.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-	case *fetch.EventRequestPaused:
-		go s.onRequestPaused(ev)
-	case *page.EventScreencastFrame:
-		s.onScreencastFrame(ev)
-	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
-		s.cap.onEvent(ev, s.st.currentStep())
-	default:
-		s.onConsoleEvent(ev)
-	}
-}
-
-func (s *session) setURL(u string) {
-	s.mu.Lock()
-	s.url = u
-	s.mu.Unlock()
-}
-
-// noteDialog notes a dialog in the current step's effects.
-func (s *session) noteDialog(ev *page.EventJavascriptDialogOpening) {
-	step := s.st.currentStep()
-	s.mu.Lock()
-	s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
-	s.mu.Unlock()
-}
-
-// onScreencastFrame hands a frame to the screencast's bookkeeping (reader
-// goroutine).
-func (s *session) onScreencastFrame(ev *page.EventScreencastFrame) {
-	s.mu.Lock()
-	f := s.frames
-	s.mu.Unlock()
-	if f == nil {
-		// Not ours yet (setup has not begun the screencast's
-		// bookkeeping): acknowledge it, or the browser sends no more.
-		go chromedp.Call(s.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
-		return
-	}
-	f.offer(ev)
-}
-
-// currentURL is the main frame's URL as last navigated.
-func (s *session) currentURL() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.url
-}
-
 // drainNetwork waits (at most wait) for requests in flight and sends the
-// HAR entries not sent yet.
+// HAR entries not sent yet, of every page.
 func (s *session) drainNetwork(wait time.Duration) {
-	if s.har == nil {
-		return
+	ctx, cancel := context.WithTimeout(s.first.ctx, wait)
+	defer cancel()
+	for _, p := range s.allPages() {
+		if p.har == nil {
+			continue
+		}
+		_ = p.har.WaitIdle(ctx, 100*time.Millisecond)
+		s.sendHAR(p.har.Take(true))
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, wait)
-	_ = s.har.WaitIdle(ctx, 100*time.Millisecond)
-	cancel()
-	s.sendHAR(s.har.Take(true))
+}
+
+// takeHAR takes the complete HAR entries of every page.
+func (s *session) takeHAR() []cdphar.Taken {
+	var out []cdphar.Taken
+	for _, p := range s.allPages() {
+		if p.har != nil {
+			out = append(out, p.har.Take(false)...)
+		}
+	}
+	return out
 }
 
 // sendHAR sends entries, each at the step its request started in.

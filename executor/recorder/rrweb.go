@@ -10,7 +10,11 @@ import (
 )
 
 // rrweb's recorder runs in every top-level document and hands each event
-// to the recorder through a CDP binding. Its events are sent unchanged, so
+// to the recorder through a CDP binding. It runs in every child frame too,
+// with recordCrossOriginIframes: a same-origin frame's copy stands down
+// (the top one records the frame's DOM), a cross-origin frame's posts its
+// events to the top document's, which folds them into its own stream with
+// the frame's nodes under the iframe node, so players replay the frame. Its events are sent unchanged, so
 // any rrweb player replays an export.
 
 //go:embed rrweb/record.umd.min.js
@@ -31,7 +35,8 @@ func rrwebScript() string {
 		bundle = bundle[:i]
 	}
 	return `(function () {
-  if (window.top !== window) return;
+  if (window.__flightrecRRWeb) return; // run once per document (a followed page gets it twice)
+  Object.defineProperty(window, "__flightrecRRWeb", {value: true});
   var define, exports, module; // the bundle is UMD: make it set the global
   ` + bundle + `
   ;rrwebRecord.record({
@@ -41,6 +46,7 @@ func rrwebScript() string {
       if (!el || !window.__flightrec || window.__flightrec.isMasked(el)) return "*".repeat(text.length);
       return text;
     },
+    recordCrossOriginIframes: true,
     sampling: {mousemove: 100, scroll: 150, input: "last"},
     recordCanvas: false,
     collectFonts: false,
@@ -49,8 +55,8 @@ func rrwebScript() string {
 }).call(window);`
 }
 
-// onDOM sends one rrweb event from the binding (reader goroutine).
-func (s *session) onDOM(payload string) {
+// onDOM sends one rrweb event of pg from the binding (reader goroutine).
+func (s *session) onDOM(pg *followedPage, payload string) {
 	var ev struct {
 		Type      *int            `json:"type"`
 		Data      json.RawMessage `json:"data"`
@@ -66,5 +72,5 @@ func (s *session) onDOM(payload string) {
 	if ev.Timestamp > 0 && !s.cfg.Pins.Clock {
 		ts = time.UnixMilli(ev.Timestamp)
 	}
-	s.st.emit(event.KindDOM, ts, event.DOM{Type: ev.Type, Data: ev.Data, Timestamp: ev.Timestamp})
+	s.st.emit(event.KindDOM, ts, event.DOM{Type: ev.Type, Data: ev.Data, Timestamp: ev.Timestamp, Page: pg.id})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
+	"github.com/flightrec/flightrec/playback"
 )
 
 // stepsPage is a page with one of each thing a step can trip over.
@@ -199,4 +200,82 @@ func TestStepsThatWork(t *testing.T) {
 	if d := receiptOf(t, evs, 3).Effects; d == nil || !regexp.MustCompile(`(?m)^\+\s*checkbox "Gift wrap"( \w+)* checked( \w+)* @e\d+$`).MatchString(d.SnapshotDelta) {
 		t.Errorf("step 3's snapshot delta: %+v", d)
 	}
+}
+
+// TestSnapshotPages: a page of 50,000 buttons makes an interactive
+// snapshot far over a page's size; the event keeps it whole and the API
+// gives it in pages, each with the handle of the next, which together
+// are the snapshot.
+func TestSnapshotPages(t *testing.T) {
+	testenv.RequireChromium(t)
+	srv := appserver.Start(t)
+	const n = 50_000
+	var b strings.Builder
+	b.WriteString("<!doctype html><html><head><title>many</title></head><body><main>")
+	for i := range n {
+		fmt.Fprintf(&b, "<button>Item %d</button>", i)
+	}
+	b.WriteString("</main></body></html>")
+	body := b.String()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+	defer page.Close()
+	// Not runSteps: loading and reading 50,000 controls takes longer than
+	// its step timeout on a loaded machine.
+	fl, err := flow.Parse("many.yaml", []byte("name: many\nstart_url: \"{{base}}/\"\nsteps:\n  - wait: {text: \"Item 49999\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := recorder.Record(ctx, recorder.Config{Chromium: testenv.RequireChromium(t), StepTimeout: time.Minute},
+		fl.Expand(page.URL), client.New(srv.Base))
+	if err != nil || len(res.Failed) > 0 {
+		t.Fatalf("recording: %v %+v", err, res.Failed)
+	}
+	indexed(t, srv.Base, res.ID, res.Total)
+	evs := allEvents(t, srv.Base, res.ID)
+	var seq uint64
+	for _, e := range evs {
+		if e.Kind == event.KindSnapshot {
+			if s := decode[event.Snapshot](t, e); s.View == "interactive" && s.When == "after" {
+				seq = e.Seq
+				if s.Truncated || len(s.Text) < n*20 {
+					t.Fatalf("the stored snapshot is %d bytes, truncated %v: want all %d buttons", len(s.Text), s.Truncated, n)
+				}
+			}
+		}
+	}
+	if seq == 0 {
+		t.Fatal("no interactive snapshot after the step")
+	}
+	var all strings.Builder
+	pages := 0
+	for cursor := ""; ; pages++ {
+		var pg playback.SnapshotPage
+		getJSON(t, fmt.Sprintf("%s/v1/recordings/%s/snapshots/%d?cursor=%s", srv.Base, res.ID, seq, cursor), &pg)
+		if len(pg.Text) > playback.DefaultSnapshotPage {
+			t.Fatalf("page %d is %d bytes, over the page size", pages, len(pg.Text))
+		}
+		if pages == 0 && (!pg.Truncated || pg.Next == "") {
+			t.Fatalf("the first page is not truncated with a handle: %d of %d bytes", len(pg.Text), pg.TotalBytes)
+		}
+		all.WriteString(pg.Text)
+		if pg.Next == "" {
+			if pg.Truncated {
+				t.Fatal("a truncated page without a handle")
+			}
+			break
+		}
+		cursor = pg.Next
+	}
+	got := all.String()
+	for _, i := range []int{0, 1, 25_000, n - 1} {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^\s*button "Item %d" @e\d+$`, i)).MatchString(got) {
+			t.Errorf("the pages lack button %d", i)
+		}
+	}
+	if c := strings.Count(got, `button "Item `); c != n {
+		t.Errorf("the pages list %d buttons, want %d", c, n)
+	}
+	t.Logf("%d bytes in %d pages", len(got), pages+1)
 }

@@ -96,6 +96,17 @@ type Config struct {
 	// Keys are the deployment's key files, required in shared mode
 	// (Store.Blobs set) and refused without it (KeyFiles).
 	Keys KeyFiles
+	// Cluster, with Node set, is cluster mode (ClusterConfig).
+	Cluster ClusterConfig
+}
+
+// ClusterConfig is serve's cluster mode (--cluster-node, --advertise,
+// --lease-ttl): open recordings owned by lease and acknowledged in the
+// shared object store (ingest.Cluster). Zero: a single node.
+type ClusterConfig struct {
+	Node      string
+	Advertise string
+	LeaseTTL  time.Duration
 }
 
 // HTTPLimits bound how long a client may take to send a request, so a
@@ -302,8 +313,15 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	})
 	icfg := cfg.Ingest
 	icfg.FFmpeg = cfg.FFmpeg
+	cl, err := openCluster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cl != nil {
+		opened.add(closerOf(cl.Objects))
+	}
 	ing, err := ingest.New(icfg, ingest.Deps{Store: st, Projector: proj, Policy: pol, Registry: reg, Log: log, Edge: edge,
-		PseudonymKey: shared.pseudonymKey,
+		PseudonymKey: shared.pseudonymKey, Cluster: cl,
 		// Every recording's redaction plan is on the audit record.
 		OnOpen: func(m store.RecordingMeta) {
 			if _, err := auditLog.Append(audit.Plan(m.ID, m.PlanDigest)); err != nil {

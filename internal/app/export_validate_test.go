@@ -346,6 +346,10 @@ func finalDOMText(t *testing.T, rec string) string {
 			return
 		case n.Type == html.ElementNode && (n.Data == "style" || n.Data == "template" || hasAttr(n, "hidden")):
 			return
+		case n.Type == html.ElementNode && hasAttr(n, "data-flightrec-frame"):
+			// A frame's document, shown in place: the replay's innerText,
+			// like any page's, does not reach into frames.
+			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			walk(c)

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/flightrec/flightrec/access"
+	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/retention"
 	"github.com/flightrec/flightrec/store"
@@ -217,4 +219,28 @@ func GenerateKeys(dir string) (KeyFiles, error) {
 		}
 	}
 	return k, nil
+}
+
+// openCluster is ingest's cluster mode, or nil on a single node. Cluster
+// mode needs the shared object store (the recordings' batches live there)
+// and a URL other nodes reach this one at.
+func openCluster(c Config) (*ingest.Cluster, error) {
+	cc := c.Cluster
+	if cc.Node == "" {
+		return nil, nil
+	}
+	if c.Store.Blobs == "" || cc.Advertise == "" {
+		return nil, wire.New(http.StatusBadRequest, "CLUSTER_NEEDS_SHARED_STORE",
+			"give every node --blobs s3://… (the same store) and --advertise http://HOST:PORT (this node's URL as the others reach it)",
+			"cluster mode keeps open recordings in the shared object store and proxies between nodes")
+	}
+	if cc.LeaseTTL < time.Second {
+		return nil, wire.New(http.StatusBadRequest, "BAD_LEASE_TTL", "pass --lease-ttl of a second or more (the default is 10s)",
+			"--lease-ttl %s is shorter than the nodes' clocks and pauses can be trusted with", cc.LeaseTTL)
+	}
+	obj, err := objstore.Open(c.Store.Blobs, c.Store.BlobCredentials)
+	if err != nil {
+		return nil, fmt.Errorf("--blobs: %w", err)
+	}
+	return &ingest.Cluster{Objects: obj, Node: cc.Node, Advertise: cc.Advertise, TTL: cc.LeaseTTL}, nil
 }

@@ -20,7 +20,7 @@
 //	POST /api/cart          {"sku","qty"} → 201 the cart | 404 UNKNOWN_PRODUCT | 422 BAD_QUANTITY
 //	GET  /checkout          the checkout page
 //	POST /api/gift          {"code"} → 200 | 404 GIFT_CARD_NOT_FOUND | 409 CART_EMPTY | 422 MISSING_CODE
-//	POST /api/checkout      {"email","card"} → 200 {"order_id","next"} | 409 CART_EMPTY | 422 INVALID_EMAIL, INVALID_CARD | 500 GIFT_CARD_STATE
+//	POST /api/checkout      {"email","token"} (or "card") → 200 {"order_id","next"} | 409 CART_EMPTY | 422 INVALID_EMAIL, INVALID_CARD | 500 GIFT_CARD_STATE
 //	GET  /api/orders/last   the last checkout attempt: {"id","state","http_status","error","total_cents"}
 //	GET  /orders/{id}       the order confirmation, with a "Download receipt" link
 //	GET  /orders/{id}/receipt.pdf  the paid order's receipt, a one-page PDF, as an attachment
@@ -28,7 +28,8 @@
 //	GET  /ws/cart           a WebSocket: the server sends {"type":"cart","count":N} on
 //	                        connect and whenever the cart changes; the page sends
 //	                        {"type":"hello","page":PATH} once open
-//	GET  /static/…          app.min.js (with app.min.js.map), src/app.js, live.js, style.css
+//	GET  /pay/card, POST /api/tokens  the payment provider's card frame (payments.go)
+//	GET  /static/…          app.min.js (with app.min.js.map), src/app.js, live.js, pay.js, style.css
 //
 // The pages load static/app.min.js, minified by esbuild from the readable
 // static/src/app.js with a source map whose "sources" is src/app.js, served
@@ -64,6 +65,7 @@ import (
 	"net"
 	"net/http"
 	"net/mail"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +105,10 @@ type Options struct {
 	// sends after the first count: tests use it for a run whose socket
 	// differs, or that carries a secret.
 	SocketExtra string
+	// PaymentOrigin is the origin the checkout loads the card frame from
+	// (Start sets it to a second loopback port of its own); "" loads it
+	// from the storefront's own origin.
+	PaymentOrigin string
 }
 
 //go:embed templates/*.html
@@ -175,17 +181,20 @@ type shop struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	sockets  map[*session]map[*wsConn]bool // the cart sockets open, by session
+	tokens   map[string]string             // the payment provider's unspent tokens → card
 }
 
 // Handler returns the storefront's handler (for tests that serve it with
 // net/http/httptest). Each Handler has its own sessions.
 func Handler(opts Options) http.Handler {
-	s := &shop{opts: opts, sessions: map[string]*session{}, sockets: map[*session]map[*wsConn]bool{}}
+	s := &shop{opts: opts, sessions: map[string]*session{}, sockets: map[*session]map[*wsConn]bool{},
+		tokens: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("GET /signin", s.signinPage)
 	mux.HandleFunc("GET /product", s.page("product"))
 	mux.HandleFunc("GET /checkout", s.page("checkout"))
+	mux.HandleFunc("GET /pay/card", s.cardFrame)
 	mux.HandleFunc("GET /orders/{id}", s.orderPage)
 	mux.HandleFunc("GET /orders/{id}/receipt.pdf", s.receipt)
 	mux.HandleFunc("GET /terms", func(w http.ResponseWriter, r *http.Request) {
@@ -202,6 +211,7 @@ func Handler(opts Options) http.Handler {
 		mux.HandleFunc("POST /api/cart", s.api(s.apiAddToCart))
 		mux.HandleFunc("POST /api/gift", s.api(s.apiGift))
 		mux.HandleFunc("POST /api/checkout", s.api(s.apiCheckout))
+		mux.HandleFunc("POST /api/tokens", s.apiToken)
 		mux.HandleFunc("GET /api/orders/last", s.api(s.apiLastOrder))
 	}
 	static, _ := fs.Sub(staticFS, "static")
@@ -236,9 +246,11 @@ func headers(next http.Handler) http.Handler {
 
 // Server is a storefront listening on loopback.
 type Server struct {
-	url  string
-	srv  *http.Server
-	done chan struct{}
+	url    string
+	payURL string
+	srv    *http.Server
+	pay    *http.Server // the payment provider's origin
+	done   chan struct{}
 }
 
 // Start serves the storefront on opts.Addr (default a free port on
@@ -259,14 +271,28 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demoapp: %w", err)
 	}
-	s := &Server{url: "http://" + ln.Addr().String(), done: make(chan struct{}),
-		srv: &http.Server{Handler: Handler(opts), ReadHeaderTimeout: 10 * time.Second}}
-	go func() {
-		defer close(s.done)
-		_ = s.srv.Serve(ln)
-	}()
+	// The payment provider: the same handler on a second loopback port, a
+	// different origin to the browser.
+	payLn, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("demoapp: the payment provider's port: %w", err)
+	}
+	opts.PaymentOrigin = "http://" + payLn.Addr().String()
+	h := Handler(opts)
+	s := &Server{url: "http://" + ln.Addr().String(), payURL: opts.PaymentOrigin, done: make(chan struct{}),
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		pay: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.srv.Serve(ln) }()
+	go func() { defer wg.Done(); _ = s.pay.Serve(payLn) }()
+	go func() { wg.Wait(); close(s.done) }()
 	return s, nil
 }
+
+// PaymentURL is the payment provider's origin (the card frame's).
+func (s *Server) PaymentURL() string { return s.payURL }
 
 // URL is the storefront's base URL, such as http://127.0.0.1:41234 (no
 // trailing slash).
@@ -276,9 +302,11 @@ func (s *Server) URL() string { return s.url }
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		err = errors.Join(err, s.srv.Close())
+	var err error
+	for _, srv := range []*http.Server{s.srv, s.pay} {
+		if e := srv.Shutdown(ctx); e != nil {
+			err = errors.Join(err, e, srv.Close())
+		}
 	}
 	<-s.done
 	return err
@@ -295,6 +323,10 @@ type view struct {
 	Total    int
 	Gift     bool
 	Order    *attempt
+	// CardFrame is the payment provider's card form the checkout frames;
+	// Parent is the origin the card form answers (the card frame's page).
+	CardFrame string
+	Parent    string
 }
 
 func (s *shop) render(w http.ResponseWriter, status int, name string, v view) {
@@ -360,6 +392,15 @@ func (s *shop) page(name string) http.HandlerFunc {
 			return
 		}
 		v.Title = map[string]string{"product": catalog[ProductSKU].Name, "checkout": "Checkout"}[name]
+		if name == "checkout" {
+			self := "http://" + r.Host
+			pay := s.opts.PaymentOrigin
+			if pay == "" {
+				pay = self
+			}
+			v.CardFrame = pay + "/pay/card?parent=" + url.QueryEscape(self)
+			w.Header().Set("Content-Security-Policy", checkoutCSP(pay))
+		}
 		s.render(w, http.StatusOK, name, v)
 	}
 }
@@ -556,9 +597,13 @@ func (s *shop) apiCheckout(r *http.Request, ss *session) (int, any, *apiError) {
 	var req struct {
 		Email string `json:"email"`
 		Card  string `json:"card"`
+		Token string `json:"token"` // from the payment provider's frame
 	}
 	if e := decode(r, &req); e != nil {
 		return 0, nil, e
+	}
+	if req.Token != "" {
+		req.Card = s.cardOfToken(req.Token)
 	}
 	if len(ss.cart) == 0 {
 		return 0, nil, fail(http.StatusConflict, "CART_EMPTY")

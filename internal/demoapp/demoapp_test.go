@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -242,7 +243,29 @@ func TestPagesAreAccessible(t *testing.T) {
 	signin := s.get("/signin")
 	s.signIn()
 	s.fillCart()
-	pages := map[string][]byte{"/signin": signin.body, "/product": s.get("/product").body, "/checkout": s.get("/checkout").body}
+	checkout := s.get("/checkout")
+	// The card form is the payment provider's, framed from its origin (the
+	// storefront's own here: Handler alone has no second port).
+	frameSrc := regexp.MustCompile(`<iframe id="card-frame" class="cardframe" title="Payment card" src="([^"]+)"`).FindSubmatch(checkout.body)
+	if frameSrc == nil {
+		t.Fatalf("the checkout page has no card frame:\n%s", checkout.body)
+	}
+	src := strings.ReplaceAll(string(frameSrc[1]), "&amp;", "&")
+	if want := s.base + "/pay/card?parent=" + url.QueryEscape(s.base); src != want {
+		t.Errorf("card frame src %q, want %q", src, want)
+	}
+	if csp := checkout.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-src 'self' "+s.base) {
+		t.Errorf("checkout CSP %q does not allow the provider's frame", csp)
+	}
+	card := s.get(strings.TrimPrefix(src, s.base))
+	if csp := card.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors "+s.base) {
+		t.Errorf("card frame CSP %q: only the storefront may frame it", csp)
+	}
+	if a := s.get("/pay/card?parent=https://evil.example"); a.status != http.StatusBadRequest {
+		t.Errorf("a card frame for a foreign parent: %d, want 400", a.status)
+	}
+	body := regexp.MustCompile(`<iframe[^>]*>`).ReplaceAll(checkout.body, nil)
+	pages := map[string][]byte{"/signin": signin.body, "/product": s.get("/product").body, "/checkout": body, "/pay/card": card.body}
 	inputID := regexp.MustCompile(`<input id="([^"]+)"`)
 	for path, body := range pages {
 		for _, m := range inputID.FindAllSubmatch(body, -1) {
@@ -255,10 +278,15 @@ func TestPagesAreAccessible(t *testing.T) {
 		}
 	}
 	co := string(pages["/checkout"])
-	for _, want := range []string{`autocomplete="cc-number"`, `id="gift-code"`, `>Apply</button>`, `>Pay</button>`,
-		`id="pay-error" class="error" role="alert"`, `<label for="card-number">Card number</label>`} {
+	for _, want := range []string{`id="gift-code"`, `>Apply</button>`, `>Pay</button>`,
+		`id="pay-error" class="error" role="alert"`} {
 		if !strings.Contains(co, want) {
 			t.Errorf("checkout page lacks %s", want)
+		}
+	}
+	for _, want := range []string{`autocomplete="cc-number"`, `<label for="card-number">Card number</label>`, `src="/static/pay.js"`} {
+		if !strings.Contains(string(card.body), want) {
+			t.Errorf("card frame lacks %s", want)
 		}
 	}
 	if !strings.Contains(co, `<script src="/static/app.min.js" defer></script>`) {
@@ -317,5 +345,28 @@ func TestShippedFlowsAreEmbedded(t *testing.T) {
 		if err != nil || file != n+".yaml" || !bytes.Contains(data, []byte("name: "+n)) {
 			t.Errorf("%s: %s %v", n, file, err)
 		}
+	}
+}
+
+// TestCardTokenPays: the provider's token stands for the card once; a
+// spent or unknown token is no card.
+func TestCardTokenPays(t *testing.T) {
+	s := newShopper(t, Options{})
+	s.signIn()
+	if a := s.post("/api/tokens", map[string]string{"card": "4242 4242 4242 4241"}); a.status != 422 {
+		t.Errorf("a card failing Luhn got a token: %d %s", a.status, a.body)
+	}
+	tok := s.post("/api/tokens", map[string]string{"card": Card})
+	if tok.status != 201 {
+		t.Fatalf("token: %d %s", tok.status, tok.body)
+	}
+	token, _ := tok.json(t)["token"].(string)
+	s.fillCart()
+	if a := s.post("/api/checkout", map[string]string{"email": Email, "token": token}); a.status != 200 {
+		t.Fatalf("paying with the token: %d %s", a.status, a.body)
+	}
+	s.fillCart()
+	if a := s.post("/api/checkout", map[string]string{"email": Email, "token": token}); a.status != 422 || a.json(t)["error"] != "INVALID_CARD" {
+		t.Errorf("a spent token paid again: %d %s", a.status, a.body)
 	}
 }

@@ -3,61 +3,29 @@ package testenv
 import (
 	"context"
 	"go/build"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/flightrec/flightrec/internal/devcluster"
 	"github.com/flightrec/flightrec/store/objstore"
 )
-
-const versitygwHelp = "go install github.com/versity/versitygw/cmd/versitygw@v1.8.0 (about 2 minutes; .ci/run does it), " +
-	"or set $VERSITYGW to its path"
 
 // VersityGWPath returns the versitygw binary to run: $VERSITYGW, else
 // versitygw on $PATH, else the one `go install` put in $GOPATH/bin.
 func VersityGWPath() (path string, ok bool) {
-	if p := os.Getenv("VERSITYGW"); p != "" {
-		_, err := exec.LookPath(p)
-		return p, err == nil
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, true
-	}
-	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
-		p := filepath.Join(dir, "bin", "versitygw")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, true
-		}
-	}
-	return "versitygw", false
+	return devcluster.VersityGWPath(os.Getenv, build.Default.GOPATH)
 }
 
 // S3Server is a private versitygw (an S3 server on its posix backend) that
-// a test starts, stops and starts again.
+// a test starts, stops and starts again. Its Endpoint (host:port on
+// loopback, plain HTTP), root AccessKey and SecretKey (random), Bucket
+// and Region are devcluster.VersityGW's.
 type S3Server struct {
-	// Endpoint is host:port on loopback; the server speaks plain HTTP.
-	Endpoint string
-	// AccessKey and SecretKey are the server's root credentials (random).
-	AccessKey, SecretKey string
-	// Bucket exists when S3 returns.
-	Bucket string
-	Region string
-
-	t    testing.TB
-	path string
-	dir  string // the posix backend's root: one directory per bucket
-
-	mu sync.Mutex
-	d  *daemon // nil while stopped
+	*devcluster.VersityGW
+	t testing.TB
 }
 
 // S3 starts a private versitygw on a free loopback port, serving a
@@ -68,43 +36,28 @@ func S3(t testing.TB) *S3Server {
 	t.Helper()
 	path, ok := VersityGWPath()
 	if !ok {
-		Missing(t, "versitygw not found ("+path+"): "+versitygwHelp)
+		Missing(t, "versitygw not found ("+path+"): "+devcluster.VersityGWHelp)
 	}
-	s := &S3Server{
-		Endpoint:  "127.0.0.1:" + strconv.Itoa(freePort(t)),
-		AccessKey: "test" + chRandomHex(8),
-		SecretKey: chRandomHex(20),
-		Bucket:    "flightrec-test",
-		Region:    "us-east-1",
-		t:         t,
-		path:      path,
-		dir:       t.TempDir(),
+	gw, err := devcluster.NewVersityGW(path, t.TempDir(), "flightrec-test")
+	if err != nil {
+		t.Fatal(err)
 	}
+	s := &S3Server{VersityGW: gw, t: t}
 	// Registered after t.TempDir, so it runs first: the server is gone
 	// before its directory is removed.
 	t.Cleanup(s.Stop)
 	s.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Client().MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: s.Region}); err != nil {
-		t.Fatalf("versitygw: create bucket %s: %v\n%s", s.Bucket, err, logTail(s.logPath()))
+	if err := gw.MakeBucket(ctx); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }
 
-// URL is the s3:// URL of prefix in the bucket (objstore.ParseS3URL's form).
-func (s *S3Server) URL(prefix string) string {
-	q := url.Values{"endpoint": {s.Endpoint}, "region": {s.Region}, "insecure": {"1"}}
-	return "s3://" + s.Bucket + "/" + strings.Trim(prefix, "/") + "?" + q.Encode()
-}
-
 // Client is a minio-go client of the server, with its root credentials.
 func (s *S3Server) Client() *minio.Client {
-	c, err := minio.New(s.Endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
-		Region:       s.Region,
-		BucketLookup: minio.BucketLookupPath,
-	})
+	c, err := s.VersityGW.Client()
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -115,54 +68,9 @@ func (s *S3Server) Client() *minio.Client {
 // Stop) and waits until it answers S3 requests.
 func (s *S3Server) Start() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.d != nil {
-		return
+	if err := s.VersityGW.Start(); err != nil {
+		s.t.Fatal(err)
 	}
-	// Credentials go in the environment (versitygw reads ROOT_ACCESS_KEY
-	// and ROOT_SECRET_KEY), not argv, where ps would show them.
-	cmd := exec.Command(s.path, "--port", s.Endpoint, "posix", s.dir)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
-	d, err := startDaemon(cmd, s.logPath())
-	if err != nil {
-		s.t.Fatalf("start versitygw: %v", err)
-	}
-	s.d = d
-	if err := s.wait(30*time.Second, d.exited()); err != nil {
-		s.stopLocked()
-		s.t.Fatalf("versitygw did not start: %v\n%s", err, logTail(s.logPath()))
-	}
-}
-
-// logPath is beside the served directory, not in it (it would be a bucket).
-func (s *S3Server) logPath() string { return s.dir + ".log" }
-
-// wait polls until the server answers a signed request (ListBuckets).
-func (s *S3Server) wait(timeout time.Duration, exited <-chan error) error {
-	client := s.Client()
-	return waitUntil(timeout, 25*time.Millisecond, exited, s.Endpoint, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err := client.ListBuckets(ctx)
-		return err
-	})
-}
-
-// Stop sends SIGTERM and waits for the server to exit (SIGKILL after 30s).
-// Its objects stay on disk for Start.
-func (s *S3Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopLocked()
-}
-
-func (s *S3Server) stopLocked() {
-	if s.d == nil {
-		return
-	}
-	s.d.stop(30 * time.Second)
-	s.d = nil
 }
 
 // Store is an objstore.S3 on prefix of the server's bucket, signed with

@@ -63,6 +63,11 @@ func (d *Doc) apply(ev []byte) (bool, error) {
 	if typ != event.RRWebFullSnapshot && typ != event.RRWebIncremental && typ != event.RRWebMeta {
 		return false, nil
 	}
+	// A popup's events (page p2 …) are another document history: the
+	// view is the first page's.
+	if p, ok := j.Str(j.Get(root, "page")); ok && p != "" {
+		return false, nil
+	}
 	data := j.Get(root, "data")
 	if !j.Is(data, jsonspan.Object) {
 		return false, malformed(event.RRWebErrorf("is %s, not an object", j.KindName(data)).At("data"))

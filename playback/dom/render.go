@@ -261,8 +261,41 @@ func (r *renderer) enter(n int32) bool {
 	}
 	// Doctypes, comments and CDATA sections show nothing (and a comment's
 	// text could end it early); a document inside an element is a frame's,
-	// and frames are not rendered.
+	// rendered by frameContent, never from here.
 	return false
+}
+
+// frameContent renders a frame element whose document rrweb recorded
+// (a same-origin frame's, or a cross-origin one's the recorder asked rrweb
+// for) as a block holding that document's elements, rendered by the same
+// rules as the page's: the frame's content shows where the frame was, and
+// nothing is loaded or run. It reports false when the frame has no
+// recorded document (then it is dropped like any frame).
+func (r *renderer) frameContent(x *node) bool {
+	d := r.d
+	doc := int32(-1)
+	for c := x.first; c >= 0; c = d.nodes[c].next {
+		if d.nodes[c].kind == event.RRWebNodeDocument {
+			doc = c
+			break
+		}
+	}
+	if doc < 0 {
+		return false
+	}
+	r.s(`<div data-flightrec-frame="`)
+	if t, ok := attrFold(x, "title"); ok {
+		r.esc(t, true)
+	}
+	r.s(`" style="display:block;border:1px dashed #9aa5b1">`)
+	r.open = append(r.open, frame{name: "div"})
+	for c := d.nodes[doc].first; c >= 0; c = d.nodes[c].next {
+		if d.nodes[c].kind == event.RRWebNodeElement {
+			r.tree(c)
+		}
+	}
+	r.leave(doc)
+	return true
 }
 
 func (r *renderer) element(n int32, x *node) bool {
@@ -271,6 +304,9 @@ func (r *renderer) element(n int32, x *node) bool {
 	if !validTagName(x.tag) {
 		r.open = append(r.open, frame{svg: r.inSVG()})
 		return true
+	}
+	if (lt == "iframe" || lt == "frame") && r.frameContent(x) {
+		return false
 	}
 	if dropElements[lt] {
 		return false

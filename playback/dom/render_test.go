@@ -276,3 +276,35 @@ func TestInertCheckerCatches(t *testing.T) {
 		t.Errorf("the checker flags an inert page: %v", p)
 	}
 }
+
+// TestRenderFrameDocument: a frame whose document rrweb recorded (the
+// recorder's cross-origin payment frame) shows its content in place, by
+// the same inert rules; a frame without a recorded document is dropped.
+func TestRenderFrameDocument(t *testing.T) {
+	d := NewDoc()
+	mustApply(t, d, fullEv(docNode(1, el(2, "html", nil, el(3, "body", nil,
+		el(4, "iframe", map[string]any{"title": `Payment "card"`, "src": "https://pay.example/card"},
+			docNode(5, el(6, "html", nil, el(7, "body", nil,
+				el(8, "label", nil, tx(9, "Card number")),
+				el(10, "input", map[string]any{"name": "card", "value": "****", "onfocus": "alert(1)"}),
+				el(11, "script", nil, tx(12, "alert(2)")),
+				el(13, "iframe", map[string]any{"src": "https://evil.example/"})))))),
+		el(14, "iframe", map[string]any{"src": "https://evil.example/empty"})))))
+	out := render(t, d)
+	for _, p := range inertProblems(out) {
+		t.Errorf("rendering is not inert: %s", p)
+	}
+	for _, want := range []string{`<div data-flightrec-frame="Payment &quot;card&quot;"`, `<label>Card number</label>`, `<input name="card" value="****">`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("rendering lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"<iframe", "<script", "alert", "evil.example", "pay.example"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("rendering contains %q", bad)
+		}
+	}
+	if t.Failed() {
+		t.Logf("rendering:\n%s", out)
+	}
+}

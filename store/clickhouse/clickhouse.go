@@ -56,9 +56,12 @@
 // flightrec at any node with ?cluster=NAME in the DSN: the index then
 // creates nothing itself, reads and inserts through the Distributed tables
 // (insert_distributed_sync=1, so an insert returns once the shard has the
-// rows; distributed_product_mode=local, since a recording's events and
-// metadata share a shard), and sends DELETE and TRUNCATE to the local
-// tables ON CLUSTER, waiting on every node's system.mutations.
+// rows), and sends DELETE and TRUNCATE to the local tables of one live
+// replica per shard (the Replicated tables carry them to the others; see
+// cluster.go), waiting on those replicas' system.mutations. The servers' profile must set
+// distributed_product_mode=local (a recording's events and metadata share
+// a shard) and load_balancing=in_order (reads go to the replica the
+// insert wrote): Open refuses a cluster without them.
 package clickhouse
 
 import (
@@ -106,6 +109,9 @@ type DB struct {
 	// to the *_local tables ON CLUSTER, and Open creates no tables.
 	cluster         string
 	mutationTimeout time.Duration
+	// shards are connections to each server of the cluster, for the
+	// statements that go to one replica per shard (onShards).
+	shards shardConns
 
 	w *writer
 
@@ -211,13 +217,11 @@ func parseDSN(dsn string) (*clickhouse.Options, options, error) {
 	if o.cluster != "" {
 		// An insert into a Distributed table returns, by default, before
 		// the shards have the rows: the cursor's durability needs them
-		// there. Events and recordings are sharded alike (by the
-		// recording's id), so a subquery on the recordings of a shard
-		// answers for that shard's events: IN runs locally on each.
-		for k, v := range map[string]any{"insert_distributed_sync": 1, "distributed_product_mode": "local"} {
-			if _, set := opts.Settings[k]; !set {
-				opts.Settings[k] = v
-			}
+		// there. (The settings that are not numbers, which clickhouse-go
+		// cannot send to 18.16, come from the server's profile:
+		// clusterSettings.)
+		if _, set := opts.Settings["insert_distributed_sync"]; !set {
+			opts.Settings["insert_distributed_sync"] = 1
 		}
 	}
 	return opts, o, nil
@@ -341,6 +345,7 @@ func (db *DB) DiskBytes(ctx context.Context) (uint64, error) {
 // closes the connections.
 func (db *DB) Close() error {
 	db.w.close()
+	db.closeShards()
 	if err := db.conn.Close(); err != nil {
 		return fmt.Errorf("clickhouse index: close: %w", err)
 	}

@@ -364,7 +364,7 @@ func TestParseDSN(t *testing.T) {
 		t.Errorf("no path: %q, %v", o.database, err)
 	}
 	opts, _, err = parseDSN("clickhouse://h:9000/db?cluster=prod")
-	if err != nil || opts.Settings["insert_distributed_sync"] != 1 || opts.Settings["distributed_product_mode"] != "local" {
+	if err != nil || opts.Settings["insert_distributed_sync"] != 1 || opts.Settings["distributed_product_mode"] != nil {
 		t.Errorf("cluster settings = %v, %v", opts.Settings, err)
 	}
 	for _, bad := range []string{

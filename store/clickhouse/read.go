@@ -437,8 +437,9 @@ func (db *DB) Events(ctx context.Context, q store.EventQuery) ([]store.EventRow,
 // cid. recording leads the events key, so the read is the recording's
 // range of the key, and LIMIT 1 stops at the first match. Copies of a
 // replayed row not merged yet are the same row, blob included, so whether
-// one exists needs no collapsing (LIMIT 1 BY seq) first. An empty cid, or
-// an unknown recording, is false.
+// one exists needs no collapsing (LIMIT 1 BY seq) first. (It selects a
+// column: 18.16 answers SELECT 1 … LIMIT 1 from a Distributed table with
+// Code 8.) An empty cid, or an unknown recording, is false.
 func (db *DB) HasBlob(ctx context.Context, recording, cid string) (bool, error) {
 	if recording == "" || cid == "" {
 		return false, nil // no event carries the empty CID
@@ -448,7 +449,7 @@ func (db *DB) HasBlob(ctx context.Context, recording, cid string) (bool, error) 
 	}
 	var n uint64
 	if err := db.conn.QueryRow(ctx, `SELECT count() FROM
-		(SELECT 1 FROM events WHERE recording = ? AND cid = ? LIMIT 1)`, recording, cid).Scan(&n); err != nil {
+		(SELECT seq FROM events WHERE recording = ? AND cid = ? LIMIT 1)`, recording, cid).Scan(&n); err != nil {
 		return false, fmt.Errorf("clickhouse index: blob of %s: %w", recording, err)
 	}
 	return n > 0, nil

@@ -386,6 +386,39 @@ func (db *DB) checkClusterTables(ctx context.Context) error {
 			}
 		}
 	}
+	return db.checkClusterSettings(ctx)
+}
+
+// clusterSettings are the server settings the index needs on a cluster,
+// which it cannot send itself: clickhouse-go sends only numeric and
+// boolean settings to a server as old as 18.16, so these come from the
+// user's profile (users.xml).
+var clusterSettings = [][2]string{
+	// A recording's events and metadata share a shard, so a subquery
+	// runs locally on each; without it listing and some searches fail
+	// with Code 288 (double-distributed IN).
+	{"distributed_product_mode", "local"},
+	// Reads go to the first live replica of each shard, the one a
+	// synchronous insert wrote; with the default (random) a read right
+	// after an insert missed the row 72 times in 300.
+	{"load_balancing", "in_order"},
+}
+
+// checkClusterSettings refuses a profile without clusterSettings, saying
+// what to set.
+func (db *DB) checkClusterSettings(ctx context.Context) error {
+	for _, kv := range clusterSettings {
+		var value string
+		err := db.conn.QueryRow(ctx, "SELECT value FROM system.settings WHERE name = ?", kv[0]).Scan(&value)
+		if err != nil {
+			return fmt.Errorf("read setting %s: %w", kv[0], err)
+		}
+		if value != kv[1] {
+			return fmt.Errorf("the server's setting %s is %q, and the index on a cluster needs %q: "+
+				"set <%s>%s</%s> in the profile of the user flightrec connects as (users.xml) on every server",
+				kv[0], value, kv[1], kv[0], kv[1], kv[0])
+		}
+	}
 	return nil
 }
 

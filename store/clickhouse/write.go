@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/flightrec/flightrec/store"
 )
 
@@ -486,9 +488,11 @@ func (db *DB) DeleteRecordings(ctx context.Context, ids []string) error {
 	}
 	in := strings.Join(list, ", ")
 	for _, m := range mutable {
-		q := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s IN (%s)", db.localTable(m.table), m.column, in)
-		if err := db.conn.Exec(ctx, q); err != nil {
-			return fmt.Errorf("clickhouse index: delete %s: %s: %w", describeIDs(ids), m.table, err)
+		err := db.onShards(ctx, func(table string) string {
+			return fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s IN (%s)", table, m.column, in)
+		}, m.table)
+		if err != nil {
+			return fmt.Errorf("clickhouse index: delete %s: %w", describeIDs(ids), err)
 		}
 	}
 	for _, id := range ids {
@@ -508,12 +512,12 @@ func describeIDs(ids []string) string {
 }
 
 // localTable names the table a mutation or TRUNCATE goes to: the table
-// itself, or on a cluster its *_local tables on every node.
+// itself, or on a cluster its *_local table (on each shard: onShards).
 func (db *DB) localTable(name string) string {
 	if db.cluster == "" {
 		return name
 	}
-	return fmt.Sprintf("%s.%s_local ON CLUSTER %s", db.database, name, db.cluster)
+	return fmt.Sprintf("%s.%s_local", db.database, name)
 }
 
 // waitMutations polls system.mutations until no mutation of the index's
@@ -522,23 +526,33 @@ func (db *DB) localTable(name string) string {
 func (db *DB) waitMutations(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, db.mutationTimeout)
 	defer cancel()
-	source, names := "system.mutations", make([]string, len(mutable))
+	names := make([]string, len(mutable))
 	for i, m := range mutable {
 		names[i] = quoteString(m.table)
 		if db.cluster != "" {
 			names[i] = quoteString(m.table + "_local")
 		}
 	}
-	if db.cluster != "" {
-		source = fmt.Sprintf("cluster(%s, system, mutations)", quoteString(db.cluster))
-	}
-	q := fmt.Sprintf("SELECT count() FROM %s WHERE database = ? AND table IN (%s) AND is_done = 0",
-		source, strings.Join(names, ", "))
+	q := fmt.Sprintf("SELECT count() FROM system.mutations WHERE database = ? AND table IN (%s) AND is_done = 0",
+		strings.Join(names, ", "))
 	delay := 5 * time.Millisecond
 	for {
+		// On a cluster: the replicas the mutations went to (onShards);
+		// a replica that was down applies them when it returns.
+		conns := []driver.Conn{db.conn}
+		if db.cluster != "" {
+			var err error
+			if conns, err = db.liveReplicas(ctx); err != nil {
+				return fmt.Errorf("wait for mutations: %w", err)
+			}
+		}
 		var pending uint64
-		if err := db.conn.QueryRow(ctx, q, db.database).Scan(&pending); err != nil {
-			return fmt.Errorf("wait for mutations: %w", err)
+		for _, c := range conns {
+			var n uint64
+			if err := c.QueryRow(ctx, q, db.database).Scan(&n); err != nil {
+				return fmt.Errorf("wait for mutations: %w", err)
+			}
+			pending += n
 		}
 		if pending == 0 {
 			return nil
@@ -557,10 +571,12 @@ func (db *DB) Reset(ctx context.Context) error {
 	if err := db.ready(ctx); err != nil {
 		return err
 	}
-	for _, t := range tables {
-		if err := db.conn.Exec(ctx, "TRUNCATE TABLE "+db.localTable(t.name)); err != nil {
-			return fmt.Errorf("clickhouse index: reset %s: %w", t.name, err)
-		}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.name
+	}
+	if err := db.onShards(ctx, func(table string) string { return "TRUNCATE TABLE " + table }, names...); err != nil {
+		return fmt.Errorf("clickhouse index: reset: %w", err)
 	}
 	db.placed.Clear()
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // Record is one stored event: the envelope's fields, the blob it carries,
@@ -29,15 +30,74 @@ type Record struct {
 	// as its own blob so identical GOPs are stored once). The manifest,
 	// bundles and garbage collection count them as the event's blobs.
 	Blobs []BlobRef
+	// Outlined is the large part of Data kept as a blob of its own (a
+	// HAR body, a FullSnapshot's tree, a snapshot's text), so identical
+	// ones across runs are stored once; nil when Data is stored whole.
+	// A decoded record's Data lacks those bytes until Inline puts them
+	// back (the store facade does so for every reader).
+	Outlined *Outlined
+	// inlined says Data holds the outlined bytes (Outline or Inline set
+	// it): AppendBinary then cuts them out again.
+	inlined bool
 }
 
-// EachBlob calls fn for every blob r names: CID, then Blobs.
+// Outlined names the bytes cut from a record's Data: the blob CID (of
+// exactly those bytes) of Size bytes, which belong at byte At of the
+// stored Data.
+type Outlined struct {
+	CID  string
+	Size int64
+	At   int64
+}
+
+// Outline marks Data[at:at+size] as kept in blob c (the CID of exactly
+// those bytes). Data stays whole in memory; the record is encoded without
+// those bytes, as long as Data still holds them there.
+func (r *Record) Outline(c string, at, size int64) {
+	r.Outlined, r.inlined = &Outlined{CID: c, Size: size, At: at}, true
+}
+
+// Inline puts the outlined bytes (blob, read by the caller from
+// Outlined.CID) back into Data, so the record reads as it was appended.
+func (r *Record) Inline(blob []byte) error {
+	o := r.Outlined
+	if o == nil || r.inlined {
+		return nil
+	}
+	if int64(len(blob)) != o.Size {
+		return fmt.Errorf("%w: outlined blob %s has %d bytes, the record says %d", ErrBadRecord, o.CID, len(blob), o.Size)
+	}
+	data := make(json.RawMessage, 0, len(r.Data)+len(blob))
+	data = append(append(append(data, r.Data[:o.At]...), blob...), r.Data[o.At:]...)
+	r.Data, r.inlined = data, true
+	return nil
+}
+
+// stored is what the log keeps of r: Data without the outlined bytes, and
+// the outline. Data changed since it was outlined or inlined (a reseal's
+// redaction) no longer holds the blob's bytes at At: it is kept whole.
+func (r *Record) stored() ([]byte, *Outlined) {
+	o := r.Outlined
+	if o == nil || !r.inlined {
+		return r.Data, o
+	}
+	if o.At < 0 || o.At+o.Size > int64(len(r.Data)) || blobs.SumString(r.Data[o.At:o.At+o.Size]) != o.CID {
+		return r.Data, nil
+	}
+	return append(append([]byte(nil), r.Data[:o.At]...), r.Data[o.At+o.Size:]...), o
+}
+
+// EachBlob calls fn for every blob r names: CID, then Blobs, then the
+// outlined part of Data.
 func (r *Record) EachBlob(fn func(cid string, size int64)) {
 	if r.CID != "" {
 		fn(r.CID, r.BlobSize)
 	}
 	for _, b := range r.Blobs {
 		fn(b.CID, b.Size)
+	}
+	if r.Outlined != nil {
+		fn(r.Outlined.CID, r.Outlined.Size)
 	}
 }
 
@@ -55,13 +115,15 @@ type Redaction struct {
 }
 
 // Record format versions: 2 adds the redactions after Data, 3 the further
-// blobs after those. A record is written in the lowest version that holds
-// it (no redactions and no further blobs: 1; redactions only: 2), so each
-// record still has exactly one encoding.
+// blobs after those, 4 the outlined part of Data after those. A record is
+// written in the lowest version that holds it (no redactions and no
+// further blobs: 1; redactions only: 2), so each record still has exactly
+// one encoding.
 const (
 	recordV1 = 1
 	recordV2 = 2
 	recordV3 = 3
+	recordV4 = 4
 )
 
 // ErrBadRecord is returned (wrapped) for bytes that are not an encoded
@@ -101,12 +163,24 @@ var ErrBadRecord = errors.New("malformed log record")
 //	uvarint  count (≥ 1)
 //	count ×  (string CID, varint Size)
 //
+// Version 4 (written when part of Data is outlined) continues as version
+// 3 does, but with a blob count that may be 0, then
+//
+//	string   Outlined.CID (not empty)
+//	varint   Outlined.Size (≥ 1)
+//	varint   Outlined.At (0 ≤ At ≤ the stored Data's length)
+//
+// and its Data is the stored Data: without the outlined bytes.
+//
 // Nothing else follows. Every Record encodes, and every encoding decodes
 // back to an equal Record; DecodeRecord accepts exactly the bytes
 // AppendBinary produces, so decode∘encode is the identity on bytes too.
 func (r *Record) AppendBinary(b []byte) []byte {
 	s := &r.Summary
+	data, outlined := r.stored()
 	switch {
+	case outlined != nil:
+		b = append(b, recordV4)
 	case len(r.Blobs) > 0:
 		b = append(b, recordV3)
 	case len(r.Redactions) > 0:
@@ -128,9 +202,9 @@ func (r *Record) AppendBinary(b []byte) []byte {
 	b = appendString(b, s.Action)
 	b = appendString(b, s.Outcome)
 	b = appendString(b, s.ErrorCode)
-	b = binary.AppendUvarint(b, uint64(len(r.Data)))
-	b = append(b, r.Data...)
-	if len(r.Redactions) > 0 || len(r.Blobs) > 0 {
+	b = binary.AppendUvarint(b, uint64(len(data)))
+	b = append(b, data...)
+	if len(r.Redactions) > 0 || len(r.Blobs) > 0 || outlined != nil {
 		b = binary.AppendUvarint(b, uint64(len(r.Redactions)))
 		for _, x := range r.Redactions {
 			b = appendString(b, x.Rule)
@@ -138,12 +212,17 @@ func (r *Record) AppendBinary(b []byte) []byte {
 			b = appendString(b, x.Pointer)
 		}
 	}
-	if len(r.Blobs) > 0 {
+	if len(r.Blobs) > 0 || outlined != nil {
 		b = binary.AppendUvarint(b, uint64(len(r.Blobs)))
 		for _, x := range r.Blobs {
 			b = appendString(b, x.CID)
 			b = binary.AppendVarint(b, x.Size)
 		}
+	}
+	if o := outlined; o != nil {
+		b = appendString(b, o.CID)
+		b = binary.AppendVarint(b, o.Size)
+		b = binary.AppendVarint(b, o.At)
 	}
 	return b
 }
@@ -181,7 +260,7 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 		return r, fmt.Errorf("%w: empty", ErrBadRecord)
 	}
 	v := d.byte()
-	if v != recordV1 && v != recordV2 && v != recordV3 {
+	if v < recordV1 || v > recordV4 {
 		return r, fmt.Errorf("%w: unknown format version %d", ErrBadRecord, v)
 	}
 	r.Seq = d.uvarint()
@@ -219,16 +298,23 @@ func decodeRecord(p []byte, own bool) (Record, error) {
 			}
 		}
 	}
-	if v == recordV3 && d.err == "" {
+	if v >= recordV3 && d.err == "" {
 		n := d.uvarint()
-		if n == 0 || n > uint64(len(d.p)) { // each blob takes ≥ 2 bytes
+		if (n == 0 && v == recordV3) || n > uint64(len(d.p)) { // each blob takes ≥ 2 bytes
 			d.fail("bad blob count")
-		} else {
+		} else if n > 0 {
 			r.Blobs = make([]BlobRef, 0, n)
 			for i := uint64(0); i < n && d.err == ""; i++ {
 				r.Blobs = append(r.Blobs, BlobRef{CID: string(d.bytes()), Size: d.varint()})
 			}
 		}
+	}
+	if v == recordV4 && d.err == "" {
+		o := Outlined{CID: string(d.bytes()), Size: d.varint(), At: d.varint()}
+		if d.err == "" && (o.CID == "" || o.Size < 1 || o.At < 0 || o.At > int64(len(r.Data))) {
+			d.fail("bad outlined part")
+		}
+		r.Outlined = &o
 	}
 	if d.err != "" {
 		return Record{}, fmt.Errorf("%w: %s at byte %d", ErrBadRecord, d.err, len(p)-len(d.p))

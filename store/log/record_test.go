@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
@@ -141,7 +142,7 @@ func TestDecodeRecordRejectsMalformed(t *testing.T) {
 
 func FuzzDecodeRecord(f *testing.F) {
 	full := fullRecord()
-	for _, r := range []Record{full, {}, redactedRecord(), videoRecords()[0], videoRecords()[1], {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
+	for _, r := range []Record{full, {}, redactedRecord(), videoRecords()[0], videoRecords()[1], outlinedRecord(), {Seq: 1, TS: 2, Step: 3, Kind: event.KindConsole, Data: json.RawMessage(`{"level":"log"}`)}} {
 		enc := r.AppendBinary(nil)
 		f.Add(enc)
 		f.Add(enc[:len(enc)/2])
@@ -167,4 +168,77 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n got %x\nwant %x", enc, p)
 		}
 	})
+}
+
+// TestRecordOutlined: a record whose Data has an outlined part is encoded
+// (version 4) without those bytes, decodes to the rest and the blob's
+// name, reads as appended once Inline puts the blob back, and encodes to
+// the same bytes whether or not the part is inlined; the blob is one of
+// the record's blobs. A part that does not fit the stored Data, or a blob
+// of the wrong size, is refused.
+func TestRecordOutlined(t *testing.T) {
+	whole := json.RawMessage(`{"response":{"content":{"text":"` + strings.Repeat("body ", 50) + `"}},"time":3}`)
+	at := int64(bytes.Index(whole, []byte(`"body`)))
+	end := int64(bytes.LastIndex(whole, []byte(` "`))) + 2
+	part := whole[at:end]
+	c := blobs.SumString(part)
+	r := redactedRecord()
+	r.Data = append(json.RawMessage(nil), whole...)
+	r.Outline(c, at, end-at)
+	enc := r.AppendBinary(nil)
+	if enc[0] != recordV4 || bytes.Contains(enc, part) {
+		t.Fatalf("version %d; the outlined bytes are encoded: %v", enc[0], bytes.Contains(enc, part))
+	}
+	got, err := DecodeRecord(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(append([]byte(nil), whole[:at]...), whole[end:]...); !bytes.Equal(got.Data, want) ||
+		*got.Outlined != (Outlined{CID: c, Size: end - at, At: at}) {
+		t.Fatalf("decoded Data %s, outlined %+v", got.Data, got.Outlined)
+	}
+	if again := got.AppendBinary(nil); !bytes.Equal(again, enc) {
+		t.Fatal("re-encoding the decoded record differs")
+	}
+	var names []string
+	got.EachBlob(func(cid string, _ int64) { names = append(names, cid) })
+	if len(names) != 1 || names[0] != c {
+		t.Fatalf("blobs %v, want [%s]", names, c)
+	}
+	if err := got.Inline(part[1:]); !errors.Is(err, ErrBadRecord) {
+		t.Fatalf("a short blob: %v", err)
+	}
+	if err := got.Inline(part); err != nil || !bytes.Equal(got.Data, whole) {
+		t.Fatalf("inlined: %v, %s", err, got.Data)
+	}
+	if again := got.AppendBinary(nil); !bytes.Equal(again, enc) {
+		t.Fatal("re-encoding the inlined record differs")
+	}
+	// Data changed after it was inlined (a reseal's redaction) is kept
+	// whole: the blob no longer holds what belongs at At.
+	changed := got
+	changed.Data = bytes.Replace(got.Data, []byte("body"), []byte("****"), 1)
+	if enc := changed.AppendBinary(nil); enc[0] != recordV2 || !bytes.Contains(enc, changed.Data) {
+		t.Fatalf("changed data: version %d, whole %v", enc[0], bytes.Contains(enc, changed.Data))
+	}
+	// With no redactions and no further blobs, both counts are 0.
+	plain := Record{Seq: 1, Kind: event.KindSnapshot, Data: json.RawMessage(`{"text":"xyz"}`)}
+	plain.Outline(blobs.SumString([]byte(`"xyz"`)), 8, 5)
+	if p, err := DecodeRecord(plain.AppendBinary(nil)); err != nil || string(p.Data) != `{"text":}` {
+		t.Fatalf("no redactions, no blobs: %v %s", err, p.Data)
+	}
+	// At past the stored Data.
+	bad := Record{Data: json.RawMessage(`{}`), Outlined: &Outlined{CID: c, Size: 1, At: 3}}
+	if _, err := DecodeRecord(bad.AppendBinary(nil)); !errors.Is(err, ErrBadRecord) {
+		t.Fatalf("At past the data: %v", err)
+	}
+}
+
+// outlinedRecord is a version 4 record, as decoded (its Data lacks the
+// outlined part).
+func outlinedRecord() Record {
+	r := redactedRecord()
+	r.Data = json.RawMessage(`{"text":}`)
+	r.Outlined = &Outlined{CID: blobs.SumString([]byte(`"xyz"`)), Size: 5, At: 8}
+	return r
 }

@@ -81,7 +81,16 @@ function checkout(form) {
     pay.disabled = true;
     pay.setAttribute("aria-busy", "true");
     say("pay-error", "");
-    const r = await api("POST", "/api/checkout", {email: form.email.value, card: form.card.value});
+    let token;
+    try {
+      token = await cardToken(document.getElementById("card-frame"));
+    } catch (e) {
+      pay.disabled = false;
+      pay.removeAttribute("aria-busy");
+      checkoutFailed(e.message);
+      return;
+    }
+    const r = await api("POST", "/api/checkout", {email: form.email.value, token});
     pay.disabled = false;
     pay.removeAttribute("aria-busy");
     if (r.ok) {
@@ -89,6 +98,28 @@ function checkout(form) {
       return;
     }
     checkoutFailed(r.data.error || ("HTTP_" + r.status));
+  });
+}
+
+// cardToken asks the payment provider's card frame (another origin) for a
+// token standing for the card typed there: the page never sees the number.
+function cardToken(frame) {
+  const origin = new URL(frame.src).origin;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => done(null, "PROVIDER_TIMEOUT"), 10000);
+    function done(token, err) {
+      clearTimeout(timer);
+      window.removeEventListener("message", onMessage);
+      if (token) resolve(token);
+      else reject(new Error(err));
+    }
+    function onMessage(m) {
+      if (m.origin !== origin || m.source !== frame.contentWindow || !m.data) return;
+      if (m.data.type === "token") done(m.data.token);
+      else if (m.data.type === "error") done(null, m.data.error);
+    }
+    window.addEventListener("message", onMessage);
+    frame.contentWindow.postMessage({type: "tokenize"}, origin);
   });
 }
 

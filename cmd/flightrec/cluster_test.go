@@ -1,0 +1,729 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/devcluster"
+	chindex "github.com/flightrec/flightrec/store/clickhouse"
+
+	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
+	"github.com/flightrec/flightrec/ingest"
+	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/lease"
+	"github.com/flightrec/flightrec/store/objstore"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// clusterEnv is a cluster on loopback: versitygw, ClickHouse 2×2, the
+// deployment's keys and flightrec nodes in cluster mode, each a serve
+// process. It is the one place the cluster tests start nodes.
+type clusterEnv struct {
+	t     testing.TB
+	s3    *testenv.S3Server
+	obj   objstore.Store // the deployment's store, as the nodes see it
+	blobs string         // --blobs
+	dsn   string         // --index
+	keys  app.KeyFiles
+	ttl   time.Duration
+	nodes []*serverProc
+}
+
+func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
+	t.Helper()
+	e := newClusterBacking(t, ttl)
+	e.startNodes(n, true)
+	return e
+}
+
+// newClusterBacking starts what the nodes share (versitygw, ClickHouse,
+// the deployment's keys) and no node yet.
+func newClusterBacking(t testing.TB, ttl time.Duration) *clusterEnv {
+	t.Helper()
+	e := &clusterEnv{t: t, s3: testenv.S3(t), ttl: ttl}
+	// The index is the production shape's: ClickHouse 2 shards × 2
+	// replicas with ZooKeeper (internal/devcluster), its cluster schema
+	// applied; the nodes are started here, in cluster mode.
+	ch := testenv.Cluster(t, devcluster.Config{Shards: 2, Replicas: 2, Schema: chindex.ClusterDDL})
+	e.dsn = ch.DSN
+	b := make([]byte, 6)
+	rand.Read(b)
+	e.blobs = e.s3.URL("cluster-" + hex.EncodeToString(b))
+	var err error
+	if e.keys, err = app.GenerateKeys(filepath.Join(t.TempDir(), "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if e.obj, err = objstore.Open(e.blobs, objstore.Credentials{AccessKeyID: e.s3.AccessKey, SecretAccessKey: e.s3.SecretKey}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// startNodes starts n nodes: in cluster mode, or (cluster false) one
+// single node with its blobs on local disk and the same index.
+func (e *clusterEnv) startNodes(n int, cluster bool) {
+	t := e.t
+	bin := binary(t)
+	logs := t.TempDir()
+	for i := range n {
+		addr := freeAddr(t)
+		out, err := os.Create(filepath.Join(logs, fmt.Sprintf("node%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &serverProc{t: t, bin: bin, addr: addr, data: t.TempDir(), out: out, args: []string{"--index", e.dsn}}
+		if cluster {
+			p.args = append(p.args, "--blobs", e.blobs,
+				"--attestation-key", e.keys.Attestation, "--pseudonym-key", e.keys.Pseudonym,
+				"--cluster-node", fmt.Sprintf("node%d", i), "--advertise", "http://"+addr, "--lease-ttl", e.ttl.String())
+			// Credentials reach the nodes as operators give them: the
+			// environment, never a flag or a log line.
+			p.env = []string{"AWS_ACCESS_KEY_ID=" + e.s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + e.s3.SecretKey}
+		}
+		p.start()
+		e.nodes = append(e.nodes, p)
+		t.Cleanup(func() {
+			p.cmd.Process.Signal(syscall.SIGCONT) // a test that failed while it was paused
+			p.stop()
+			out.Close()
+			log, _ := os.ReadFile(out.Name())
+			if bytes.Contains(log, []byte(e.s3.SecretKey)) {
+				t.Errorf("node%d's log holds the S3 secret key", i)
+			}
+			if t.Failed() {
+				t.Logf("node%d's log:\n%s", i, log)
+			}
+		})
+	}
+}
+
+// stopNodes stops every node (SIGTERM) and returns the CPU time (user and
+// system) the node processes used, from their own rusage.
+func (e *clusterEnv) stopNodes() time.Duration {
+	var cpu time.Duration
+	for _, p := range e.nodes {
+		p.stop()
+		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	e.nodes = nil
+	return cpu
+}
+
+// nodesCPU is the CPU time the running nodes have used so far, from
+// /proc/PID/stat (utime + stime): subtracted from stopNodes' total, it
+// leaves out what starting them cost.
+func (e *clusterEnv) nodesCPU() time.Duration {
+	var cpu time.Duration
+	for _, p := range e.nodes {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// Fields after the command name (which is in parentheses):
+		// state is field 3, utime 14 and stime 15, in clock ticks.
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		var ticks int64
+		for _, s := range f[11:13] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			ticks += n
+		}
+		cpu += time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return cpu
+}
+
+func (e *clusterEnv) url(i int) string { return "http://" + e.nodes[i].addr }
+
+// waitLapsed waits until recording id's ownership lease has expired.
+func (e *clusterEnv) waitLapsed(id string) lease.Lease {
+	e.t.Helper()
+	ls := lease.New(e.obj, "cluster/leases", time.Now)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		l, err := ls.Read(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !l.Live(time.Now()) {
+			return l
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("lease of %s still live: %+v", id, l)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// batchEpoch reads the epoch and the first event's data of recording id's
+// batch object that starts at seq.
+func (e *clusterEnv) batchEpoch(id string, seq uint64) (epoch uint64, node string) {
+	e.t.Helper()
+	raw, _, err := objstore.ReadAll(context.Background(), e.obj, fmt.Sprintf("cluster/batches/%s/%020d", id, seq))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var b struct {
+		Epoch uint64 `json:"epoch"`
+		Node  string `json:"node"`
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		e.t.Fatal(err)
+	}
+	return b.Epoch, b.Node
+}
+
+// post appends ndjson to recording id through base and returns the reply
+// as it came (status, acknowledging node, envelope).
+func post(t *testing.T, base, id string, ndjson []byte) (status int, node string, body []byte) {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/recordings/"+id+"/events", "application/x-ndjson", bytes.NewReader(ndjson))
+	if err != nil {
+		return 0, "", []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	body, _ = io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get(ingest.NodeHeader), body
+}
+
+// startPost sends the headers and the first half of an append to
+// recording id at addr, and returns a function that sends the rest, runs
+// then (between the two), and reads the reply.
+func startPost(t *testing.T, addr, id string, ndjson []byte) func(then func()) (status int, node string, body []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	half := len(ndjson) / 2
+	fmt.Fprintf(conn, "POST /v1/recordings/%s/events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", id, addr, len(ndjson))
+	conn.Write(ndjson[:half])
+	time.Sleep(300 * time.Millisecond) // the server reads the headers and waits for the rest
+	return func(then func()) (int, string, []byte) {
+		conn.Write(ndjson[half:])
+		then()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return 0, "", []byte(err.Error())
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get(ingest.NodeHeader), body
+	}
+}
+
+// consoleLines are n console events from seq first on, whose text says
+// who sent them.
+func consoleLines(first uint64, n int, who string) []byte {
+	var b bytes.Buffer
+	ts := int64(1764483600000000000) + int64(first)*1_000_000
+	for i := range n {
+		seq := first + uint64(i)
+		data, _ := json.Marshal(map[string]any{"level": "log", "text": fmt.Sprintf("%s seq %d", who, seq)})
+		line, _ := json.Marshal(event.Envelope{Seq: seq, TS: ts + int64(i)*1_000_000, Step: 1, Kind: event.KindConsole, Data: data})
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// allEvents reads a recording's events through base.
+func allEvents(t *testing.T, base, id string) []event.Envelope {
+	t.Helper()
+	var out []event.Envelope
+	var after uint64
+	for {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/recordings/%s/events?limit=10000&after_seq=%d", base, id, after))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page wire.EventPage
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("events of %s: %d %v", id, resp.StatusCode, err)
+		}
+		out = append(out, page.Events...)
+		if page.NextAfterSeq == 0 {
+			return out
+		}
+		after = page.NextAfterSeq
+	}
+}
+
+// TestClusterFencing: node A owns a recording and is paused (SIGSTOP)
+// past its lease; node B takes the recording over. When A resumes, a
+// write it still attempts as the owner of the old epoch is refused on the
+// batch's key (B wrote that range first) or, when A writes first, ignored
+// (A's own check finds its lease lapsed, so it never acknowledges, and B
+// replaces the batch with its epoch). Either way the recording ends with
+// exactly what was acknowledged.
+func TestClusterFencing(t *testing.T) {
+	e := newClusterEnv(t, 2, 2*time.Second)
+	for _, tc := range []struct {
+		name string
+		// bFirst: B writes the range before A tries (A's write is refused
+		// on the key); otherwise B takes over without writing, A writes
+		// first, and B's write replaces A's.
+		bFirst bool
+		// want is the refusal the resumed owner's own write gets.
+		want string
+	}{{"refused", true, "the recording is changing owner: another node took it over"},
+		{"ignored", false, "the recording is changing owner: this node's lease lapsed"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Whether A, resumed, writes before its renewal notices the
+			// takeover is a race; try until it did, since that write is
+			// what this test is about.
+			for attempt := 1; ; attempt++ {
+				got := fenceOnce(t, e, tc.bFirst)
+				if got == tc.want {
+					t.Logf("attempt %d: the resumed owner's write: %s", attempt, got)
+					return
+				}
+				t.Logf("attempt %d: %s", attempt, got)
+				if attempt == 12 {
+					t.Fatalf("in %d tries the resumed node never wrote as the old owner (want %q)", attempt, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// fenceOnce runs the fencing scenario once on a new recording and says
+// what became of the resumed old owner's write: "proxied to the new
+// owner" (it noticed the takeover first), or its refusal's message.
+func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
+	ctx := context.Background()
+	a := e.nodes[0]
+	c := client.New(e.url(0))
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "fence", Flow: "fence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rep.ID
+	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner: %d %s %s", st, node, body)
+	}
+	// A write to A for seqs 11-20, with other content, is under way when
+	// A pauses: its headers and half its body are in, so A's handler is
+	// past every ownership check, reading the body, as in a GC pause in
+	// the middle of a request.
+	stale := startPost(t, e.nodes[0].addr, id, consoleLines(11, 10, "stale-A"))
+	a.cmd.Process.Signal(syscall.SIGSTOP)
+	old := e.waitLapsed(id)
+	// B takes over: with the next range, or with a retry of what
+	// A acknowledged (all duplicates: nothing written).
+	bLines := consoleLines(1, 10, "A")
+	if bFirst {
+		bLines = consoleLines(11, 10, "B")
+	}
+	st, node, body := post(t, e.url(1), id, bLines)
+	if st != 200 || node != "node1" {
+		t.Fatalf("append to B after A's lease lapsed: %d %s %s", st, node, body)
+	}
+	cur, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, id)
+	if err != nil || cur.Epoch != old.Epoch+1 || cur.Holder != e.url(1) {
+		t.Fatalf("after the takeover the lease is %+v (%v), want B's, epoch %d", cur, err, old.Epoch+1)
+	}
+	// The rest of the body goes to A's socket, and A wakes still
+	// believing it owns epoch 1; it races its own lease renewal (which
+	// would find the takeover and drop the recording) to write.
+	st, node, body = stale(func() { a.cmd.Process.Signal(syscall.SIGCONT) })
+	staleAcked := st == 200
+	switch {
+	case staleAcked && node != "node1":
+		t.Fatalf("the paused node acknowledged a write itself after losing its lease: %s", body)
+	case staleAcked:
+		t.Logf("A had noticed the takeover first and proxied to B: %s", body)
+	default:
+		t.Logf("A's stale write was refused: %d %s", st, body)
+	}
+	if !bFirst {
+		if st, node, body := post(t, e.url(1), id, consoleLines(11, 10, "B")); st != 200 || node != "node1" {
+			t.Fatalf("B appending 11-20: %d %s %s", st, node, body)
+		}
+	}
+	if ep, node := e.batchEpoch(id, 11); ep != old.Epoch+1 || node != "node1" {
+		t.Errorf("the batch at seq 11 is epoch %d by %s, want B's epoch %d", ep, node, old.Epoch+1)
+	}
+	// A can no longer write, now or later: a further append to it
+	// is served by B.
+	if st, node, body := post(t, e.url(0), id, consoleLines(21, 5, "A-again")); st != 200 || node != "node1" {
+		t.Fatalf("append through A after the takeover: %d %s %s (want B's acknowledgement through A)", st, node, body)
+	}
+	fin, err := client.New(e.url(0)).Finish(ctx, id, "pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin.AckedThrough != 25 {
+		t.Errorf("finish acked through %d, want 25", fin.AckedThrough)
+	}
+	want := map[uint64]string{}
+	for s := uint64(1); s <= 25; s++ {
+		who := "A"
+		switch {
+		case s > 20:
+			who = "A-again"
+		case s > 10 && (bFirst || !staleAcked):
+			who = "B"
+		case s > 10:
+			who = "stale-A" // acknowledged, by B, through A's proxy
+		}
+		want[s] = fmt.Sprintf("%s seq %d", who, s)
+	}
+	var evs []event.Envelope
+	deadline := time.Now().Add(time.Minute)
+	for {
+		evs = allEvents(t, e.url(1), id)
+		if len(evs) >= 25 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(evs) != 25 {
+		t.Fatalf("the finished recording has %d events, want 25", len(evs))
+	}
+	for i, ev := range evs {
+		var d struct{ Text string }
+		json.Unmarshal(ev.Data, &d)
+		if ev.Seq != uint64(i+1) || d.Text != want[ev.Seq] {
+			t.Errorf("event %d: seq %d %q, want seq %d %q", i, ev.Seq, d.Text, i+1, want[uint64(i+1)])
+		}
+		if strings.HasPrefix(d.Text, "stale-A") && !staleAcked {
+			t.Errorf("the paused node's unacknowledged write is in the recording: %s", d.Text)
+		}
+	}
+	if staleAcked {
+		return "proxied to the new owner"
+	}
+	var env wire.Envelope
+	if json.Unmarshal(body, &env) != nil || env.Error == nil {
+		return fmt.Sprintf("%d %s", st, body)
+	}
+	return env.Error.Message
+}
+
+// roundRobin is a small proxy in front of the nodes, as a load balancer
+// would be: each request to the next node; a node that does not answer
+// is a 503 with Retry-After, which executors retry.
+func (e *clusterEnv) roundRobin() string {
+	var next atomic.Uint64
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u, _ := url.Parse(e.url(int(next.Add(1) % uint64(len(e.nodes)))))
+			pr.SetURL(u)
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			w.Header().Set("Retry-After", "1")
+			httpx.JSON(w, http.StatusServiceUnavailable, wire.Envelope{Error: wire.New(http.StatusServiceUnavailable,
+				"NODE_DOWN", "retry", "the node did not answer")})
+		},
+	}
+	srv := httptest.NewServer(proxy)
+	e.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// restartEmpty kills node i (SIGKILL), deletes its data directory and
+// starts it again on the same address with an empty one.
+func (e *clusterEnv) restartEmpty(i int) {
+	p := e.nodes[i]
+	p.kill()
+	if err := os.RemoveAll(p.data); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.data, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	p.start()
+}
+
+// TestClusterNodeLoss: 8 executors stream recordings with frames through
+// a round-robin proxy to 3 nodes; twice, at a random point, a node is
+// SIGKILLed and its data directory deleted. Every executor resumes
+// through the same URL; every acknowledged event of every recording is
+// then present exactly once in the index and in the sealed log, every
+// blob hashes to its CID (verify of each recording's bundle), and every
+// recording finishes.
+func TestClusterNodeLoss(t *testing.T) {
+	e := newClusterEnv(t, 3, 2*time.Second)
+	base := e.roundRobin()
+	ctx := context.Background()
+	const executors = 8
+	type run struct {
+		id       string
+		lines    []client.Line
+		maxAcked atomic.Uint64
+		lost     atomic.Value
+	}
+	runs := make([]*run, executors)
+	for i := range runs {
+		evs := testgen.Recording(testgen.Options{Seed: uint64(100 + i), Steps: 60, EventsPerStep: 8, FrameBytes: 3000})
+		lines, err := client.ParseLines(testgen.NDJSON(evs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = &run{lines: lines}
+	}
+	var total atomic.Uint64
+	errs := make(chan error, executors)
+	for _, r := range runs {
+		c := client.New(base)
+		c.RetryFor = 3 * time.Minute
+		c.OnGap = func(exp uint64) {
+			if exp <= r.maxAcked.Load() {
+				r.lost.Store(fmt.Sprintf("a node expected seq %d after %d was acknowledged", exp, r.maxAcked.Load()))
+			}
+		}
+		rep, err := c.Open(ctx, wire.OpenRequest{Project: "nodeloss", Flow: "f"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.id = rep.ID
+		go func() {
+			_, err := c.Send(ctx, r.id, r.lines, 20, 1<<20, func(a uint64) {
+				if prev := r.maxAcked.Load(); a > prev {
+					total.Add(a - prev)
+					r.maxAcked.Store(a)
+				}
+			})
+			if err == nil {
+				_, err = c.Finish(ctx, r.id, "pass")
+			}
+			errs <- err
+		}()
+	}
+	var all uint64
+	for _, r := range runs {
+		all += uint64(len(r.lines))
+	}
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for _, frac := range []float64{0.2 + 0.2*rng.Float64(), 0.55 + 0.2*rng.Float64()} {
+		deadline := time.Now().Add(5 * time.Minute)
+		for total.Load() < uint64(frac*float64(all)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("ingest stalled at %d of %d events", total.Load(), all)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		victim := rng.IntN(len(e.nodes))
+		t.Logf("killing node%d at %d of %d acknowledged events", victim, total.Load(), all)
+		e.restartEmpty(victim)
+	}
+	for range runs {
+		if err := <-errs; err != nil {
+			t.Fatalf("an executor failed: %v", err)
+		}
+	}
+	// The kills cost some node recordings it owned: they were taken over
+	// (a later epoch) by the survivors.
+	takenOver := 0
+	for _, r := range runs {
+		if l, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, r.id); err == nil && l.Epoch > 1 {
+			takenOver++
+		}
+	}
+	t.Logf("%d of %d recordings were taken over", takenOver, executors)
+	if takenOver == 0 {
+		t.Errorf("no recording changed owner: the kills tested nothing")
+	}
+	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, r := range runs {
+		if l := r.lost.Load(); l != nil {
+			t.Errorf("%s: acknowledged events were lost: %s", r.id, l)
+		}
+		n := uint64(len(r.lines))
+		var evs []event.Envelope
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			evs = allEvents(t, base, r.id)
+			if uint64(len(evs)) >= n || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if uint64(len(evs)) != n {
+			t.Errorf("%s: the index has %d events, want %d", r.id, len(evs), n)
+			continue
+		}
+		for i, ev := range evs {
+			if ev.Seq != uint64(i+1) {
+				t.Errorf("%s: event %d has seq %d (missing or repeated)", r.id, i, ev.Seq)
+				break
+			}
+		}
+		resp, err := http.Get(base + "/v1/recordings/" + r.id + "/bundle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _, err := other.ImportBundle(resp.Body)
+		resp.Body.Close()
+		if err != nil || id != r.id {
+			t.Fatalf("%s: importing its bundle: %s %v", r.id, id, err)
+		}
+		m, _, err := other.Manifest(r.id)
+		if err != nil || m.LastSeq != n {
+			t.Errorf("%s: the sealed log ends at seq %v, want %d (%v)", r.id, m, n, err)
+		}
+	}
+	if rep, err := other.Verify(ctx, nil); err != nil || !rep.OK() || rep.Finished != executors {
+		t.Fatalf("verify of the recordings' bundles (every blob against its CID): %+v %v", rep, err)
+	}
+}
+
+// BenchmarkClusterIngest prints, in one run on the same versitygw and
+// ClickHouse: ingest of small events through a single node (blobs and
+// acknowledgements on local disk, the default), through 1 node in cluster
+// mode and through 3 (each batch an object before its acknowledgement),
+// each through the same round-robin proxy: the acknowledgement latency
+// (p50, p99) seen by the executors, the throughput, and flightrec's own
+// CPU seconds per million events, from the node processes' rusage only,
+// less what they used to start (versitygw and ClickHouse share the cores
+// and are not counted).
+//
+//	go test -run '^$' -bench ClusterIngest -benchtime 1x ./cmd/flightrec/
+func BenchmarkClusterIngest(b *testing.B) {
+	e := newClusterBacking(b, 10*time.Second)
+	const executors, batch = 6, 50
+	var lines [][]client.Line
+	for i := range executors {
+		evs := testgen.Recording(testgen.Options{Seed: uint64(7 + i), Steps: 300, EventsPerStep: 12})
+		l, err := client.ParseLines(testgen.NDJSON(evs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	ctx := context.Background()
+	for range b.N {
+		var cpu1 float64
+		for _, mode := range []struct {
+			name    string
+			nodes   int
+			cluster bool
+		}{{"single node, local disk", 1, false}, {"cluster, 1 node", 1, true}, {"cluster, 3 nodes", 3, true}} {
+			e.startNodes(mode.nodes, mode.cluster)
+			base := e.roundRobin()
+			startCPU := e.nodesCPU()
+			var mu sync.Mutex
+			var lat []time.Duration
+			events := 0
+			start := time.Now()
+			var wg sync.WaitGroup
+			for x := range executors {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c := client.New(base)
+					rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench", Flow: fmt.Sprintf("mode%d", x)})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					ls := lines[x]
+					for i := 0; i < len(ls); i += batch {
+						var buf bytes.Buffer
+						for _, l := range ls[i:min(i+batch, len(ls))] {
+							buf.Write(l.JSON)
+							buf.WriteByte('\n')
+						}
+						t0 := time.Now()
+						if _, err := c.Append(ctx, rep.ID, buf.Bytes()); err != nil {
+							b.Error(err)
+							return
+						}
+						d := time.Since(t0)
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}
+					if _, err := c.Finish(ctx, rep.ID, "pass"); err != nil {
+						b.Error(err)
+					}
+					mu.Lock()
+					events += len(ls)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			cpu := (e.stopNodes() - startCPU).Seconds()
+			if b.Failed() {
+				return
+			}
+			slices.Sort(lat)
+			p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+			perM := cpu / float64(events) * 1e6
+			ratio := ""
+			if mode.cluster && mode.nodes == 1 {
+				cpu1 = perM
+			} else if mode.cluster {
+				ratio = fmt.Sprintf(" (%.2f× the 1-node cluster's)", perM/cpu1)
+			}
+			b.Logf("%-24s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s",
+				mode.name, events, elapsed.Seconds(), float64(events)/elapsed.Seconds(),
+				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio)
+		}
+	}
+}
+
+// TestClusterHandOverOnStop: a node stopped in order (SIGTERM) releases
+// the leases of the recordings it owned, so another node takes one over
+// at once, not after the lease's expiry.
+func TestClusterHandOverOnStop(t *testing.T) {
+	e := newClusterEnv(t, 2, time.Hour) // an expiry no test waits for
+	ctx := context.Background()
+	rep, err := client.New(e.url(0)).Open(ctx, wire.OpenRequest{Project: "handover", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, node, body := post(t, e.url(0), rep.ID, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner: %d %s %s", st, node, body)
+	}
+	e.nodes[0].stop()
+	l, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, rep.ID)
+	if err != nil || l.Holder != "" || l.Epoch != 1 {
+		t.Fatalf("after the owner stopped, the lease is %+v (%v), want released at epoch 1", l, err)
+	}
+	if st, node, body := post(t, e.url(1), rep.ID, consoleLines(11, 10, "B")); st != 200 || node != "node1" {
+		t.Fatalf("append to B after A stopped: %d %s %s", st, node, body)
+	}
+	fin, err := client.New(e.url(1)).Finish(ctx, rep.ID, "pass")
+	if err != nil || fin.AckedThrough != 20 {
+		t.Fatalf("finish through B: %+v %v", fin, err)
+	}
+}

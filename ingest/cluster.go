@@ -1,0 +1,547 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flightrec/flightrec/internal/httpx"
+	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/lease"
+	"github.com/flightrec/flightrec/store/objstore"
+	"github.com/flightrec/flightrec/wire"
+)
+
+// Cluster is what cluster mode (serve --cluster-node) gives ingest; nil in
+// Deps is the single-node default (no lease, local acknowledgements).
+//
+// In cluster mode one node at a time owns an open recording, through a
+// lease (store/lease) whose holder is the node's advertised URL. The
+// owner acknowledges an append only once the batch is an object in the
+// shared store, so the recording outlives the owner's process and disk:
+// any node that receives a write for a recording it does not own proxies
+// it to the owner, or, once the owner's lease has expired, takes the
+// lease over (the next epoch), rebuilds the recording from its objects
+// and continues. See docs/design.md § Cluster mode.
+type Cluster struct {
+	// Objects is the deployment's object store (the --blobs one).
+	Objects objstore.Store
+	// Node names this node in the batches it writes (for people reading
+	// the bucket); Advertise is the base URL other nodes proxy to, and the
+	// lease's holder.
+	Node, Advertise string
+	// TTL is an ownership lease's life; it is renewed every TTL/3.
+	TTL time.Duration
+	// Proxy carries proxied requests (nil: http.DefaultTransport).
+	Proxy http.RoundTripper
+}
+
+// Object keys of cluster mode, under the object store's prefix.
+const (
+	clusterLeases  = "cluster/leases"   // + /<id>: the ownership lease
+	clusterOpen    = "cluster/open/"    // + <id>.json: meta, plan, first known hashes
+	clusterBatches = "cluster/batches/" // + <id>/<first seq, 20 digits>: one acknowledged batch
+	clusterSealed  = "cluster/sealed/"  // + <id>.json: the root and verdict once sealed
+)
+
+// proxiedHeader marks a request one node passed to another, so that a
+// request is proxied at most once (a lease moving meanwhile answers 503,
+// and the client retries).
+const proxiedHeader = "X-Flightrec-Proxied-By"
+
+// NodeHeader names, on an append's reply in cluster mode, the node that
+// acknowledged it (its owner, also when another node proxied it there).
+const NodeHeader = "X-Flightrec-Node"
+
+type cluster struct {
+	cfg    Cluster
+	leases *lease.Leases
+	proxy  *httputil.ReverseProxy
+	// claimMu serializes this node's takeovers: two requests for one
+	// recording must not each acquire (and so fence) the other's epoch.
+	claimMu sync.Mutex
+	// owners caches live owners found by claims (cachedOwner).
+	ownersMu sync.Mutex
+	owners   map[string]lease.Lease
+	stop     chan struct{}
+	done     sync.WaitGroup
+}
+
+// openDoc is cluster/open/<id>.json: what a taker needs to make the
+// recording again.
+type openDoc struct {
+	Meta   store.RecordingMeta `json:"meta"`
+	Plan   json.RawMessage     `json:"plan"`
+	Hashes []byte              `json:"known_hashes,omitempty"`
+}
+
+// batchDoc is one acknowledged batch: its records as stored (redacted,
+// blobs already replaced by CIDs of blobs in the shared store) and the
+// known-value hashes it taught, written by the owner of Epoch. Each
+// record is in the log's own binary encoding, so that a taker's log is
+// byte for byte the owner's: the index's locators (segment, offset),
+// written by whichever node indexed, stay true of it.
+type batchDoc struct {
+	Epoch   uint64   `json:"epoch"`
+	Node    string   `json:"node"`
+	First   uint64   `json:"first_seq"`
+	Hashes  []byte   `json:"known_hashes,omitempty"`
+	Records [][]byte `json:"records"`
+}
+
+type sealedDoc struct {
+	Root         string `json:"root"`
+	Verdict      string `json:"verdict"`
+	AckedThrough uint64 `json:"acked_through"`
+}
+
+func batchKey(id string, first uint64) string {
+	return fmt.Sprintf("%s%s/%020d", clusterBatches, id, first)
+}
+
+func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
+	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
+	transport := cfg.Proxy
+	if transport == nil {
+		// An owner that is paused accepts connections and never answers:
+		// give up after a lease's life, by when a retry can take over.
+		transport = &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: cfg.TTL}).DialContext,
+			ResponseHeaderTimeout: cfg.TTL,
+			MaxIdleConnsPerHost:   32,
+		}
+	}
+	c.proxy = &httputil.ReverseProxy{
+		Transport: transport,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			target, _ := url.Parse(pr.In.Header.Get(proxiedHeader + "-To"))
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+			pr.Out.Header.Del(proxiedHeader + "-To")
+			pr.Out.Header.Set(proxiedHeader, cfg.Node)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				// The owner would not take it (it lost the recording,
+				// or is busy): ask the lease again next time.
+				c.forgetOwner(resp.Request.URL.Path)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// The owner is unreachable (dead, paused): its lease will
+			// lapse and the retry takes the recording over here.
+			c.forgetOwner(r.URL.Path)
+			edge.Fail(w, r, notOwner("its owning node did not answer"))
+		},
+	}
+	return c
+}
+
+// notOwner is the retryable refusal of a write this node cannot take now.
+func notOwner(why string) error {
+	e := wire.New(http.StatusServiceUnavailable, "OWNER_MOVING",
+		"retry after the delay through the same URL; nothing of this request was acknowledged",
+		"the recording is changing owner: %s", why)
+	e.RetryAfter = 1
+	return e
+}
+
+// clusterError maps a failure of the cluster's object store to the
+// envelope (never its cause's text: it may name the bucket's endpoint).
+func clusterError(err error) error {
+	var e *wire.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	e = wire.New(http.StatusServiceUnavailable, "STORAGE_UNAVAILABLE",
+		"retry after the delay; nothing of this batch was acknowledged", "the shared object store did not answer")
+	e.RetryAfter = 1
+	return e
+}
+
+// clusterOpened makes a new recording's objects and takes its lease
+// (epoch 1), before the open is answered.
+func (s *Service) clusterOpened(ctx context.Context, r *recording, plan []byte, hashes []byte) error {
+	c := s.cl
+	data, err := json.Marshal(openDoc{Meta: r.meta, Plan: plan, Hashes: hashes})
+	if err != nil {
+		return err
+	}
+	if _, err := c.cfg.Objects.Put(ctx, clusterOpen+r.meta.ID+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{CreateOnly: true}); err != nil {
+		return clusterError(err)
+	}
+	l, err := c.leases.Acquire(ctx, r.meta.ID, c.cfg.Advertise, c.cfg.TTL)
+	if err != nil {
+		return clusterError(err)
+	}
+	r.lease = l
+	return nil
+}
+
+// putBatch writes an append's batch under its first seq, create-only,
+// and checks afterwards that r's lease was still live: only then may it
+// be acknowledged. r.mu is held.
+//
+// The key is the batch's first seq, so two owners writing the same range
+// collide on the key. A key taken by a lower epoch (or by this epoch's
+// own earlier write that was never acknowledged) holds a batch nobody
+// acknowledged — its writer's check below failed, or this owner's listing
+// at takeover would have included it — and is replaced. A key taken by a
+// higher epoch means this node lost the recording: it disowns it.
+func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Record, hashes []byte) error {
+	c := s.cl
+	first := recs[0].Seq
+	bin := make([][]byte, len(recs))
+	for i := range recs {
+		bin[i] = recs[i].AppendBinary(nil)
+	}
+	data, err := json.Marshal(batchDoc{Epoch: r.lease.Epoch, Node: c.cfg.Node, First: first, Hashes: hashes, Records: bin})
+	if err != nil {
+		return err
+	}
+	key := batchKey(r.meta.ID, first)
+	put := func(opts objstore.PutOptions) error {
+		_, err := c.cfg.Objects.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+		return err
+	}
+	err = put(objstore.PutOptions{CreateOnly: true})
+	if errors.Is(err, objstore.ErrExists) {
+		old, info, rerr := objstore.ReadAll(ctx, c.cfg.Objects, key)
+		if rerr != nil {
+			return clusterError(rerr)
+		}
+		var b batchDoc
+		if jerr := json.Unmarshal(old, &b); jerr != nil {
+			return fmt.Errorf("batch %s unreadable: %w", key, jerr)
+		}
+		if b.Epoch > r.lease.Epoch {
+			s.disown(r, fmt.Sprintf("epoch %d wrote seq %d", b.Epoch, first))
+			return notOwner("another node took it over")
+		}
+		if !s.live(r) {
+			// Replacing needs the lease now: a taker may have listed the
+			// batch there, and must find in the store what it read.
+			s.disown(r, "its lease lapsed before the batch was acknowledged")
+			return notOwner("this node's lease lapsed")
+		}
+		err = put(objstore.PutOptions{IfMatch: info.ETag})
+	}
+	if err != nil {
+		if errors.Is(err, objstore.ErrPrecondition) {
+			s.disown(r, "its batch key changed under it")
+			return notOwner("another node took it over")
+		}
+		return clusterError(err)
+	}
+	// The fence: the batch landed before this moment; if the lease was
+	// still live now (with a margin for the nodes' clocks), nobody can
+	// have taken over before it landed, so a taker's listing sees it.
+	if !s.live(r) {
+		s.disown(r, "its lease lapsed before the batch was acknowledged")
+		return notOwner("this node's lease lapsed")
+	}
+	return nil
+}
+
+// live says whether r's lease is live now, with a margin of a fifth of
+// its TTL for the nodes' clocks. r.mu is held.
+func (s *Service) live(r *recording) bool {
+	return s.now().Before(r.lease.Expires.Add(-s.cl.cfg.TTL / 5))
+}
+
+// disown drops an open recording this node no longer owns: its local log
+// is closed and forgotten (the recording lives on in the object store and
+// with its new owner). r.mu is held.
+func (s *Service) disown(r *recording, why string) {
+	s.log.Warn("lost ownership of a recording", "recording", r.meta.ID, "epoch", r.lease.Epoch, "why", why)
+	if !r.closed {
+		r.log.Close()
+		r.closed = true
+	}
+	s.mu.Lock()
+	if s.open[r.meta.ID] == r {
+		delete(s.open, r.meta.ID)
+	}
+	s.mu.Unlock()
+}
+
+// clusterSealed records a sealed recording for every node and gives its
+// lease up. r.mu is held. The seal is already durable (and published to
+// the shared store); a failure here only delays other nodes' answer.
+func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict string) error {
+	c := s.cl
+	data, _ := json.Marshal(sealedDoc{Root: root, Verdict: verdict, AckedThrough: r.next - 1})
+	if _, err := c.cfg.Objects.Put(ctx, clusterSealed+r.meta.ID+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+		return clusterError(err)
+	}
+	if err := c.leases.Release(ctx, r.lease); err != nil {
+		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", r.meta.ID, "err", err)
+	}
+	return nil
+}
+
+// claim is called for a write to a recording that is not open here. It
+// answers the request itself (true: proxied to the owner, or refused), or
+// takes the recording over and leaves it open here (false: serve it).
+// finish is the verdict of a finish or abort ("" for an append).
+func (s *Service) claim(w http.ResponseWriter, r *http.Request, id, finish string) bool {
+	c := s.cl
+	if !store.ValidRecordingID(id) {
+		return false
+	}
+	owner, ok := c.cachedOwner(id, s.now())
+	if !ok {
+		var handled bool
+		if owner, handled = s.claimLocked(w, r, id, finish); owner == "" {
+			return handled
+		}
+	}
+	if r.Header.Get(proxiedHeader) != "" {
+		s.edge.Fail(w, r, notOwner("proxied here, but owned by another node"))
+		return true
+	}
+	r.Header.Set(proxiedHeader+"-To", owner)
+	c.proxy.ServeHTTP(w, r)
+	return true
+}
+
+// cachedOwner is the owner this node last found holding recording id's
+// lease, while that lease is live by what it read: appends that keep
+// arriving at a non-owner (a round-robin balancer sends most of them to
+// one) are proxied without reading the object store each time.
+func (c *cluster) cachedOwner(id string, now time.Time) (string, bool) {
+	c.ownersMu.Lock()
+	defer c.ownersMu.Unlock()
+	o, ok := c.owners[id]
+	if ok && !now.Before(o.Expires) {
+		delete(c.owners, id)
+		ok = false
+	}
+	return o.Holder, ok
+}
+
+// forgetOwner drops the cached owner of the recording a proxied request
+// named, when the owner did not answer or would not take it.
+func (c *cluster) forgetOwner(path string) {
+	// /v1/recordings/{id}/…
+	parts := strings.SplitN(strings.TrimPrefix(path, "/"), "/", 4)
+	if len(parts) >= 3 {
+		c.ownersMu.Lock()
+		delete(c.owners, parts[2])
+		c.ownersMu.Unlock()
+	}
+}
+
+// claimLocked is claim's part under claimMu: it answers the request
+// (handled), names the live owner to proxy to, or takes the recording
+// over (both empty/false).
+func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish string) (owner string, handled bool) {
+	c := s.cl
+	ctx := r.Context()
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	s.mu.Lock()
+	_, here := s.open[id]
+	_, sealedHere := s.sealed[id]
+	s.mu.Unlock()
+	if here || sealedHere {
+		return "", false // taken over by a request that held claimMu before us
+	}
+	if raw, _, err := objstore.ReadAll(ctx, c.cfg.Objects, clusterSealed+id+".json"); err == nil {
+		var sd sealedDoc
+		if err := json.Unmarshal(raw, &sd); err == nil {
+			if finish == sd.Verdict {
+				httpx.JSON(w, http.StatusOK, wire.FinishReply{Root: sd.Root, AckedThrough: sd.AckedThrough})
+			} else if sd.Verdict == store.VerdictAborted {
+				s.edge.Fail(w, r, aborted())
+			} else {
+				s.edge.Fail(w, r, finished())
+			}
+			return "", true
+		}
+	} else if !errors.Is(err, objstore.ErrNotExist) {
+		s.edge.Fail(w, r, clusterError(err))
+		return "", true
+	}
+	if _, err := c.cfg.Objects.Stat(ctx, clusterOpen+id+".json"); errors.Is(err, objstore.ErrNotExist) {
+		return "", false // no such recording anywhere: the usual 404
+	} else if err != nil {
+		s.edge.Fail(w, r, clusterError(err))
+		return "", true
+	}
+	l, err := c.leases.Acquire(ctx, id, c.cfg.Advertise, c.cfg.TTL)
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		c.ownersMu.Lock()
+		c.owners[id] = held.Lease
+		c.ownersMu.Unlock()
+		return held.Lease.Holder, false
+	}
+	if err != nil {
+		s.edge.Fail(w, r, clusterError(err))
+		return "", true
+	}
+	if err := s.takeOver(ctx, id, l); err != nil {
+		s.log.Error("taking over a recording failed", "recording", id, "epoch", l.Epoch, "err", err)
+		s.edge.Fail(w, r, clusterError(err))
+		return "", true
+	}
+	s.log.Info("took over a recording", "recording", id, "epoch", l.Epoch)
+	return "", false
+}
+
+// takeOver rebuilds recording id from its objects (open document, then
+// every batch in seq order) into this node's data directory and opens it
+// here under l.
+func (s *Service) takeOver(ctx context.Context, id string, l lease.Lease) error {
+	c := s.cl
+	raw, _, err := objstore.ReadAll(ctx, c.cfg.Objects, clusterOpen+id+".json")
+	if err != nil {
+		return err
+	}
+	var od openDoc
+	if err := json.Unmarshal(raw, &od); err != nil {
+		return fmt.Errorf("open document: %w", err)
+	}
+	hashes := append([]byte(nil), od.Hashes...)
+	var recs []store.Record
+	next := uint64(1)
+	for info, err := range c.cfg.Objects.List(ctx, clusterBatches+id+"/") {
+		if err != nil {
+			return err
+		}
+		data, _, err := objstore.ReadAll(ctx, c.cfg.Objects, info.Key)
+		if err != nil {
+			return err
+		}
+		var b batchDoc
+		if err := json.Unmarshal(data, &b); err != nil {
+			return fmt.Errorf("batch %s: %w", info.Key, err)
+		}
+		if b.First > next {
+			return fmt.Errorf("batch %s starts at seq %d, want %d", info.Key, b.First, next)
+		}
+		hashes = append(hashes, b.Hashes...)
+		// A batch may overlap the one before: an owner whose put was
+		// answered as failed but landed retries the executor's resent
+		// events (the same events, so the same records) under its own
+		// key again. The first copy of a seq is kept.
+		for _, raw := range b.Records {
+			rec, err := store.DecodeRecord(raw)
+			if err != nil {
+				return fmt.Errorf("batch %s: %w", info.Key, err)
+			}
+			if rec.Seq == next {
+				recs = append(recs, rec)
+				next++
+			}
+		}
+	}
+	// A local copy (this node owned it before, or before a restart) is
+	// stale: the objects are the recording.
+	if err := os.RemoveAll(s.st.Layout().Recording(id)); err != nil {
+		return err
+	}
+	if err := s.st.Create(od.Meta); err != nil {
+		return err
+	}
+	if err := s.st.SavePlan(id, od.Plan); err != nil {
+		return err
+	}
+	if err := s.st.AppendKnownHashes(id, hashes); err != nil {
+		return err
+	}
+	lg, err := s.st.OpenLog(id)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(recs); i += 1000 {
+		if _, err := lg.Append(recs[i:min(i+1000, len(recs))]); err != nil {
+			lg.Close()
+			return err
+		}
+	}
+	red, ts, err := s.rebuildRedactor(id)
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	video, err := resumeVideo(s.st, id, s.videoLimits())
+	if err != nil {
+		lg.Close()
+		return err
+	}
+	rec := &recording{meta: od.Meta, red: red, log: lg, next: next, bytes: lg.Size(), video: video, ts: ts, lease: l}
+	if len(recs) > 0 {
+		rec.lastStep = recs[len(recs)-1].Step
+	}
+	rec.lastWrite.Store(s.now().UnixNano())
+	s.mu.Lock()
+	s.open[id] = rec
+	s.mu.Unlock()
+	s.proj.Put(store.RecordingRow{RecordingMeta: od.Meta, State: store.StateOpen})
+	s.proj.Notify(id, next-1)
+	return nil
+}
+
+// releaseOnClose gives up r's lease as the node stops (SIGTERM), so that
+// the next write for it is taken over at once rather than after the
+// lease's expiry. Nothing is written for r after this. r.mu is held.
+func (s *Service) releaseOnClose(r *recording) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.cl.leases.Release(ctx, r.lease); err != nil {
+		s.log.Warn("releasing a recording's lease at shutdown failed (it lapses)", "recording", r.meta.ID, "err", err)
+	}
+}
+
+// renewLoop renews the leases of the recordings open here every TTL/3;
+// one found lost (taken over while this node was paused or cut off) is
+// disowned at once.
+func (s *Service) renewLoop() {
+	c := s.cl
+	defer c.done.Done()
+	t := time.NewTicker(c.cfg.TTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		open := s.openRecordings()
+		for _, r := range open {
+			r.mu.Lock()
+			l, closed := r.lease, r.closed
+			r.mu.Unlock()
+			if closed {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+			nl, err := c.leases.Renew(ctx, l, c.cfg.TTL)
+			cancel()
+			r.mu.Lock()
+			switch {
+			case r.closed || r.lease.Epoch != l.Epoch:
+			case errors.Is(err, lease.ErrLost):
+				s.disown(r, "its lease was taken over")
+			case err != nil:
+				s.log.Warn("renewing a recording's lease failed; retrying", "recording", r.meta.ID, "err", err)
+			default:
+				r.lease = nl
+			}
+			r.mu.Unlock()
+		}
+	}
+}
