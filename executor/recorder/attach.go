@@ -80,58 +80,28 @@ func inWorld(ctx context.Context, p cdpruntime.EvaluateParams) cdpruntime.Evalua
 	return p
 }
 
-// world tracks the execution context of the recorder's isolated world in
-// a page's main frame, which every new document replaces.
+// world is an attached page's isolated world: the recorder's execution
+// context in each frame (worlds, named isolatedWorld, which is the page's
+// followedPage.worlds too) and the page's main frame, whose context the
+// recorder's evaluations use. Every new document replaces both.
 type world struct {
-	mu    sync.Mutex
-	main  cdp.FrameID
-	byFrm map[cdp.FrameID]cdpruntime.ExecutionContextID
-	uniq  map[string]worldID // each world, by unique id
+	frames *worlds
+	mu     sync.Mutex
+	main   cdp.FrameID
 }
 
-type worldID struct {
-	frame cdp.FrameID
-	id    cdpruntime.ExecutionContextID
-}
+func newWorld() *world { return &world{frames: newNamedWorlds(isolatedWorld)} }
 
+// id is the main frame's context of the world (0 while it has none).
 func (w *world) id() cdpruntime.ExecutionContextID {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.byFrm[w.main]
+	id, _ := w.frames.context(w.mainFrame())
+	return id
 }
 
-// onEvent follows the page's execution contexts (reader goroutine).
-func (w *world) onEvent(ev any) {
+func (w *world) setMain(f cdp.FrameID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch ev := ev.(type) {
-	case *cdpruntime.EventExecutionContextCreated:
-		c := ev.Context
-		if c == nil || c.Name != isolatedWorld {
-			return
-		}
-		var aux struct {
-			FrameID cdp.FrameID `json:"frameId"`
-		}
-		if json.Unmarshal(c.AuxData, &aux) == nil && aux.FrameID != "" {
-			w.byFrm[aux.FrameID] = c.ID
-			w.uniq[c.UniqueID] = worldID{aux.FrameID, c.ID}
-		}
-	case *cdpruntime.EventExecutionContextDestroyed:
-		if x, ok := w.uniq[ev.ExecutionContextUniqueID]; ok {
-			delete(w.uniq, ev.ExecutionContextUniqueID)
-			if w.byFrm[x.frame] == x.id { // not its document's successor
-				delete(w.byFrm, x.frame)
-			}
-		}
-	case *cdpruntime.EventExecutionContextsCleared:
-		clear(w.byFrm)
-		clear(w.uniq)
-	case *page.EventFrameNavigated:
-		if ev.Frame != nil && ev.Frame.ParentID == "" {
-			w.main = ev.Frame.ID
-		}
-	}
+	w.main = f
 }
 
 // attachment is one attached recording: the pages recorded, the stream
@@ -335,7 +305,7 @@ func (a *attachment) consider(ti *target.Info) {
 // recorder's listeners and isolated-world scripts.
 func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	p := &attachedPage{a: a, id: ti.TargetID, opened: ti.OpenerID != "",
-		w: &world{byFrm: map[cdp.FrameID]cdpruntime.ExecutionContextID{}, uniq: map[string]worldID{}}}
+		w: newWorld()}
 	tctx, cancel := chromedp.NewContext(a.bctx, chromedp.WithTargetID(ti.TargetID), chromedp.WithDetachOnCancel(),
 		// Ahead of every other listener: a document request must start its
 		// goto step before the HAR recorder asks which step it is in.
@@ -346,7 +316,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	// cancel stays the attachedPage's: detachAll ends the page's session
 	// once what it gathered is sent.
 	pg := newPage(id, ctx, nil, opener)
-	pg.target = ti.TargetID
+	pg.target, pg.worlds = ti.TargetID, p.w.frames
 	p.pg = pg
 	s := &session{cfg: a.cfg.Config, st: a.st, refs: a.refs, mask: a.mask, maps: newSourceMaps(),
 		first: pg, pg: pg, pages: []*followedPage{pg}, pageSeq: 1,
@@ -364,9 +334,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	if err != nil {
 		return fail(err)
 	}
-	p.w.mu.Lock()
-	p.w.main = tree.FrameTree.Frame.ID
-	p.w.mu.Unlock()
+	p.w.setMain(tree.FrameTree.Frame.ID)
 	pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
 	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
 		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
@@ -427,9 +395,7 @@ func (p *attachedPage) injectNow(frame cdp.FrameID) {
 	if err != nil {
 		return
 	}
-	p.w.mu.Lock()
-	p.w.byFrm[frame] = w.ExecutionContextID
-	p.w.mu.Unlock()
+	p.w.frames.set(frame, w.ExecutionContextID)
 	for _, src := range []string{p.a.helper, attachJS, p.a.rrweb} {
 		_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: src, ContextID: w.ExecutionContextID})
 	}
@@ -442,14 +408,13 @@ func (p *attachedPage) onEvent(ev any) {
 	if s == nil || pg == nil {
 		return
 	}
-	p.w.onEvent(ev)
 	switch ev := ev.(type) {
 	case *cdpruntime.EventBindingCalled:
 		switch ev.Name {
 		case domBinding:
 			s.onDOM(pg, ev.Payload)
 		case inputBinding:
-			p.a.steps.input(p, ev.Payload)
+			p.a.steps.input(p, ev.ExecutionContextID, ev.Payload)
 		}
 	case *page.EventFrameRequestedNavigation:
 		if ev.FrameID == p.w.mainFrame() {
@@ -474,6 +439,7 @@ func (p *attachedPage) onEvent(ev any) {
 		}
 	case *page.EventFrameNavigated:
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
+			p.w.setMain(ev.Frame.ID)
 			pg.navigated(ev.Frame.URL, ev.Frame.LoaderID)
 		}
 	case *page.EventNavigatedWithinDocument:

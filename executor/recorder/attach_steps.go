@@ -30,10 +30,13 @@ const stepMax = 10 * time.Second
 // so a request the input causes is already in its step; the receipt is
 // written by the stepper when the step settled or the next one began.
 type observation struct {
-	n      int
-	p      *attachedPage
-	verb   string // click, check, fill, press, select, submit, goto
-	el     int64  // the element's id in attach.js
+	n    int
+	p    *attachedPage
+	verb string // click, check, fill, press, select, submit, goto
+	el   int64  // the element's id in attach.js
+	// world is the recorder's world the input was seen in (its frame's:
+	// el is that document's id); 0 for a goto.
+	world  cdpruntime.ExecutionContextID
 	key    string
 	url    string
 	masked bool
@@ -80,8 +83,9 @@ func newStepper(a *attachment) *stepper {
 // observed is the step a request starting now belongs to (cdphar's StepOf).
 func (s *stepper) observed() int { return int(s.last.Load()) }
 
-// input takes one report of attach.js (reader goroutine).
-func (s *stepper) input(p *attachedPage, payload string) {
+// input takes one report of attach.js from the world of the frame it
+// runs in (reader goroutine).
+func (s *stepper) input(p *attachedPage, world cdpruntime.ExecutionContextID, payload string) {
 	var in struct {
 		Type   string `json:"type"`
 		ID     int64  `json:"id"`
@@ -96,14 +100,14 @@ func (s *stepper) input(p *attachedPage, payload string) {
 		return
 	}
 	s.mu.Lock()
-	if o := s.newest; in.Type == "fill" && o != nil && o.verb == "fill" && o.p == p && o.el == in.ID && !o.closed {
+	if o := s.newest; in.Type == "fill" && o != nil && o.verb == "fill" && o.p == p && o.world == world && o.el == in.ID && !o.closed {
 		// The next input event of the same field is the same fill.
 		o.value = in.Value
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Unlock()
-	o := &observation{p: p, verb: in.Type, el: in.ID, key: in.Key, value: in.Value, masked: in.Masked,
+	o := &observation{p: p, verb: in.Type, el: in.ID, world: world, key: in.Key, value: in.Value, masked: in.Masked,
 		fallback: event.Target{Role: in.Role, Name: in.Name}}
 	s.begin(o, time.UnixMilli(in.TS))
 	go s.resolve(o)
@@ -149,11 +153,18 @@ func (s *stepper) begin(o *observation, at time.Time) {
 func (s *stepper) resolve(o *observation) {
 	t := o.fallback
 	defer func() { o.resolved <- &t }()
-	ps := o.p.s
-	ctx, cancel := context.WithTimeout(o.p.pg.ctx, 5*time.Second)
+	ps, pg := o.p.s, o.p.pg
+	ctx, cancel := context.WithTimeout(pg.ctx, 5*time.Second)
 	defer cancel()
-	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, inWorld(o.p.pg.ctx, cdpruntime.EvaluateParams{
-		Expression: fmt.Sprintf("window.__flightrecAttach ? window.__flightrecAttach.el(%d) : null", o.el)}))
+	// Asked in the world that saw the input: a child frame's element is
+	// its own document's, with a ref of the frame's (@f1e2).
+	key := pg.id
+	frame, child := pg.worlds.frameOf(o.world)
+	if child = child && frame != o.p.w.mainFrame(); child {
+		key += pg.worlds.key(frame)
+	}
+	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: o.world,
+		Expression: fmt.Sprintf("window.__flightrecAttach ? window.__flightrecAttach.el(%d) : null", o.el)})
 	if err != nil || res.Result == nil || res.Result.ObjectID == "" {
 		return
 	}
@@ -162,9 +173,18 @@ func (s *stepper) resolve(o *observation) {
 	if err != nil || d.Node == nil {
 		return
 	}
-	t.Ref = ps.refs.ref("", d.Node.BackendNodeID)
+	t.Ref = ps.refs.ref(key, d.Node.BackendNodeID)
 	if role, name, ok := ps.axOf(d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
 		t.Role, t.Name = role, name
+	}
+	if child {
+		// The frame as a flow's target names it (frame "Payment card").
+		frames, _ := childFrames(ctx, pg.worlds)
+		for _, f := range frames {
+			if f.id == frame {
+				t.Frame = f.label()
+			}
+		}
 	}
 }
 
@@ -366,7 +386,7 @@ func describeObserved(rc event.Receipt) string {
 func (o *observation) action(value string, resolved *event.Target) event.Action {
 	a := event.Action{Verb: o.verb}
 	if resolved != nil {
-		a.Target = &event.Target{Role: resolved.Role, Name: resolved.Name}
+		a.Target = &event.Target{Frame: resolved.Frame, Role: resolved.Role, Name: resolved.Name}
 	}
 	args := map[string]any{}
 	switch o.verb {

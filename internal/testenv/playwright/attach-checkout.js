@@ -48,7 +48,7 @@ async function main() {
   await act("click", 'link "Checkout"', () => page.getByRole("link", { name: "Checkout" }).click());
   await page.waitForURL("**/checkout");
   await act("fill", 'textbox "Email"', () => page.getByLabel("Email").fill(EMAIL));
-  await act("fill", 'textbox "Card number"', () => page.getByLabel("Card number").fill(CARD));
+  await act("fill", 'textbox "Card number"', () => page.frameLocator("#card-frame").getByLabel("Card number").fill(CARD));
   await act("fill", 'textbox "Gift card code"', () => page.locator("#gift-code").fill(GIFT));
   await act("click", 'button "Apply"', () => page.getByRole("button", { name: "Apply" }).click());
   await page.getByText("Gift card applied").waitFor();

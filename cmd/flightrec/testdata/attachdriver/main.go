@@ -69,7 +69,15 @@ func main() {
 		act("click", `link "Checkout"`, chromedp.Click(chromedp.Search(`//a[normalize-space()="Checkout"]`)))
 		act("", "", chromedp.WaitVisible(chromedp.CSS("#checkout-email")))
 		act("fill", `textbox "Email"`, chromedp.SendKeys(chromedp.CSS("#checkout-email"), "buyer@acme.example"))
-		act("fill", `textbox "Card number"`, chromedp.SendKeys(chromedp.CSS("#card-number"), "4242 4242 4242 4242"))
+		// The card form is the payment provider's, in a frame of its own
+		// origin: its field is found in the frame's document.
+		frame, err := chromedp.Run(tab, chromedp.Nodes(chromedp.CSS("#card-frame")))
+		if err != nil || len(frame) == 0 {
+			fail(fmt.Errorf("the card frame: %v", err))
+		}
+		inFrame := chromedp.FromNode(frame[0])
+		act("", "", chromedp.WaitVisible(chromedp.CSS("#card-number"), inFrame))
+		act("fill", `textbox "Card number"`, chromedp.SendKeys(chromedp.CSS("#card-number"), "4242 4242 4242 4242", inFrame))
 		act("fill", `textbox "Gift card code"`, chromedp.SendKeys(chromedp.CSS("#gift-code"), "GIFT-2025"))
 		act("click", `button "Apply"`, chromedp.Click(chromedp.CSS("#apply-gift")))
 		act("", "", chromedp.WaitVisible(chromedp.Search(`//*[@id="gift-status" and contains(text(),"Gift card applied")]`)))
