@@ -191,8 +191,15 @@ func TestRecordAttachPlaywright(t *testing.T) {
 		// A target that left with its page before the recorder could ask
 		// the tree (a link's navigation) is named by attach.js alone.
 		if r.Action.Target != nil && (r.Effects == nil || r.Effects.Navigation == nil) &&
-			(r.Resolved == nil || !strings.HasPrefix(r.Resolved.Ref, "@e")) {
+			(r.Resolved == nil || !strings.HasPrefix(r.Resolved.Ref, "@e") && !strings.HasPrefix(r.Resolved.Ref, "@f")) {
 			t.Errorf("step %d: resolved %+v, want a ref", r.Step, r.Resolved)
+		}
+		// The card field is in the payment provider's frame: the step's
+		// target names the frame as a flow does, and its ref is the
+		// frame's (@f1e1).
+		if want[1] == `textbox "Card number"` && (r.Resolved == nil || !strings.HasPrefix(r.Resolved.Ref, "@f") ||
+			r.Action.Target.Frame != "Payment card") {
+			t.Errorf("step %d: the card field resolved %+v, target %+v: want the frame's", r.Step, r.Resolved, r.Action.Target)
 		}
 		if r.StartedAt == 0 || r.EndedAt < r.StartedAt {
 			t.Errorf("step %d: timings %d..%d", r.Step, r.StartedAt, r.EndedAt)
