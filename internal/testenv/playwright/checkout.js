@@ -60,7 +60,7 @@ async function main() {
     await act("locator.click", () => page.getByRole("link", { name: "Checkout" }).click());
     await act("page.waitForURL", () => page.waitForURL("**/checkout"));
     await act("locator.fill", () => page.getByLabel("Email").fill(EMAIL));
-    await act("locator.fill", () => page.getByLabel("Card number").fill(CARD));
+    await act("locator.fill", () => page.frameLocator("#card-frame").getByLabel("Card number").fill(CARD));
     await act("locator.fill", () => page.locator("#gift-code").fill(GIFT));
     await act("locator.click", () => page.getByRole("button", { name: "Apply" }).click());
     await act("locator.waitFor", () => page.getByText("Gift card applied").waitFor());
