@@ -100,7 +100,7 @@ type Shares struct {
 	audit *audit.Log
 	clock atomic.Pointer[func() time.Time]
 
-	mu sync.Mutex // serializes read-modify-write of shares.json
+	mu sync.Mutex // serializes reads of the shares file (changes go through Store.UpdateBeside)
 
 	vmu   sync.Mutex
 	views map[viewKey]time.Time // last view counted, for the 10-minute rule
@@ -145,13 +145,14 @@ func (s *Shares) Create(id, project, what string, d time.Duration, by string) (S
 	}
 	now := s.now()
 	sh := Share{ID: hex.EncodeToString(idb[:]), What: what, CreatedAt: now.UnixNano(), ExpiresAt: now.Add(d).UnixNano(), By: by}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	list, err := s.load(id)
+	err := s.st.UpdateBeside(id, store.SharesFile, func(old []byte) ([]byte, error) {
+		list, err := decodeShares(id, old)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(append(list, sh))
+	})
 	if err != nil {
-		return Share{}, "", err
-	}
-	if err := s.save(id, append(list, sh)); err != nil {
 		return Share{}, "", err
 	}
 	s.record(audit.Entry{Kind: audit.KindShare, Recording: id, Project: project, Why: "share link made",
@@ -175,25 +176,32 @@ var ErrNoShare = errors.New("no such share link")
 
 // Revoke ends link sid of recording id at once.
 func (s *Shares) Revoke(id, project, sid, by string) (Share, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	list, err := s.load(id)
+	var out Share
+	var revoked bool
+	err := s.st.UpdateBeside(id, store.SharesFile, func(old []byte) ([]byte, error) {
+		list, err := decodeShares(id, old)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(list, func(x Share) bool { return x.ID == sid })
+		if i < 0 {
+			return nil, ErrNoShare
+		}
+		revoked = list[i].RevokedAt == 0
+		if revoked {
+			list[i].RevokedAt = s.now().UnixNano()
+		}
+		out = list[i]
+		return json.Marshal(list)
+	})
 	if err != nil {
 		return Share{}, err
 	}
-	i := slices.IndexFunc(list, func(x Share) bool { return x.ID == sid })
-	if i < 0 {
-		return Share{}, ErrNoShare
-	}
-	if list[i].RevokedAt == 0 {
-		list[i].RevokedAt = s.now().UnixNano()
-		if err := s.save(id, list); err != nil {
-			return Share{}, err
-		}
+	if revoked {
 		s.record(audit.Entry{Kind: audit.KindUnshare, Recording: id, Project: project, Why: "share link revoked",
 			Details: map[string]any{"share": sid, "by": by}})
 	}
-	return list[i], nil
+	return out, nil
 }
 
 // Check verifies a link's secret: its recording and record when the
@@ -238,22 +246,22 @@ func (s *Shares) sign(id string, sh Share) string {
 
 func (s *Shares) load(id string) ([]Share, error) {
 	b, err := s.st.ReadBeside(id, store.SharesFile)
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	return decodeShares(id, b)
+}
+
+// decodeShares decodes recording id's shares file (nil: none).
+func decodeShares(id string, b []byte) ([]Share, error) {
+	if len(b) == 0 {
+		return nil, nil
 	}
 	var list []Share
 	if err := json.Unmarshal(b, &list); err != nil {
 		return nil, fmt.Errorf("share links of %s: %w", id, err)
 	}
 	return list, nil
-}
-
-func (s *Shares) save(id string, list []Share) error {
-	b, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	return s.st.WriteBeside(id, store.SharesFile, b)
 }
 
 func (s *Shares) record(e audit.Entry) {

@@ -16,6 +16,7 @@ package audit
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
 )
 
 // FileName is the log's name in the data directory (store/layout names
@@ -142,6 +144,10 @@ type Options struct {
 	// Now is the clock for entries appended without a TS (default
 	// time.Now).
 	Now func() time.Time
+	// Replica, in shared mode, is the deployment's object store: every
+	// entry is copied there after it is fsynced, as this node's chain
+	// (chains.go). nil: the log is the data directory's alone.
+	Replica objstore.Store
 }
 
 // Log is the open audit log. It is safe for concurrent use.
@@ -159,6 +165,8 @@ type Log struct {
 	head    Head
 	broken  error // set when the file's state past size is unknown
 	closed  bool
+
+	replica *replica // nil: no copy in an object store
 }
 
 // Open opens (creating if needed) DATA/audit.log in dir with default
@@ -199,6 +207,12 @@ func OpenWith(dir string, o Options) (*Log, error) {
 	if err := l.recover(errors.Is(statErr, fs.ErrNotExist)); err != nil {
 		f.Close()
 		return nil, err
+	}
+	if o.Replica != nil {
+		l.replica = &replica{obj: o.Replica}
+		// Entries an earlier run could not copy: a failure is kept
+		// (ReplicaErr) and retried at the next append.
+		l.replicate(context.Background())
 	}
 	return l, nil
 }
@@ -336,6 +350,11 @@ func (l *Log) Append(e Entry) (Entry, error) {
 	l.size = size + int64(len(line))
 	l.head = Head{N: e.N, Hash: hash}
 	l.mu.Unlock()
+	if l.replica != nil {
+		// The entry is durable here; its copy (and any an outage held
+		// back) goes to the node's chain in the object store, in order.
+		l.replicate(context.Background())
+	}
 	return e, nil
 }
 

@@ -589,6 +589,11 @@ func (s *Service) commit(ctx context.Context, r *recording, batch []*event.Decod
 		return storageError(err)
 	}
 	if len(blobs) > 0 {
+		// Other nodes' sweeps read no log of this node: a hold record
+		// names the blobs until the recording's manifest is published.
+		if err := s.st.HoldBlobs(r.meta.ID, blobs); err != nil {
+			return storageError(err)
+		}
 		cids, err := s.st.Blobs.PutMany(blobs)
 		if err != nil {
 			return storageError(err)

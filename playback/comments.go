@@ -66,6 +66,11 @@ func (s *Service) loadComments(id string) ([]Comment, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeComments(id, b)
+}
+
+// decodeComments decodes recording id's comments file, by step and time.
+func decodeComments(id string, b []byte) ([]Comment, error) {
 	out := []Comment{}
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &out); err != nil {
@@ -81,12 +86,20 @@ func (s *Service) loadComments(id string) ([]Comment, error) {
 	return out, nil
 }
 
-func (s *Service) saveComments(id string, list []Comment) error {
-	b, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	return s.st.WriteBeside(id, store.CommentsFile, b)
+// updateComments changes recording id's comments with change, without
+// losing a concurrent change on this node or another (Store.UpdateBeside:
+// change may run more than once).
+func (s *Service) updateComments(id string, change func(list []Comment) ([]Comment, error)) error {
+	return s.st.UpdateBeside(id, store.CommentsFile, func(old []byte) ([]byte, error) {
+		list, err := decodeComments(id, old)
+		if err != nil {
+			return nil, err
+		}
+		if list, err = change(list); err != nil {
+			return nil, err
+		}
+		return json.Marshal(list)
+	})
 }
 
 // redactComment masks text as the recording's plan masks its events.
@@ -198,16 +211,13 @@ func (s *Service) handleAddComment(w http.ResponseWriter, r *http.Request) {
 	if req.T != nil {
 		c.T = *req.T
 	}
-	s.cmu.Lock()
-	list, err := s.loadComments(row.ID)
-	if err == nil && len(list) >= MaxComments {
-		err = wire.New(http.StatusConflict, "TOO_MANY_COMMENTS", "delete comments that are no longer needed",
-			"this recording has %d comments, the most it keeps", MaxComments)
-	}
-	if err == nil {
-		err = s.saveComments(row.ID, append(list, c))
-	}
-	s.cmu.Unlock()
+	err = s.updateComments(row.ID, func(list []Comment) ([]Comment, error) {
+		if len(list) >= MaxComments {
+			return nil, wire.New(http.StatusConflict, "TOO_MANY_COMMENTS", "delete comments that are no longer needed",
+				"this recording has %d comments, the most it keeps", MaxComments)
+		}
+		return append(list, c), nil
+	})
 	if err != nil {
 		s.edge.Fail(w, r, err)
 		return
@@ -276,23 +286,21 @@ func (s *Service) handleDeleteComment(w http.ResponseWriter, r *http.Request) {
 // an admin, editable) in recording id's comments and saves them; it
 // returns the comment as changed (as it was, when deleted).
 func (s *Service) changeComment(r *http.Request, id string, change func(list []Comment, i int) []Comment) (Comment, error) {
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	list, err := s.loadComments(id)
-	if err != nil {
-		return Comment{}, err
-	}
-	i, err := s.editable(r, list)
-	if err != nil {
-		return Comment{}, err
-	}
-	before := list[i]
-	list = change(list, i)
-	after := before
-	if i < len(list) && list[i].ID == before.ID {
-		after = list[i]
-	}
-	return after, s.saveComments(id, list)
+	var after Comment
+	err := s.updateComments(id, func(list []Comment) ([]Comment, error) {
+		i, err := s.editable(r, list)
+		if err != nil {
+			return nil, err
+		}
+		before := list[i]
+		list = change(list, i)
+		after = before
+		if i < len(list) && list[i].ID == before.ID {
+			after = list[i]
+		}
+		return list, nil
+	})
+	return after, err
 }
 
 // auditComment records a comment's change: which comment, step and

@@ -48,7 +48,7 @@ type Service struct {
 	cfg       Config
 	audit     *audit.Log
 	shares    *access.Shares
-	cmu       sync.Mutex // serializes read-modify-write of comments.json
+	cmu       sync.Mutex // serializes reads of the comments file (changes go through Store.UpdateBeside)
 }
 
 // Deps are what a Service reads from; the caller builds them.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -120,6 +121,9 @@ type Report struct {
 	BlobsRemoved   int      `json:"blobs_removed"`
 	BlobBytes      int64    `json:"blob_bytes"`
 	Errors         []string `json:"errors,omitempty"`
+	// Elsewhere says another node of a shared deployment holds the sweep
+	// lease: this sweep removed nothing (one sweeper at a time).
+	Elsewhere string `json:"elsewhere,omitempty"`
 }
 
 // Freed is every byte the sweep removed.
@@ -183,6 +187,14 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progres
 	// written during the sweep never loses one.
 	sw := s.Store.Blobs.BeginSweep()
 	defer sw.End()
+	// In a shared deployment one node at a time sweeps, under the blob
+	// store's lease: a sweep that finds it held removes nothing.
+	if e, ok := sw.(interface{ Elsewhere() error }); ok {
+		if err := e.Elsewhere(); err != nil {
+			rep.Elsewhere = err.Error()
+			return rep, nil
+		}
+	}
 	for i, st := range doomed {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -224,8 +236,15 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time, dryRun bool, progres
 	if err != nil {
 		return rep, err
 	}
+	ids, local, err := s.markIDs(ids)
+	if err != nil {
+		return rep, err
+	}
 	for i, id := range ids {
 		refs, err := s.Store.References(id)
+		if errors.Is(err, store.ErrNotFound) && !local[id] {
+			continue // another node removed it since the listing
+		}
 		if err != nil {
 			// A recording that cannot be read keeps everything: collect
 			// nothing rather than something it might need.
@@ -301,4 +320,53 @@ func (s *Sweeper) LogProgress() func(phase string, done, total int) {
 		last = time.Now()
 		s.Log.Info("retention sweep in progress", "phase", phase, "done", done, "total", total)
 	}
+}
+
+// markIDs is the recordings whose references a sweep marks, given those
+// of the data directory: all of them on a single node. In shared mode,
+// the published ones (every node's finished recordings) and the local
+// ones still open; their other blobs are kept by hold records, which
+// BeginSweep read. A local finished recording that is not published is
+// left out: another node removed it (this node fetched a copy to serve it)
+// or this node has yet to publish it, and then its holds are not released.
+func (s *Sweeper) markIDs(localIDs []string) (ids []string, local map[string]bool, err error) {
+	published, shared, err := s.Store.SharedIDs()
+	if err != nil {
+		return nil, nil, fmt.Errorf("retention: listing published recordings: %w (no blob was collected)", err)
+	}
+	local = map[string]bool{}
+	if !shared {
+		for _, id := range localIDs {
+			local[id] = true
+		}
+		return localIDs, local, nil
+	}
+	isPublished := map[string]bool{}
+	for _, id := range published {
+		isPublished[id] = true
+	}
+	ids = append([]string(nil), published...)
+	for _, id := range localIDs {
+		root, err := s.Store.Root(id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("retention: %s: %w (no blob was collected)", id, err)
+		}
+		if root == "" || isPublished[id] {
+			local[id] = true
+			if !isPublished[id] {
+				ids = append(ids, id)
+			}
+			continue
+		}
+		// A copy of a recording another node removed goes too.
+		if gone, err := s.Store.RemovedElsewhere(id); err != nil {
+			return nil, nil, fmt.Errorf("retention: %s: %w (no blob was collected)", id, err)
+		} else if gone {
+			if _, err := s.Store.RemoveRecording(id); err != nil {
+				return nil, nil, fmt.Errorf("retention: dropping the copy of %s: %w (no blob was collected)", id, err)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids, local, nil
 }

@@ -116,9 +116,13 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 		// carries its segments before its other blobs.
 		outlined = map[string]bool{}
 	)
+	var importing string // the recording's id, from its manifest
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
+		}
+		if err := s.HoldBlobs(importing, batch); err != nil {
+			return err
 		}
 		_, err := s.Blobs.PutMany(batch)
 		batch, batchSize = nil, 0
@@ -126,9 +130,15 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 	}
 	sink := &bundle.Sink{
 		Manifest: func(m *Manifest, root string) error {
+			importing = m.Recording.ID
 			return s.importable(m.Recording.ID, root)
 		},
 		Block: func(c cid.Cid, segment bool, data []byte) error {
+			if segment || len(data) > blobs.PackMaxBlob {
+				if err := s.HoldBlobs(importing, [][]byte{data}); err != nil {
+					return err
+				}
+			}
 			if segment {
 				_, err := s.putSegment(data)
 				noteOutlined(data, outlined)
@@ -174,7 +184,9 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 	if err := s.install(man.Recording, root, raw); err != nil {
 		return id, root, err
 	}
-	return id, root, nil
+	// In shared mode every node serves it, and every node's sweep marks
+	// its blobs (which the holds kept until now).
+	return id, root, s.publish(id, root)
 }
 
 // importable checks that recording id can take root: absent, or there

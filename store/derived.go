@@ -1,14 +1,18 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/blobs"
 )
 
 // Derived blobs are what playback builds from a finished recording and
@@ -36,15 +40,26 @@ func validDerivedName(name string) bool {
 	return true
 }
 
+// derivedFile is the name of the derived records beside a recording in a
+// shared blob store (recordings/<id>/derived): in shared mode a video one
+// node built is every node's.
+const derivedFile = "derived"
+
 func (s *Store) readDerived(id string) (map[string]string, error) {
-	b, err := os.ReadFile(s.derivedPath(id))
-	if errors.Is(err, fs.ErrNotExist) {
+	var b []byte
+	var err error
+	if sh, ok := s.sharedBeside(); ok {
+		b, err = sh.SideFile(id, derivedFile)
+	} else if b, err = os.ReadFile(s.derivedPath(id)); errors.Is(err, fs.ErrNotExist) {
 		return map[string]string{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
 	}
 	m := map[string]string{}
+	if len(b) == 0 {
+		return m, nil
+	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("store: derived blobs of %s: %w", id, err)
 	}
@@ -79,6 +94,9 @@ func (s *Store) Derived(id, name string) (c cid.Cid, ok bool, err error) {
 // recording id (replacing what was there).
 func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 	return s.putDerived(id, name, func() (cid.Cid, error) {
+		if err := s.holdDerivedBlob(id, Sum(data)); err != nil {
+			return cid.Undef, err
+		}
 		c, _, err := s.Blobs.Put(data)
 		return c, err
 	})
@@ -90,6 +108,15 @@ func (s *Store) PutDerived(id, name string, data []byte) (cid.Cid, error) {
 // remove when it was not moved.
 func (s *Store) PutDerivedFile(id, name, src string) (cid.Cid, error) {
 	return s.putDerived(id, name, func() (cid.Cid, error) {
+		if _, shared := s.Blobs.(SharedBlobs); shared {
+			c, err := sumFile(src)
+			if err == nil {
+				err = s.holdDerivedBlob(id, c)
+			}
+			if err != nil {
+				return cid.Undef, err
+			}
+		}
 		c, _, err := s.Blobs.PutFile(src)
 		return c, err
 	})
@@ -114,6 +141,17 @@ func (s *Store) putDerived(id, name string, put func() (cid.Cid, error)) (cid.Ci
 	defer s.derivedMu.Unlock()
 	if _, err := os.Stat(s.metaPath(id)); err != nil {
 		return cid.Undef, fmt.Errorf("recording %s: %w", id, ErrNotFound)
+	}
+	if sh, ok := s.sharedBeside(); ok {
+		err := sh.UpdateSideFile(id, derivedFile, func(old []byte) ([]byte, error) {
+			m := map[string]string{}
+			if json.Unmarshal(old, &m) != nil {
+				m = map[string]string{} // rebuilt: the old entries are caches
+			}
+			m[name] = c.String()
+			return json.Marshal(m)
+		})
+		return c, err
 	}
 	m, err := s.readDerived(id)
 	if err != nil {
@@ -143,4 +181,18 @@ func (s *Store) derivedRefs(id string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// sumFile is the CID of the file at path's bytes.
+func sumFile(path string) (cid.Cid, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("store: derived blob: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return cid.Undef, fmt.Errorf("store: derived blob: %w", err)
+	}
+	return blobs.FromDigest(h.Sum(nil)), nil
 }

@@ -23,6 +23,12 @@ func (s *Store) SavePlan(id string, plan json.RawMessage) error {
 func (s *Store) Plan(id string) (json.RawMessage, error) {
 	b, err := os.ReadFile(s.Layout().Plan(id))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Another node's finished recording: its plan is published.
+		if sh, ok := s.Blobs.(SharedBlobs); ok {
+			if b, err := sh.RecordingFile(id, publishedPlan); !errors.Is(err, ErrNotFound) {
+				return b, err
+			}
+		}
 		return nil, fmt.Errorf("plan of %s: %w", id, ErrNotFound)
 	}
 	return b, err
@@ -89,11 +95,26 @@ func (s *Store) AppendKnownHashes(id string, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("store: known hashes of %s: %w", id, err)
 	}
+	// In shared mode every node can read them (one that takes the open
+	// recording over masks what this one learned); the batch is refused
+	// unless they are there too.
+	if sh, ok := s.sharedBeside(); ok {
+		if err := sh.UpdateSideFile(id, knownHashesFile, func(old []byte) ([]byte, error) {
+			return append(old, b...), nil
+		}); err != nil {
+			return fmt.Errorf("store: known hashes of %s: %w", id, err)
+		}
+	}
 	return nil
 }
 
 // KnownHashes reads a recording's known-value hashes (nil when none).
 func (s *Store) KnownHashes(id string) ([]byte, error) {
+	if sh, ok := s.sharedBeside(); ok {
+		if b, err := sh.SideFile(id, knownHashesFile); err != nil || len(b) > 0 {
+			return b, err
+		}
+	}
 	b, err := os.ReadFile(s.Layout().KnownHashes(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

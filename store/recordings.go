@@ -37,6 +37,7 @@ type Store struct {
 	Blobs blobs.Store
 	LogOptions
 	derivedMu sync.Mutex // serializes derived.json updates
+	besideMu  sync.Mutex // serializes UpdateBeside on the data directory
 	groupsMu  sync.Mutex // serializes groups/ writes
 	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
 	readOnly bool
@@ -443,6 +444,9 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 		if ref.Records == 0 {
 			continue // an empty segment (rolled, then crashed) carries nothing
 		}
+		if err := s.HoldBlobs(id, [][]byte{data}); err != nil {
+			return "", err
+		}
 		c, err := s.putSegment(data)
 		if err != nil {
 			return "", err
@@ -462,6 +466,9 @@ func (s *Store) sealLog(meta RecordingMeta, gaps []Gap) (string, error) {
 	sort.Strings(man.Blobs)
 	mb, err := json.MarshalIndent(man, "", " ")
 	if err != nil {
+		return "", err
+	}
+	if err := s.HoldBlobs(id, [][]byte{mb}); err != nil {
 		return "", err
 	}
 	rc, err := s.putManifest(mb)

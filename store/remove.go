@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/store/layout"
 )
@@ -38,6 +41,11 @@ func (s *Store) RemoveRecording(id string) (freed int64, err error) {
 		return 0, fmt.Errorf("store: remove recording: invalid recording id %q", id)
 	}
 	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	// In shared mode the published recording goes first: every node stops
+	// serving it and every node's sweep stops marking its blobs.
+	if err := s.unpublish(id); err != nil {
 		return 0, err
 	}
 	parent, tomb := s.Layout().Recordings(), s.Layout().Removing(id)
@@ -162,13 +170,7 @@ func (s *Store) References(id string) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("store: references of %s: %w", id, err)
 			}
-			refs := make([]string, 0, 1+len(m.Segments)+len(m.Blobs))
-			refs = append(refs, root)
-			for _, seg := range m.Segments {
-				refs = append(refs, seg.CID)
-			}
-			refs = append(refs, m.Blobs...)
-			refs = append(refs, derived...)
+			refs := append(manifestRefs(m, root), derived...)
 			return sortedDistinct(refs), nil
 		}
 		refs := append([]string(nil), derived...)
@@ -204,4 +206,34 @@ func sortedDistinct(ss []string) []string {
 		}
 	}
 	return out
+}
+
+// manifestRefs is what manifest m (whose CID is root) references:
+// itself, its segments and its blobs.
+func manifestRefs(m *Manifest, root string) []string {
+	refs := make([]string, 0, 1+len(m.Segments)+len(m.Blobs))
+	refs = append(refs, root)
+	for _, seg := range m.Segments {
+		refs = append(refs, seg.CID)
+	}
+	return append(refs, m.Blobs...)
+}
+
+// ManifestRefs is what the manifest data references, itself included: a
+// shared blob store's sweep reads it for recordings published while it
+// ran (objblobs.Options.Refs).
+func ManifestRefs(data []byte) ([]cid.Cid, error) {
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("store: manifest: %w", err)
+	}
+	var out []cid.Cid
+	for _, s := range manifestRefs(&m, Sum(data).String()) {
+		c, err := ParseCID(s)
+		if err != nil {
+			return nil, fmt.Errorf("store: manifest: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -2,9 +2,13 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/store/blobs"
 )
@@ -20,12 +24,103 @@ type SharedBlobs interface {
 	PutRecordingFile(id, name string, data []byte) error
 	// RecordingFile reads one; a missing file is ErrNotFound.
 	RecordingFile(id, name string) ([]byte, error)
+	// RecordingIDs lists the recordings whose ROOT is published.
+	RecordingIDs() ([]string, error)
+	// RemoveRecordingFiles removes a recording's published files (ROOT
+	// first) and every hold record of it.
+	RemoveRecordingFiles(id string) error
+	// HoldFor writes a hold record naming cids for recording id: a sweep
+	// on any node keeps them until ReleaseHolds(id, kind) (objblobs/gc.go).
+	HoldFor(id, kind string, cids []cid.Cid) error
+	// ReleaseHolds removes recording id's hold records of kind.
+	ReleaseHolds(id, kind string) error
+	// Held reports whether any hold record of recording id remains.
+	Held(id string) (bool, error)
+	// SideFile reads a file beside recording id kept for every node
+	// (nil when none); UpdateSideFile changes it without losing another
+	// node's concurrent change (beside.go).
+	SideFile(id, name string) ([]byte, error)
+	UpdateSideFile(id, name string, change func(old []byte) ([]byte, error)) error
+}
+
+// The kinds of hold record: a batch's (and a seal's) blobs, redundant
+// once the recording's manifest is published; a derived blob's, for as
+// long as the recording exists.
+const (
+	holdBatch   = "batch"
+	holdDerived = "derived"
+)
+
+// HoldBlobs makes sure no sweep, on any node, collects the blobs datas are
+// about to be stored as before recording id references them where every
+// node's sweep reads (its published manifest): in shared mode it writes a
+// hold record naming them; with the local blob store it does nothing (the
+// caller's Blobs.Hold brackets it). Call it before storing them.
+func (s *Store) HoldBlobs(id string, datas [][]byte) error {
+	sh, ok := s.Blobs.(SharedBlobs)
+	if !ok || len(datas) == 0 {
+		return nil
+	}
+	cids := make([]cid.Cid, len(datas))
+	for i, d := range datas {
+		cids[i] = blobs.Sum(d)
+	}
+	return sh.HoldFor(id, holdBatch, cids)
+}
+
+// holdDerivedBlob is HoldBlobs for a derived blob, whose hold lasts as
+// long as the recording.
+func (s *Store) holdDerivedBlob(id string, c cid.Cid) error {
+	if sh, ok := s.Blobs.(SharedBlobs); ok {
+		return sh.HoldFor(id, holdDerived, []cid.Cid{c})
+	}
+	return nil
+}
+
+// SharedIDs lists the recordings published in a shared blob store (shared
+// false with the local one): a sweep's mark phase reads their references
+// too, and those of no finished recording that is not published (another
+// node removed it; or this node has not published it yet, and then hold
+// records keep its blobs).
+func (s *Store) SharedIDs() (ids []string, shared bool, err error) {
+	sh, ok := s.Blobs.(SharedBlobs)
+	if !ok {
+		return nil, false, nil
+	}
+	ids, err = sh.RecordingIDs()
+	return ids, true, err
+}
+
+// RemovedElsewhere reports whether finished recording id, in this data
+// directory, was removed by another node: in shared mode, it is not
+// published and no hold record of it remains. (One this node sealed but
+// has yet to publish keeps its batch holds until it is.) Its copy here
+// is then a stale cache of a recording that no longer exists.
+func (s *Store) RemovedElsewhere(id string) (bool, error) {
+	sh, ok := s.Blobs.(SharedBlobs)
+	if !ok {
+		return false, nil
+	}
+	if _, err := sh.RecordingFile(id, publishedRoot); err == nil || !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	held, err := sh.Held(id)
+	return !held && err == nil, err
+}
+
+// unpublish removes a recording from a shared blob store (RemoveRecording).
+func (s *Store) unpublish(id string) error {
+	if sh, ok := s.Blobs.(SharedBlobs); ok {
+		return sh.RemoveRecordingFiles(id)
+	}
+	return nil
 }
 
 // The files of a finished recording that are published. ROOT goes last:
 // a recording whose ROOT is published is complete.
 const (
 	publishedMeta = "meta.json"
+	publishedPlan = "plan.json" // the redaction plan, when the recording has one
 	publishedRoot = "ROOT"
 )
 
@@ -46,7 +141,20 @@ func (s *Store) publish(id, root string) error {
 	if err := sh.PutRecordingFile(id, publishedMeta, meta); err != nil {
 		return err
 	}
-	return sh.PutRecordingFile(id, publishedRoot, []byte(root+"\n"))
+	// Every node redacts comments on it with its plan.
+	if plan, err := os.ReadFile(s.Layout().Plan(id)); err == nil {
+		if err := sh.PutRecordingFile(id, publishedPlan, plan); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: publish %s: %w", id, err)
+	}
+	if err := sh.PutRecordingFile(id, publishedRoot, []byte(root+"\n")); err != nil {
+		return err
+	}
+	// The manifest names every blob the batches' holds did, for every
+	// node's sweep: the holds are redundant from here.
+	return sh.ReleaseHolds(id, holdBatch)
 }
 
 // fetch installs in this data directory a finished recording another node

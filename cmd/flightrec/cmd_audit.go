@@ -14,13 +14,14 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/wire"
 )
 
 // runAudit verifies the audit log, or prints a recording's redaction
 // report.
 func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
-	usage := "Usage: flightrec audit verify [--data DIR | FILE]\n       flightrec audit redaction REC [--server URL | --data DIR]\n       flightrec audit scan [--data DIR] [--project P] [--policy DIR]"
+	usage := "Usage: flightrec audit verify [--data DIR | FILE | --blobs s3://…]\n       flightrec audit redaction REC [--server URL | --data DIR]\n       flightrec audit scan [--data DIR] [--project P] [--policy DIR]"
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(errOut, usage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -32,13 +33,17 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case "scan":
 		return runAuditScan(ctx, args[1:], out, errOut)
 	case "verify":
-		fs := newFlags("audit verify", "audit verify [--data DIR | FILE]", errOut)
-		data := dataFlag(fs)
+		fs := newFlags("audit verify", "audit verify [--data DIR | FILE | --blobs s3://…]", errOut)
+		var sc app.StoreConfig
+		storeFlags(fs, &sc)
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		if code := parse(fs, args[1:]); code >= 0 {
 			return code
 		}
-		path := layout.Of(*data).AuditLog()
+		if sc.Blobs != "" && fs.NArg() == 0 {
+			return verifyChains(ctx, sc, *asJSON, out, errOut)
+		}
+		path := layout.Of(sc.Data).AuditLog()
 		if fs.NArg() == 1 {
 			path = fs.Arg(0)
 		}
@@ -129,4 +134,37 @@ func redactionHere(sc app.StoreConfig, id string) (*store.RedactionReport, error
 		return nil, notFound
 	}
 	return rep, err
+}
+
+// verifyChains verifies every node's audit chain in a shared deployment's
+// object store, and their union.
+func verifyChains(ctx context.Context, sc app.StoreConfig, asJSON bool, out, errOut io.Writer) int {
+	obj, err := objstore.Open(sc.Blobs, sc.BlobCredentials)
+	if err != nil {
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check --blobs and the AWS_* credentials", "--blobs: %v", err))
+		return exitFailure
+	}
+	if c, ok := obj.(io.Closer); ok {
+		defer c.Close()
+	}
+	rep, err := audit.VerifyChains(ctx, obj)
+	if err != nil {
+		printErr(errOut, asJSON, wire.New(0, "READ_FAILED", "check that the object store is reachable", "%v", err))
+		return exitFailure
+	}
+	if asJSON {
+		printJSON(out, rep)
+	}
+	if !rep.OK {
+		printErr(errOut, asJSON, wire.New(0, "AUDIT_BROKEN",
+			"an audit chain was edited, truncated or reordered, or copied into another: keep the objects as evidence", "%s", rep.Broken()))
+		return exitFound
+	}
+	if !asJSON {
+		for _, c := range rep.Chains {
+			fmt.Fprintf(out, "audit chain %s: %d entries, intact, head %s\n", c.Chain, c.Entries, c.Head.Hash)
+		}
+		fmt.Fprintf(out, "%d chains, %d entries, union digest %s\n", len(rep.Chains), rep.Entries, rep.Digest)
+	}
+	return exitOK
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/playback"
+	"github.com/flightrec/flightrec/store/blobs/objblobs"
 	"github.com/flightrec/flightrec/store/objstore"
 )
 
@@ -141,6 +142,9 @@ func storeFlags(fs *flag.FlagSet, c *app.StoreConfig) {
 		"where blobs and sealed logs are kept: empty for DATA/blobs, or s3://BUCKET/PREFIX?endpoint=HOST:PORT&region=R "+
 			"(credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)")
 	c.BlobCredentials = objstore.CredentialsFromEnv(os.Getenv)
+	envFlag(fs, &c.BlobGCGrace, "blobs-gc-grace", objblobs.DefaultGrace,
+		"with --blobs: how long a sweep waits between condemning unreferenced blobs and deleting them; "+
+			"the same on every node (a writer rechecks the condemned set twice per grace)")
 	envFlag(fs, &c.LockTimeout, "lock-timeout", 10*time.Second,
 		"how long to wait for the data directory's lock while another command holds it")
 }

@@ -51,6 +51,10 @@ type StoreConfig struct {
 	// (objstore.Open), signed with BlobCredentials.
 	Blobs           string
 	BlobCredentials objstore.Credentials
+	// BlobGCGrace is, on shared blobs, how long a sweep waits between
+	// condemning blobs and deleting them (objblobs.DefaultGrace when 0).
+	// Every node of a deployment is given the same.
+	BlobGCGrace time.Duration
 	// SegmentBytes is the log segment size.
 	SegmentBytes int64
 	// LockTimeout is how long a command waits for the data directory's
@@ -170,17 +174,22 @@ func (c StoreConfig) openStore() (*store.Store, error) {
 	if c.Blobs == "" {
 		return store.OpenStore(c.Data, lo)
 	}
-	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials)
+	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials, c.blobOptions())
 	if err != nil {
 		return nil, err
 	}
 	return store.OpenStoreWithBlobs(c.Data, lo, b)
 }
 
+// blobOptions are the shared blob store's options.
+func (c StoreConfig) blobOptions() objblobs.Options {
+	return objblobs.Options{Grace: c.BlobGCGrace, Refs: store.ManifestRefs}
+}
+
 // OpenBlobs opens the blob store on the object store target names
 // (objstore.Open), refusing at once a server it cannot reach or whose
 // bucket or credentials are wrong.
-func OpenBlobs(ctx context.Context, target string, creds objstore.Credentials) (*objblobs.Store, error) {
+func OpenBlobs(ctx context.Context, target string, creds objstore.Credentials, opts objblobs.Options) (*objblobs.Store, error) {
 	obj, err := objstore.Open(target, creds)
 	if err != nil {
 		return nil, fmt.Errorf("--blobs: %w", err)
@@ -195,7 +204,7 @@ func OpenBlobs(ctx context.Context, target string, creds objstore.Credentials) (
 			return nil, fmt.Errorf("--blobs %s: %w", obj, err)
 		}
 	}
-	b, err := objblobs.Open(ctx, obj)
+	b, err := objblobs.OpenWith(ctx, obj, opts)
 	if err != nil {
 		closeObj()
 		return nil, fmt.Errorf("--blobs: %w", err)
@@ -293,7 +302,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 		}
 	}
 	// Ingest writes every recording's plan to the audit log.
-	auditLog, err := audit.Open(st.Dir())
+	auditLog, err := audit.OpenWith(st.Dir(), audit.Options{Replica: shared.auditReplica})
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +366,7 @@ func assemble(cfg Config, log *slog.Logger, st *store.Store, idx store.Index, lo
 	if cfg.RetentionInterval > 0 {
 		go sweeper.Run(ctx, cfg.RetentionInterval)
 	}
-	shareKey, err := st.Key(layout.ShareKeyName)
+	shareKey, err := shared.shareKeyOf(st)
 	if err != nil {
 		return nil, err
 	}

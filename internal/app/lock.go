@@ -99,7 +99,7 @@ func (c StoreConfig) OpenReadOnly() (*store.Store, error) {
 	if c.Blobs == "" {
 		return store.OpenStoreReadOnly(c.Data, lo)
 	}
-	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials)
+	b, err := OpenBlobs(context.Background(), c.Blobs, c.BlobCredentials, c.blobOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/internal/app"
@@ -18,6 +19,7 @@ import (
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
+	"github.com/flightrec/flightrec/store/objstore"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -46,6 +48,26 @@ func sharedConfig(srv *testenv.S3Server, prefix string, keys app.KeyFiles) app.C
 	cfg.Store.BlobCredentials = srv.Credentials()
 	cfg.Keys = keys
 	return cfg
+}
+
+// ingestFinished records evs through the server at base, batch events
+// per append, finishes the recording, and returns its id and root.
+func ingestFinished(t *testing.T, base string, evs []event.Envelope, batch int) (id, root string) {
+	t.Helper()
+	id = openRec(t, base)
+	for from := 0; from < len(evs); from += batch {
+		to := min(from+batch, len(evs))
+		if a := acked(t, appendBatch(t, base, id, evs[from:to])); a.AckedThrough != uint64(to) {
+			t.Fatalf("batch to %d: %+v", to, a)
+		}
+	}
+	r := do(t, "POST", base+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
+	var fin wire.FinishReply
+	r.decode(t, &fin)
+	if r.status != 200 || fin.Root == "" {
+		t.Fatalf("finish: %d %s", r.status, r.body)
+	}
+	return id, fin.Root
 }
 
 // checkAttestation checks that the attestation node (app, base) makes of
@@ -94,19 +116,8 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	appB, baseB := node(t, srv, "deploy", dsn, keys)
 
 	evs := testgen.Recording(testgen.Options{Seed: 11, Steps: 12, EventsPerStep: 10, FrameBytes: 8000})
-	id := openRec(t, baseA)
-	for from := 0; from < len(evs); from += 40 {
-		to := min(from+40, len(evs))
-		if a := acked(t, appendBatch(t, baseA, id, evs[from:to])); a.AckedThrough != uint64(to) {
-			t.Fatalf("batch to %d: %+v", to, a)
-		}
-	}
-	r := do(t, "POST", baseA+"/v1/recordings/"+id+"/finish", []byte(`{"verdict":"pass"}`))
-	var fin wire.FinishReply
-	r.decode(t, &fin)
-	if r.status != 200 || fin.Root == "" {
-		t.Fatalf("finish: %d %s", r.status, r.body)
-	}
+	id, root := ingestFinished(t, baseA, evs, 40)
+	fin := wire.FinishReply{Root: root}
 	waitIndexed(t, baseA, id, uint64(len(evs)))
 
 	// B reads everything A does, byte for byte.
@@ -145,23 +156,25 @@ func TestAnyNodeServesAnyRecording(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Finished != 1 || rep.Blobs == 0 {
 		t.Errorf("read-only verify with --blobs: %+v %v", rep, err)
 	}
-	// The video B built is cached as a derived blob in the bucket: A's
-	// blob store finds it too.
-	derived, err := os.ReadFile(layout.Of(appB.Store.Dir()).Derived(id))
+	// The video built is cached as a derived blob in the bucket, and its
+	// record beside the recording there: both nodes find it.
+	derived, _, err := objstore.ReadAll(context.Background(), srv.Store(t, "deploy"), "recordings/"+id+"/derived")
 	if err != nil {
-		t.Fatalf("node B cached no video: %v", err)
+		t.Fatalf("no derived record in the bucket: %v", err)
+	}
+	if _, err := os.Stat(layout.Of(appB.Store.Dir()).Derived(id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("in shared mode the derived record went to the data directory: %v", err)
 	}
 	var names map[string]string
 	if err := json.Unmarshal(derived, &names); err != nil || len(names) == 0 {
-		t.Fatalf("derived.json: %s %v", derived, err)
+		t.Fatalf("derived record: %s %v", derived, err)
 	}
 	for name, cs := range names {
-		c, err := store.ParseCID(cs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := appA.Store.Blobs.Stat(c); err != nil {
-			t.Errorf("derived %s (%s) not in the shared bucket: %v", name, cs, err)
+		for node, a := range map[string]*app.App{"A": appA, "B": appB} {
+			c, ok, err := a.Store.Derived(id, name)
+			if err != nil || !ok || c.String() != cs {
+				t.Errorf("node %s: derived %s: %v %v %v, want %s", node, name, c, ok, err, cs)
+			}
 		}
 	}
 	// B's attestation verifies with B's key against the manifest, and B's

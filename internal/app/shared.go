@@ -1,7 +1,9 @@
 package app
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -94,6 +96,9 @@ type sharedState struct {
 	policy       statedoc.Doc   // the recorded policy digest
 	signer       *attest.Signer // nil: the data directory's, made on first use
 	pseudonymKey []byte         // nil: the data directory's
+	// auditReplica is where this node's audit chain is copied (the
+	// deployment's object store); nil on a single node.
+	auditReplica objstore.Store
 	close        func() error
 }
 
@@ -149,6 +154,7 @@ func openShared(c Config, st *store.Store) (*sharedState, error) {
 		policy:       statedoc.Object(obj, policyObject),
 		signer:       signer,
 		pseudonymKey: pk,
+		auditReplica: obj,
 		close:        closerOf(obj),
 	}, nil
 }
@@ -174,6 +180,20 @@ func (s *sharedState) signerOf(dir string) (*attest.Signer, error) {
 		return s.signer, nil
 	}
 	return attest.LoadOrCreateKey(dir)
+}
+
+// shareKeyOf is the key share links are signed with: in shared mode one
+// per deployment, derived from the operator's pseudonym key (HMAC-SHA256
+// under a label of its own), so a link made through any node opens on
+// every node and no third key file is needed; else the data directory's,
+// made on first use.
+func (s *sharedState) shareKeyOf(st *store.Store) ([]byte, error) {
+	if s.pseudonymKey == nil {
+		return st.Key(layout.ShareKeyName)
+	}
+	m := hmac.New(sha256.New, s.pseudonymKey)
+	m.Write([]byte("flightrec share-link key v1"))
+	return m.Sum(nil), nil
 }
 
 // tokensAndPins opens the token list and the pins over the state.

@@ -31,6 +31,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
@@ -76,37 +77,136 @@ type Store struct {
 	obj objstore.Store
 	raw objbackend.Backend // the loose blobs
 
+	opts Options
+	// incarnation tells this opening's hold records and packs from those
+	// of the same node's earlier runs; seq numbers them.
+	incarnation string
+	seq         atomic.Int64
+
 	mu    sync.RWMutex
-	index map[[32]byte]loc    // packed blobs
-	packs map[string]struct{} // pack keys whose headers are in index
+	index map[[32]byte]loc   // packed blobs
+	packs map[string][]entry // pack keys whose headers are in index, with their entries
+	// rescued: the blobs this node stored again after the sweep of that
+	// epoch condemned them (gc.go).
+	rescued map[[32]byte]int64
 	// reloadMu serializes index reloads (a miss reloads: another node may
-	// have packed the blob since).
+	// have packed the blob since, or a sweep moved it).
 	reloadMu sync.Mutex
+
+	// cond is this node's view of the last sweep's condemned set (gc.go).
+	cond condView
+	hook func(step string) // tests: called at each step of a sweep
+	// headerReads counts the pack headers read (tests: a snapshot spares
+	// them).
+	headerReads atomic.Int64
 }
 
 var _ blobs.Store = (*Store)(nil)
 
-// Open opens the blob store kept in obj and loads its pack index from the
-// packs' headers. An unreachable store fails (objstore.ErrUnavailable).
+// Open opens the blob store kept in obj with the default Options.
 func Open(ctx context.Context, obj objstore.Store) (*Store, error) {
-	s := &Store{obj: obj, raw: objbackend.Backend{Store: obj}, index: map[[32]byte]loc{}, packs: map[string]struct{}{}}
-	if err := s.reload(ctx); err != nil {
+	return OpenWith(ctx, obj, Options{})
+}
+
+// OpenWith opens the blob store kept in obj and loads its pack index from
+// the packs' headers. An unreachable store fails (objstore.ErrUnavailable).
+func OpenWith(ctx context.Context, obj objstore.Store, opts Options) (*Store, error) {
+	return openWith(ctx, obj, opts, nil)
+}
+
+// openWith is OpenWith with a test's hook, called at each step of a
+// sweep (gc.go).
+func openWith(ctx context.Context, obj objstore.Store, opts Options, hook func(step string)) (*Store, error) {
+	s := &Store{obj: obj, hook: hook, raw: objbackend.Backend{Store: obj}, opts: opts.withDefaults(),
+		incarnation: randHex(4), index: map[[32]byte]loc{}, packs: map[string][]entry{}, rescued: map[[32]byte]int64{}}
+	s.loadSnapshot(ctx)
+	before := s.headerReads.Load()
+	if err := s.reload(ctx, true); err != nil {
 		return nil, fmt.Errorf("store: blobs on %s: %w", obj, err)
 	}
+	if s.headerReads.Load() > before {
+		// The next node to open reads these headers from the snapshot.
+		s.saveSnapshot(ctx)
+	}
 	return s, nil
+}
+
+// snapshotKey holds the pack index, so that opening reads one object and
+// lists packs/ rather than read every pack's header. It is a cache: any
+// node writes it, the last write wins, and a reader trusts it only for
+// the packs still listed (and reads the headers of the others).
+const snapshotKey = "index/packs"
+
+// snapshot format: "FRIDX1\n", then per pack: key length uint16, key,
+// count uint32, count × {digest [32]byte, offset uint64, length uint64}.
+const snapshotMagic = "FRIDX1\n"
+
+// saveSnapshot writes the pack index; a failure only costs the next
+// opening its header reads.
+func (s *Store) saveSnapshot(ctx context.Context) {
+	s.mu.RLock()
+	var b bytes.Buffer
+	b.WriteString(snapshotMagic)
+	for key, ents := range s.packs {
+		b.Write(binary.BigEndian.AppendUint16(nil, uint16(len(key))))
+		b.WriteString(key)
+		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ents))))
+		for _, e := range ents {
+			b.Write(e.d[:])
+			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.off)))
+			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.n)))
+		}
+	}
+	s.mu.RUnlock()
+	s.obj.Put(ctx, snapshotKey, bytes.NewReader(b.Bytes()), int64(b.Len()), objstore.PutOptions{})
+}
+
+// loadSnapshot indexes the packs the snapshot holds; reload then forgets
+// those no longer listed. A missing or damaged snapshot loads nothing.
+func (s *Store) loadSnapshot(ctx context.Context) {
+	b, _, err := objstore.ReadAll(ctx, s.obj, snapshotKey)
+	if err != nil || !bytes.HasPrefix(b, []byte(snapshotMagic)) {
+		return
+	}
+	b = b[len(snapshotMagic):]
+	for len(b) >= 2 {
+		kl := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+kl+4 {
+			return
+		}
+		key := string(b[2 : 2+kl])
+		count := int(binary.BigEndian.Uint32(b[2+kl:]))
+		b = b[2+kl+4:]
+		if count < 0 || len(b) < count*entryBytes || !strings.HasPrefix(key, packPrefix) {
+			return
+		}
+		ents := make([]entry, count)
+		for i := range ents {
+			e := b[i*entryBytes:]
+			copy(ents[i].d[:], e[:32])
+			ents[i].off = int64(binary.BigEndian.Uint64(e[32:]))
+			ents[i].n = int64(binary.BigEndian.Uint64(e[40:]))
+		}
+		b = b[count*entryBytes:]
+		s.addPack(key, ents)
+	}
 }
 
 // String names the object store (never a credential).
 func (s *Store) String() string { return s.obj.String() }
 
-// reload reads the header of every pack not yet indexed.
-func (s *Store) reload(ctx context.Context) error {
+// reload reads the header of every pack not yet indexed. With prune it
+// also forgets the packs no longer listed (a sweep removed them) and
+// places their blobs in the packs that still hold them.
+func (s *Store) reload(ctx context.Context, prune bool) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	listed := map[string]bool{}
 	for info, err := range s.obj.List(ctx, packPrefix) {
 		if err != nil {
 			return err
 		}
+		listed[info.Key] = true
 		s.mu.RLock()
 		_, known := s.packs[info.Key]
 		s.mu.RUnlock()
@@ -114,12 +214,45 @@ func (s *Store) reload(ctx context.Context) error {
 			continue
 		}
 		ents, err := s.readHeader(ctx, info.Key, info.Size)
+		s.headerReads.Add(1)
+		if errors.Is(err, blobs.ErrNotFound) {
+			delete(listed, info.Key) // removed since the listing
+			continue
+		}
 		if err != nil {
 			return err
 		}
 		s.addPack(info.Key, ents)
 	}
+	if prune {
+		s.prune(listed)
+	}
 	return nil
+}
+
+// prune forgets every pack not in listed and rebuilds the index from the
+// packs kept.
+func (s *Store) prune(listed map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := false
+	for key := range s.packs {
+		if !listed[key] {
+			delete(s.packs, key)
+			gone = true
+		}
+	}
+	if !gone {
+		return
+	}
+	s.index = make(map[[32]byte]loc, len(s.index))
+	for key, ents := range s.packs {
+		for _, e := range ents {
+			if _, ok := s.index[e.d]; !ok {
+				s.index[e.d] = loc{pack: key, off: e.off, n: e.n}
+			}
+		}
+	}
 }
 
 type entry struct {
@@ -162,13 +295,13 @@ func (s *Store) readHeader(ctx context.Context, key string, size int64) ([]entry
 }
 
 // addPack indexes a pack's entries; a blob already indexed elsewhere keeps
-// its first place.
-func (s *Store) addPack(key string, ents []entry) {
+// its first place, unless over (a rescue: the other place is condemned).
+func (s *Store) addPack(key string, ents []entry, over ...bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.packs[key] = struct{}{}
+	s.packs[key] = ents
 	for _, e := range ents {
-		if _, ok := s.index[e.d]; !ok {
+		if _, ok := s.index[e.d]; !ok || len(over) > 0 {
 			s.index[e.d] = loc{pack: key, off: e.off, n: e.n}
 		}
 	}
@@ -211,12 +344,20 @@ func (s *Store) PutSeekable(data []byte, _ []int64) (cid.Cid, bool, error) {
 }
 
 func (s *Store) Put(data []byte) (cid.Cid, bool, error) {
+	ctx := context.Background()
 	d := sha256.Sum256(data)
 	c := blobs.FromDigest(d[:])
+	cond, err := s.condemned(ctx)
+	if err != nil {
+		return c, false, err
+	}
+	if s.rescues(cond, d) {
+		return c, true, s.rescue(ctx, cond, [][32]byte{d}, [][]byte{data})
+	}
 	if _, ok := s.has(d); ok {
 		return c, false, nil
 	}
-	created, err := s.putLoose(context.Background(), c.String(), bytes.NewReader(data), int64(len(data)))
+	created, err := s.putLoose(ctx, c.String(), bytes.NewReader(data), int64(len(data)))
 	return c, created, err
 }
 
@@ -237,11 +378,17 @@ func (s *Store) putLoose(ctx context.Context, key string, r io.Reader, n int64) 
 // into one new pack object (one PUT), larger ones loose.
 func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	ctx := context.Background()
+	cond, err := s.condemned(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cids := make([]cid.Cid, len(datas))
 	var ents []entry
 	var packed [][]byte
 	var one int // the index of the only packed blob, when only one
 	var loose []int
+	var rescueDs [][32]byte
+	var rescued [][]byte
 	seen := map[[32]byte]bool{}
 	for i, data := range datas {
 		d := sha256.Sum256(data)
@@ -250,6 +397,10 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 			continue
 		}
 		seen[d] = true
+		if s.rescues(cond, d) {
+			rescueDs, rescued = append(rescueDs, d), append(rescued, data)
+			continue
+		}
 		if _, ok := s.has(d); ok {
 			continue
 		}
@@ -266,6 +417,11 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 			return nil, err
 		}
 	}
+	if len(rescued) > 0 {
+		if err := s.rescue(ctx, cond, rescueDs, rescued); err != nil {
+			return nil, err
+		}
+	}
 	if len(ents) == 0 {
 		return cids, nil
 	}
@@ -279,7 +435,7 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	body := encodePack(ents, packed)
 	sum := sha256.Sum256(body)
 	key := packPrefix + hex.EncodeToString(sum[:])
-	_, err := s.obj.Put(ctx, key, bytes.NewReader(body), int64(len(body)), objstore.PutOptions{CreateOnly: true})
+	_, err = s.obj.Put(ctx, key, bytes.NewReader(body), int64(len(body)), objstore.PutOptions{CreateOnly: true})
 	if err != nil && !errors.Is(err, objstore.ErrExists) {
 		return nil, fmt.Errorf("store: put pack of %d blobs: %w", len(ents), err)
 	}
@@ -327,10 +483,27 @@ func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
 		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
 	}
 	c := blobs.FromDigest(h.Sum(nil))
+	ctx := context.Background()
+	cond, err := s.condemned(ctx)
+	if err != nil {
+		return c, false, err
+	}
+	if d, _, _ := name(c); s.rescues(cond, d) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return c, false, fmt.Errorf("store: put blob: %w", err)
+		}
+		if err := s.rescue(ctx, cond, [][32]byte{d}, [][]byte{data}); err != nil {
+			return c, false, err
+		}
+		f.Close()
+		os.Remove(src)
+		return c, true, nil
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
 	}
-	created, err := s.putLoose(context.Background(), c.String(), f, n)
+	created, err := s.putLoose(ctx, c.String(), f, n)
 	if err != nil || !created {
 		return c, false, err
 	}
@@ -352,6 +525,13 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 	if l, ok := s.has(d); ok {
 		p := make([]byte, l.n)
 		if err := s.raw.GetRange(ctx, l.pack, l.off, p); err != nil {
+			if errors.Is(err, blobs.ErrNotFound) && !retried {
+				// A sweep rewrote the pack: its live blobs are in another.
+				if rerr := s.reload(ctx, true); rerr != nil {
+					return nil, rerr
+				}
+				return s.open(c, true)
+			}
 			return nil, fmt.Errorf("blob %s (pack %s): %w", key, l.pack, err)
 		}
 		if sha256.Sum256(p) != d {
@@ -361,7 +541,7 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 	}
 	r, err := s.raw.Get(ctx, looseKey(key))
 	if errors.Is(err, blobs.ErrNotFound) && !retried {
-		if rerr := s.reload(ctx); rerr != nil {
+		if rerr := s.reload(ctx, true); rerr != nil {
 			return nil, rerr
 		}
 		return s.open(c, true)
@@ -391,7 +571,7 @@ func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
 	ctx := context.Background()
 	n, err := s.raw.Stat(ctx, looseKey(key))
 	if errors.Is(err, blobs.ErrNotFound) && !retried {
-		if rerr := s.reload(ctx); rerr != nil {
+		if rerr := s.reload(ctx, true); rerr != nil {
 			return 0, rerr
 		}
 		return s.stat(c, true)
@@ -445,25 +625,6 @@ func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
 
 func (s *Store) isPacked(d [32]byte) bool { _, ok := s.has(d); return ok }
 
-// Hold brackets storing blobs and referencing them. Sweeps on the object
-// store collect nothing (see BeginSweep), so there is nothing to wait for.
-func (s *Store) Hold() (release func()) { return func() {} }
-
-// BeginSweep starts a sweep that collects nothing: collecting on a bucket
-// other nodes write to needs holds across nodes (issue 20, garbage
-// collection across nodes), which this store does not have yet, and a
-// sweep that removed a blob another node's batch had stored but not yet
-// referenced would lose acknowledged data.
-func (s *Store) BeginSweep() blobs.Sweeper { return noSweep{} }
-
-type noSweep struct{}
-
-func (noSweep) Collect(func(cid.Cid) bool, func(done, total int)) (blobs.CollectReport, error) {
-	return blobs.CollectReport{}, nil
-}
-func (noSweep) Touched(cid.Cid) bool { return true }
-func (noSweep) End()                 {}
-
 // PackDamage: a packed blob is checked against its CID on every read
 // (Open answers blobs.ErrBlobCorrupt); no damage is tracked here.
 func (s *Store) PackDamage() ([]blobs.PackDamage, map[string]blobs.PackDamage) {
@@ -505,6 +666,59 @@ func (s *Store) PutRecordingFile(id, name string, data []byte) error {
 		return fmt.Errorf("store: publish %s: %w", key, err)
 	}
 	return nil
+}
+
+// SideFile reads the file name kept beside recording id for every node
+// (share links, comments, views): nil when there is none.
+func (s *Store) SideFile(id, name string) ([]byte, error) {
+	b, _, err := objstore.ReadAll(context.Background(), s.obj, recordingPrefix+id+"/"+name)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// UpdateSideFile changes the file name beside recording id by
+// read-modify-write on its ETag (objstore.Update): two nodes changing it
+// at once both keep their change.
+func (s *Store) UpdateSideFile(id, name string, change func(old []byte) ([]byte, error)) error {
+	_, err := objstore.Update(context.Background(), s.obj, recordingPrefix+id+"/"+name,
+		func(old []byte, _ bool) ([]byte, error) { return change(old) })
+	return err
+}
+
+// RecordingIDs lists the recordings whose ROOT is published, sorted.
+func (s *Store) RecordingIDs() ([]string, error) {
+	var ids []string
+	for info, err := range s.obj.List(context.Background(), recordingPrefix) {
+		if err != nil {
+			return nil, err
+		}
+		id, file, ok := strings.Cut(strings.TrimPrefix(info.Key, recordingPrefix), "/")
+		if ok && file == "ROOT" {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// RemoveRecordingFiles removes what PutRecordingFile stored for recording
+// id, ROOT first (a recording without ROOT is not published), then every
+// hold record of it.
+func (s *Store) RemoveRecordingFiles(id string) error {
+	ctx := context.Background()
+	if err := s.obj.Delete(ctx, recordingPrefix+id+"/ROOT"); err != nil {
+		return fmt.Errorf("store: unpublish %s: %w", id, err)
+	}
+	for info, err := range s.obj.List(ctx, recordingPrefix+id+"/") {
+		if err != nil {
+			return err
+		}
+		if err := s.obj.Delete(ctx, info.Key); err != nil {
+			return fmt.Errorf("store: unpublish %s: %w", id, err)
+		}
+	}
+	return s.ReleaseHolds(id, "")
 }
 
 // RecordingFile reads a file PutRecordingFile stored; a missing one is

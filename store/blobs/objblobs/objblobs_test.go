@@ -125,15 +125,7 @@ func exercise(t *testing.T, obj func() objstore.Store) {
 }
 
 func TestOnLocalObjects(t *testing.T) {
-	dir := t.TempDir()
-	exercise(t, func() objstore.Store {
-		s, err := objstore.NewLocal(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	exercise(t, localObjects(t))
 }
 
 func TestOnS3(t *testing.T) {

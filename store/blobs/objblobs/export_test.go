@@ -1,0 +1,16 @@
+package objblobs
+
+import (
+	"context"
+
+	"github.com/flightrec/flightrec/store/objstore"
+)
+
+// OpenWithHook opens a store whose sweeps call hook at each step, for
+// tests that interleave a writer with a sweep deterministically.
+func OpenWithHook(ctx context.Context, obj objstore.Store, opts Options, hook func(step string)) (*Store, error) {
+	return openWith(ctx, obj, opts, hook)
+}
+
+// HeaderReads counts the pack headers s has read.
+func (s *Store) HeaderReads() int64 { return s.headerReads.Load() }
