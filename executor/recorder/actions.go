@@ -473,6 +473,12 @@ func (s *session) click(x, y float64) *event.StepError {
 		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
 	} {
 		if _, err := chromedp.Call(s.pg.ctx, input.DispatchMouseEvent, p); err != nil {
+			if p.Type == input.DispatchMouseEventTypeMouseReleased && errors.Is(err, chromedp.ErrTargetDetached) {
+				// The click closed its page (a popup's own Close): the
+				// release was dispatched, and the page went before it
+				// answered. fallBack moves the run to the opener.
+				return nil
+			}
 			return stepErr(CodeBrowserError, "check that the browser is still running", "clicking: %v", err)
 		}
 	}
