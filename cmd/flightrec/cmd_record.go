@@ -18,14 +18,20 @@ import (
 )
 
 func runRecord(ctx context.Context, args []string, out, errOut io.Writer) int {
-	fs := newFlags("record", "record FLOW.yaml --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR] [flags]", errOut)
+	fs := newFlags("record", "record FLOW.yaml --base URL [--param name=value …] [--persona FILE] [--server URL | --data DIR] [flags]\n"+
+		"       flightrec record --attach CDP_URL [--target-url-prefix P] [--flow NAME] [--verdict V] [--server URL | --data DIR] [flags]", errOut)
 	var rf recordFlags
 	rf.register(fs, "server URL (env FLIGHTREC_SERVER)")
 	base := fs.String("base", "", "the app's base URL, for {{base}} and /paths in the flow")
 	labels := fs.String("labels", "", "labels as k=v,k=v")
+	var af attachFlags
+	af.register(fs)
 	rc, asJSON := &rf.rc, &rf.asJSON
 	if code := parse(fs, args); code >= 0 {
 		return code
+	}
+	if af.url != "" {
+		return runRecordAttach(ctx, fs, &rf, &af, parseLabels(*labels), out, errOut)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -87,23 +87,7 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 		eff.Navigation = &event.Navigation{From: startURL, To: to}
 	}
 	var appErr *event.StepError
-	for _, e := range entries {
-		if e.Step != n {
-			continue
-		}
-		eff.Requests = append(eff.Requests, event.RequestEffect{Method: e.Method, URL: e.URL, Status: e.Status,
-			Replayed: s.replayNote(e.Method, e.URL)})
-		if appErr == nil && causedByPage(e) {
-			switch {
-			case e.Status >= 500:
-				appErr = stepErr(CodeAppError, "open this step's network entry: the server answered with an error",
-					"%s %s answered %d", e.Method, e.URL, e.Status)
-			case e.Status == 0 && e.Failed != "" && e.Failed != "canceled" && !strings.Contains(e.Failed, "ERR_ABORTED"):
-				appErr = stepErr(CodeAppError, "open this step's network entry: the request got no answer",
-					"%s %s failed: %s", e.Method, e.URL, e.Failed)
-			}
-		}
-	}
+	eff.Requests, appErr = s.requestEffects(entries, n)
 	s.mu.Lock()
 	eff.ConsoleErrors = s.consoleErrors[n]
 	eff.Dialogs = s.dialogs[n]
@@ -141,6 +125,41 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 		s.screenshotOnFailure()
 	}
 	return out
+}
+
+// requestEffects lists the requests of entries that step n started, and
+// the APP_ERROR of the first that answered 5xx or got no answer.
+func (s *session) requestEffects(entries []cdphar.Taken, n int) ([]event.RequestEffect, *event.StepError) {
+	var reqs []event.RequestEffect
+	var appErr *event.StepError
+	for _, e := range entries {
+		if e.Step != n {
+			continue
+		}
+		reqs = append(reqs, event.RequestEffect{Method: e.Method, URL: e.URL, Status: e.Status,
+			Replayed: s.replayNote(e.Method, e.URL)})
+		if appErr == nil {
+			appErr = appError(e)
+		}
+	}
+	return reqs, appErr
+}
+
+// appError is the APP_ERROR of a request the page made that answered 5xx
+// or got no answer; nil for any other.
+func appError(e cdphar.Taken) *event.StepError {
+	if !causedByPage(e) {
+		return nil
+	}
+	switch {
+	case e.Status >= 500:
+		return stepErr(CodeAppError, "open this step's network entry: the server answered with an error",
+			"%s %s answered %d", e.Method, e.URL, e.Status)
+	case e.Status == 0 && e.Failed != "" && e.Failed != "canceled" && !strings.Contains(e.Failed, "ERR_ABORTED"):
+		return stepErr(CodeAppError, "open this step's network entry: the request got no answer",
+			"%s %s failed: %s", e.Method, e.URL, e.Failed)
+	}
+	return nil
 }
 
 // causedByPage says whether a request is one whose failure is the app's:
@@ -454,6 +473,12 @@ func (s *session) click(x, y float64) *event.StepError {
 		{Type: input.DispatchMouseEventTypeMouseReleased, X: x, Y: y, Button: input.MouseButtonLeft, ClickCount: 1},
 	} {
 		if _, err := chromedp.Call(s.pg.ctx, input.DispatchMouseEvent, p); err != nil {
+			if p.Type == input.DispatchMouseEventTypeMouseReleased && errors.Is(err, chromedp.ErrTargetDetached) {
+				// The click closed its page (a popup's own Close): the
+				// release was dispatched, and the page went before it
+				// answered. fallBack moves the run to the opener.
+				return nil
+			}
 			return stepErr(CodeBrowserError, "check that the browser is still running", "clicking: %v", err)
 		}
 	}
@@ -647,10 +672,11 @@ func callOn[T any](ctx context.Context, obj cdpruntime.RemoteObjectID, fn string
 	return resultValue[T](res.Result, res.ExceptionDetails)
 }
 
-// evaluate evaluates expr in the page's main world and returns its value.
+// evaluate evaluates expr in the page's main world (or the recorder's
+// isolated world when attached: inWorld) and returns its value.
 func evaluate[T any](ctx context.Context, expr string) (T, error) {
 	var out T
-	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: expr, ReturnByValue: ptr(true), AwaitPromise: ptr(true)})
+	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, inWorld(ctx, cdpruntime.EvaluateParams{Expression: expr, ReturnByValue: ptr(true), AwaitPromise: ptr(true)}))
 	if err != nil {
 		return out, err
 	}

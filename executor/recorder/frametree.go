@@ -52,17 +52,39 @@ func (f *childFrame) label() string {
 
 // worlds follows the main world (default execution context) of every
 // frame, from Runtime's context events, so the recorder can evaluate in a
-// frame whose document the top one cannot reach. It keeps the frame keys
+// frame whose document the top one cannot reach. On an attached page it
+// follows the recorder's isolated world instead (newNamedWorlds): its
+// scripts run there, not in the page's worlds. It keeps the frame keys
 // too: a frame keeps its key for the whole recording.
 type worlds struct {
+	name string // "" follows each frame's main world; else its world of that name
 	mu   sync.Mutex
 	main map[cdp.FrameID]cdpruntime.ExecutionContextID
 	of   map[string]cdp.FrameID // a main world's unique id → its frame
 	keys map[cdp.FrameID]string
 }
 
-func newWorlds() *worlds {
-	return &worlds{main: map[cdp.FrameID]cdpruntime.ExecutionContextID{}, of: map[string]cdp.FrameID{}, keys: map[cdp.FrameID]string{}}
+func newWorlds() *worlds { return newNamedWorlds("") }
+
+// newNamedWorlds follows every frame's isolated world called name.
+func newNamedWorlds(name string) *worlds {
+	return &worlds{name: name, main: map[cdp.FrameID]cdpruntime.ExecutionContextID{}, of: map[string]cdp.FrameID{}, keys: map[cdp.FrameID]string{}}
+}
+
+// follows says whether an execution context is the one worlds follows.
+func (w *worlds) follows(name string, isDefault bool) bool {
+	if w.name == "" {
+		return isDefault
+	}
+	return name == w.name
+}
+
+// set notes a frame's world the recorder created itself (its event may
+// come later).
+func (w *worlds) set(f cdp.FrameID, id cdpruntime.ExecutionContextID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.main[f] = id
 }
 
 // onEvent takes Runtime's context events (reader goroutine).
@@ -73,7 +95,7 @@ func (w *worlds) onEvent(ev any) bool {
 			FrameID   cdp.FrameID `json:"frameId"`
 			IsDefault bool        `json:"isDefault"`
 		}
-		if ev.Context == nil || json.Unmarshal(ev.Context.AuxData, &aux) != nil || !aux.IsDefault || aux.FrameID == "" {
+		if ev.Context == nil || json.Unmarshal(ev.Context.AuxData, &aux) != nil || !w.follows(ev.Context.Name, aux.IsDefault) || aux.FrameID == "" {
 			return true
 		}
 		w.mu.Lock()
@@ -104,6 +126,19 @@ func (w *worlds) context(f cdp.FrameID) (cdpruntime.ExecutionContextID, bool) {
 	defer w.mu.Unlock()
 	id, ok := w.main[f]
 	return id, ok
+}
+
+// frameOf is the frame whose followed world id is; ok is false for
+// another world or one gone.
+func (w *worlds) frameOf(id cdpruntime.ExecutionContextID) (cdp.FrameID, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for f, c := range w.main {
+		if c == id {
+			return f, true
+		}
+	}
+	return "", false
 }
 
 func (w *worlds) key(f cdp.FrameID) string {

@@ -184,25 +184,12 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 				pg.navigated(ev.URL, "")
 			}
 		case *page.EventJavascriptDialogOpening:
-			step := s.st.currentStep()
-			s.mu.Lock()
-			s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
-			s.mu.Unlock()
+			s.noteDialog(ev)
 			go chromedp.Call(pg.ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		case *fetch.EventRequestPaused:
 			go s.onRequestPaused(pg, ev)
 		case *page.EventScreencastFrame:
-			s.mu.Lock()
-			f := s.frames
-			s.mu.Unlock()
-			if f == nil || f.pg != pg {
-				// Not ours (setup has not begun the screencast's
-				// bookkeeping, or it moved to another page): acknowledge
-				// it, or the browser sends no more.
-				go chromedp.Call(pg.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
-				return
-			}
-			f.offer(ev)
+			s.onScreencastFrame(pg, ev)
 		case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
 			s.cap.onEvent(ev, s.st.currentStep())
 		default:
@@ -211,6 +198,30 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 			}
 		}
 	}
+}
+
+// noteDialog notes a dialog in the current step's effects.
+func (s *session) noteDialog(ev *page.EventJavascriptDialogOpening) {
+	step := s.st.currentStep()
+	s.mu.Lock()
+	s.dialogs[step] = append(s.dialogs[step], event.Dialog{Type: string(ev.Type), Message: ev.Message})
+	s.mu.Unlock()
+}
+
+// onScreencastFrame hands a frame of pg to the screencast's bookkeeping
+// (reader goroutine).
+func (s *session) onScreencastFrame(pg *followedPage, ev *page.EventScreencastFrame) {
+	s.mu.Lock()
+	f := s.frames
+	s.mu.Unlock()
+	if f == nil || f.pg != pg {
+		// Not ours (setup has not begun the screencast's bookkeeping, or
+		// it moved to another page): acknowledge it, or the browser sends
+		// no more.
+		go chromedp.Call(pg.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
+		return
+	}
+	f.offer(ev)
 }
 
 // opened is told (by capture, on the browser's reader goroutine) of a

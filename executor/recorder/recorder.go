@@ -243,15 +243,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
 		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, lastView: map[string]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
-	if rep.Mask != nil {
-		s.mask = *rep.Mask
-	} else {
-		// A server that sends no rules: mask what the default policy
-		// would, rather than nothing.
-		s.mask = wire.MaskRules{InputTypes: []string{"password", "hidden"},
-			Autocomplete: []string{"cc-*", "current-password", "new-password", "one-time-code"},
-			NamePatterns: []string{"card|cc-?(num|number|csc|cvc|exp)|cvv|cvc|pass(word|wd)?|pin|otp|ssn|secret"}}
-	}
+	s.mask = defaultMask(rep.Mask)
 	s.maps = newSourceMaps()
 	go s.consoleWorker()
 	res := Result{ID: rep.ID, Flow: fl.Name}

@@ -127,27 +127,53 @@ var contextRoles = map[string]bool{
 var valuedRoles = map[string]bool{"textbox": true, "searchbox": true, "combobox": true, "spinbutton": true, "slider": true}
 
 // snapshots sends the interactive and content views of the page.
-func (s *session) snapshots(when string) {
-	now := time.Now()
-	origin := s.origin()
+func (s *session) snapshots(when string) { s.snapshotsAt(when, -1) }
+
+// snapshotsAt sends them at step (the current step when step < 0): an
+// attached recording writes a step's after views once the next step began.
+func (s *session) snapshotsAt(when string, step int) { s.sendViews(s.views(), when, step) }
+
+// views are the page's interactive and content views as read at ts, and
+// the document they are of (followedPage.document); a view that could not
+// be read is nil.
+type views struct {
+	ts                   time.Time
+	origin, doc          string
+	interactive, content *string
+}
+
+func (s *session) views() views {
+	v := views{ts: time.Now(), origin: s.origin(), doc: s.pg.document()}
 	if text, err := s.interactiveView(); err == nil {
+		v.interactive = &text
+	}
+	if text, err := evaluate[string](s.pg.ctx, `document.body ? document.body.innerText : ""`); err == nil {
+		text = tidyText(text) + s.framesText()
+		v.content = &text
+	}
+	return v
+}
+
+// sendViews sends views read earlier as the snapshots of step at when.
+func (s *session) sendViews(v views, when string, step int) {
+	if v.interactive != nil {
+		text := *v.interactive
 		s.refs.saw(when, text)
-		s.sendSnapshot(now, "interactive", when, origin, text)
+		s.sendSnapshot(v.ts, step, "interactive", when, v.origin, text)
 		// delta: the change since the last interactive snapshot of the
 		// same document (the page's, since its last load), after every
 		// action. A step that loaded a new document has none: its after
 		// snapshot is that document's first.
-		doc := s.pg.document()
 		s.mu.Lock()
-		prev, seen := s.lastView[doc]
-		s.lastView[doc] = text
+		prev, seen := s.lastView[v.doc]
+		s.lastView[v.doc] = text
 		s.mu.Unlock()
 		if when == "after" && seen {
-			s.sendSnapshot(now, "delta", when, origin, lineDelta(prev, text))
+			s.sendSnapshot(v.ts, step, "delta", when, v.origin, lineDelta(prev, text))
 		}
 	}
-	if text, err := evaluate[string](s.pg.ctx, `document.body ? document.body.innerText : ""`); err == nil {
-		s.sendSnapshot(now, "content", when, origin, tidyText(text)+s.framesText())
+	if v.content != nil {
+		s.sendSnapshot(v.ts, step, "content", when, v.origin, *v.content)
 	}
 }
 
@@ -177,7 +203,7 @@ func (s *session) origin() string {
 	return ""
 }
 
-func (s *session) sendSnapshot(ts time.Time, view, when, origin, text string) {
+func (s *session) sendSnapshot(ts time.Time, step int, view, when, origin, text string) {
 	snap := event.Snapshot{View: view, When: when, Origin: origin, Nonce: nonce(), Text: text, Page: s.pg.id}
 	// A big snapshot (a page of 50,000 controls) is kept whole as long as
 	// its event fits the event limit, and cut to fit beyond: readers get
@@ -190,7 +216,7 @@ func (s *session) sendSnapshot(ts time.Time, view, when, origin, text string) {
 		}
 		snap.Text, snap.Truncated = snap.Text[:cut], true
 	}
-	s.st.emit(event.KindSnapshot, ts, snap)
+	s.st.emitAt(event.KindSnapshot, ts, step, snap)
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
@@ -263,7 +289,7 @@ func (s *session) fullSnapshot() *event.StepError {
 	if err != nil {
 		return stepErr(CodeBrowserError, "check that the browser is still running", "reading the accessibility tree: %v", err)
 	}
-	s.sendSnapshot(time.Now(), "full", "after", s.origin(), text)
+	s.sendSnapshot(time.Now(), -1, "full", "after", s.origin(), text)
 	return nil
 }
 
@@ -488,7 +514,7 @@ func (s *session) maskedNodes(f *childFrame) (masked map[cdp.BackendNodeID]bool,
 		}
 		list = obj
 	} else {
-		res, err := chromedp.Call(s.pg.ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: expr, ObjectGroup: "flightrec-mask"})
+		res, err := chromedp.Call(s.pg.ctx, cdpruntime.Evaluate, inWorld(s.pg.ctx, cdpruntime.EvaluateParams{Expression: expr, ObjectGroup: "flightrec-mask"}))
 		if err != nil || res.Result == nil || res.Result.ObjectID == "" {
 			return out, false
 		}

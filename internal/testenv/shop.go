@@ -113,7 +113,16 @@ func ShopCheckout(t testing.TB, ctx context.Context, base string, gift bool) str
 	do("go to checkout", chromedp.Click(chromedp.CSS("#to-checkout")))
 	waitFor("the checkout page", loaded("/checkout"))
 	do("type the email", chromedp.SendKeys(chromedp.CSS("#checkout-email"), demoapp.Email))
-	do("type the card number", chromedp.SendKeys(chromedp.CSS("#card-number"), demoapp.Card))
+	// The card form is the payment provider's, in a frame of its own
+	// origin (same site, so in the page's process): its field is found in
+	// the frame's document.
+	frame, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("#card-frame")))
+	if err != nil || len(frame) == 0 {
+		t.Fatalf("the card frame: %v", err)
+	}
+	inFrame := chromedp.FromNode(frame[0])
+	do("wait for the card form", chromedp.WaitVisible(chromedp.CSS("#card-number"), inFrame))
+	do("type the card number", chromedp.SendKeys(chromedp.CSS("#card-number"), demoapp.Card, inFrame))
 	if gift {
 		do("type the gift code", chromedp.SendKeys(chromedp.CSS("#gift-code"), demoapp.GiftCode))
 		do("apply the gift card", chromedp.Click(chromedp.CSS("#apply-gift")))

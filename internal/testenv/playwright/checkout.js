@@ -20,10 +20,7 @@
 const crypto = require("crypto");
 const { chromium } = require("playwright-core");
 
-const EMAIL = "buyer@acme.example";
-const PASSWORD = "correct-horse-battery-staple";
-const CARD = "4242 4242 4242 4242";
-const GIFT = "GIFT-2025";
+const { EMAIL, PASSWORD, CARD, GIFT } = require("./demo-shop");
 
 async function main() {
   const [base, out] = process.argv.slice(2);
@@ -63,7 +60,7 @@ async function main() {
     await act("locator.click", () => page.getByRole("link", { name: "Checkout" }).click());
     await act("page.waitForURL", () => page.waitForURL("**/checkout"));
     await act("locator.fill", () => page.getByLabel("Email").fill(EMAIL));
-    await act("locator.fill", () => page.getByLabel("Card number").fill(CARD));
+    await act("locator.fill", () => page.frameLocator("#card-frame").getByLabel("Card number").fill(CARD));
     await act("locator.fill", () => page.locator("#gift-code").fill(GIFT));
     await act("locator.click", () => page.getByRole("button", { name: "Apply" }).click());
     await act("locator.waitFor", () => page.getByText("Gift card applied").waitFor());
