@@ -445,7 +445,21 @@ func groupLines(lines []snapLine) (map[string]*lineGroup, []string) {
 // does not have at all, or that b shows disabled where a did not. New
 // elements, context lines (headings, alerts), fewer or more of the same
 // element and other state or value changes are reported, never material.
+// Nor is any difference of an observed step (an attached recording's):
+// its view was read at another moment than the driven step's, so what it
+// lacks may be the next step's doing.
 func (d *differ) snapshot(diffs []Difference, x, y *Step) []Difference {
+	from := len(diffs)
+	diffs = d.snapshotViews(diffs, x, y)
+	if x.Observed || y.Observed {
+		for k := from; k < len(diffs); k++ {
+			diffs[k].Material = false
+		}
+	}
+	return diffs
+}
+
+func (d *differ) snapshotViews(diffs []Difference, x, y *Step) []Difference {
 	if x.Interactive == "" || y.Interactive == "" {
 		return diffs
 	}

@@ -552,3 +552,25 @@ func TestGroupVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestObservedSnapshotsNotMaterial: an element that b's view lacks is a
+// material difference between driven steps, and reported but not material
+// when b's step was observed (an attached recording reads its views late).
+func TestObservedSnapshotsNotMaterial(t *testing.T) {
+	a := &Step{Interactive: "button \"Add to cart\" @e1\nbutton \"Pay\" @e2\n"}
+	for _, observed := range []bool{false, true} {
+		b := &Step{Interactive: "button \"Pay\" @e2\n", Observed: observed}
+		d := newDiffer(&Run{}, &Run{}, Options{})
+		diffs := d.snapshot(nil, a, b)
+		if len(diffs) == 0 {
+			t.Fatalf("observed %v: no difference reported", observed)
+		}
+		material := false
+		for _, x := range diffs {
+			material = material || x.Material
+		}
+		if material == observed {
+			t.Errorf("observed %v: material %v (%+v)", observed, material, diffs)
+		}
+	}
+}

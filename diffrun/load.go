@@ -15,6 +15,11 @@ import (
 )
 
 // loadKinds are the kinds a comparison reads (not dom, video or meta).
+// ruleObserved is the receipt rule of a step an attached recorder
+// inferred (executor/recorder.RuleObserved; diffrun reads events, not
+// executors).
+const ruleObserved = "observed"
+
 var loadKinds = []event.Kind{event.KindReceipt, event.KindSnapshot, event.KindHAR,
 	event.KindConsole, event.KindCheck, event.KindFrame, event.KindScreenshot}
 
@@ -278,6 +283,7 @@ func (l *loader) build(run *Run) {
 			s.Verb = r.Action.Verb
 			s.Target = describeTarget(r.Action, r.Resolved)
 			s.Outcome = r.Outcome
+			s.Observed = r.Rule == ruleObserved
 			if r.Error != nil {
 				s.ErrorCode, s.ErrorMessage = r.Error.Code, r.Error.Message
 			}

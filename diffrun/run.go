@@ -51,6 +51,10 @@ type Step struct {
 	// order, each as the socket's URL template, direction, opcode and
 	// normalized payload ("ws://…/ws/cart: receive 1 {…}").
 	Sockets []string
+	// Observed says the step was inferred by an attached recorder (receipt
+	// rule "observed"): its views were read when the next input was seen,
+	// after the page's own handlers ran, not when the step ended.
+	Observed bool
 }
 
 // Request is one request a step started.
