@@ -892,6 +892,18 @@ func (p *pwParser) events() ([]event.Envelope, error) {
 	stepAt := func(ts int64) int {
 		return sort.Search(len(starts), func(i int) bool { return starts[i] > ts })
 	}
+	// A request that starts while a wait runs (an action that gives the
+	// page no input: waitFor…, expect) was caused by the step before it:
+	// a click's fetch can start after Playwright's click returned and the
+	// script's expect began. cause[n] is the step whose requests step n's
+	// are.
+	cause := make([]int, len(steps)+1)
+	for i, a := range steps {
+		cause[i+1] = i + 1
+		if i > 0 && pwPassive(a.method) {
+			cause[i+1] = cause[i]
+		}
+	}
 
 	type effects struct {
 		requests []event.RequestEffect
@@ -911,6 +923,9 @@ func (p *pwParser) events() ([]event.Envelope, error) {
 			}
 		}
 		step := stepAt(ts)
+		if t.request != nil {
+			step = cause[step]
+		}
 		e := &eff[step]
 		switch {
 		case t.request != nil:
@@ -1067,6 +1082,12 @@ func (p *pwParser) isStep(a *pwAction) bool {
 		id = parent.parentID
 	}
 	return true
+}
+
+// pwPassive: calls that only wait for the page (they give it no input),
+// so a request starting during one is the previous step's doing.
+func pwPassive(method string) bool {
+	return strings.HasPrefix(method, "waitFor") || method == "expect"
 }
 
 // pwHidden: calls the trace viewer hides by default — getters,
