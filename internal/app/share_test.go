@@ -23,7 +23,7 @@ import (
 // recording): written out here, not read from access, so the test checks
 // the guard.
 var playerRoutes = []string{"/v1/recordings/{id}", "/v1/recordings/{id}/steps", "/v1/recordings/{id}/steps/{n}",
-	"/v1/recordings/{id}/steps/{n}/dom", "/v1/recordings/{id}/events", "/v1/recordings/{id}/redaction",
+	"/v1/recordings/{id}/steps/{n}/dom", "/v1/recordings/{id}/events", "/v1/recordings/{id}/snapshots/{seq}", "/v1/recordings/{id}/redaction",
 	"/v1/recordings/{id}/blobs/{cid}", "/v1/recordings/{id}/video.webm", "/v1/recordings/{id}/at",
 	"/v1/recordings/{id}/search", "/v1/recordings/{id}/comments", "/v1/recordings/{id}/evidence"}
 
