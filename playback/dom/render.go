@@ -1,6 +1,7 @@
 package dom
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"strings"
@@ -315,7 +316,14 @@ func (r *renderer) element(n int32, x *node) bool {
 		t, _ := attrFold(x, "attributeName")
 		// Any name ending in href (href, xlink:href, another prefix's
 		// href): an animation never needs to retarget a link.
-		t = urlPrefix(t, 64)
+		// The whole name, folded as urlPrefix folds it but uncut: a
+		// long name must not hide its href suffix past a prefix's cap.
+		t = strings.ToLower(strings.Map(func(r rune) rune {
+			if r <= ' ' || r == 0x7f {
+				return -1
+			}
+			return r
+		}, html.UnescapeString(t)))
 		if strings.HasSuffix(t, "href") || t == "src" || strings.HasPrefix(t, "on") {
 			return false
 		}
