@@ -19,7 +19,6 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
-	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -88,7 +87,7 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 	// the ones ingest would have written. A scan makes no key.
 	key := bytes.Repeat([]byte{1}, 32)
 	if *fix {
-		if key, err = st.Key(layout.PseudonymKeyName); err != nil {
+		if key, err = sc.PseudonymKey(st); err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}

@@ -195,7 +195,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // written (the key, the index, the signature), and that happens only
 // under the data directory's lock.
 func attestation(ctx context.Context, sc app.StoreConfig, id string) ([]byte, *attest.Signer, string, error) {
-	if signer, err := attest.LoadKey(sc.Data); err == nil {
+	if signer, err := sc.Signer(false); err == nil {
 		st, err := sc.OpenReadOnly()
 		if err != nil {
 			return nil, nil, "", err
@@ -218,7 +218,7 @@ func attestation(ctx context.Context, sc app.StoreConfig, id string) ([]byte, *a
 		return nil, nil, "", err
 	}
 	defer closeAll()
-	signer, err := attest.LoadOrCreateKey(sc.Data)
+	signer, err := sc.Signer(true)
 	if err != nil {
 		return nil, nil, "", err
 	}

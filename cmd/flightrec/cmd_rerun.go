@@ -20,7 +20,6 @@ import (
 	"github.com/flightrec/flightrec/policy"
 	"github.com/flightrec/flightrec/redact"
 	"github.com/flightrec/flightrec/store"
-	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -258,7 +257,7 @@ func rerunFromStore(sc app.StoreConfig, id string) (*flowexport.Recording, func(
 	}
 	var key []byte
 	if plan.Pseudonymize {
-		if key, err = st.Key(layout.PseudonymKeyName); err != nil {
+		if key, err = sc.PseudonymKey(st); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -147,6 +147,14 @@ func storeFlags(fs *flag.FlagSet, c *app.StoreConfig) {
 			"the same on every node (a writer rechecks the condemned set twice per grace)")
 	envFlag(fs, &c.LockTimeout, "lock-timeout", 10*time.Second,
 		"how long to wait for the data directory's lock while another command holds it")
+	// Every command that opens a store takes the deployment's keys: one
+	// that signs (export attestation) or pseudonymizes (audit scan --fix,
+	// rerun) a shared deployment's recordings must use its keys, never
+	// make its own.
+	envFlag(fs, &c.Keys.Attestation, "attestation-key", "",
+		"with --blobs (shared mode): the deployment's attestation key file, the same on every node (flightrec keys generate DIR)")
+	envFlag(fs, &c.Keys.Pseudonym, "pseudonym-key", "",
+		"with --blobs (shared mode): the deployment's pseudonym key file, the same on every node (flightrec keys generate DIR)")
 }
 
 // defaultData is the data directory unless --data or $FLIGHTREC_DATA
@@ -191,10 +199,6 @@ func serveFlags(fs *flag.FlagSet, c *app.Config) {
 		"longest time a client may take to send one request, body included; a slower body is cut")
 	fs.DurationVar(&c.MaxVideoDuration, "max-video-duration", playback.DefaultMaxVideoDuration,
 		"longest video.webm served; a longer recording's video is asked for as clips of steps")
-	envFlag(fs, &c.Keys.Attestation, "attestation-key", "",
-		"with --blobs (shared mode): the deployment's attestation key file, the same on every node (flightrec keys generate DIR)")
-	envFlag(fs, &c.Keys.Pseudonym, "pseudonym-key", "",
-		"with --blobs (shared mode): the deployment's pseudonym key file, the same on every node (flightrec keys generate DIR)")
 	envFlag(fs, &c.PublicURL, "public-url", "",
 		"base URL of the links the server hands out, e.g. https://flightrec.example.com (default: the request's host)")
 	envFlag(fs, &c.Cluster.Node, "cluster-node", "",

@@ -61,6 +61,9 @@ type StoreConfig struct {
 	// lock while another short command holds it (a server's lock is not
 	// waited for).
 	LockTimeout time.Duration
+	// Keys are the deployment's key files, required in shared mode (Blobs
+	// set) wherever a key is used, and refused without it (KeyFiles).
+	Keys KeyFiles
 }
 
 // Config configures the server.
@@ -97,9 +100,6 @@ type Config struct {
 	// PublicURL is the base of absolute links the server hands out (share
 	// links); "" takes the request's own host.
 	PublicURL string
-	// Keys are the deployment's key files, required in shared mode
-	// (Store.Blobs set) and refused without it (KeyFiles).
-	Keys KeyFiles
 	// Cluster, with Node set, is cluster mode (ClusterConfig).
 	Cluster ClusterConfig
 }

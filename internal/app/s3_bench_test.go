@@ -101,7 +101,7 @@ func BenchmarkS3Ingest(b *testing.B) {
 			localEvents = max(localEvents, smallEventRate(b, func(*app.Config) {}))
 			s3Events = max(s3Events, smallEventRate(b, func(c *app.Config) {
 				sh := sharedConfig(srv, "bench-small-"+strconv.FormatInt(time.Now().UnixNano(), 36), keys)
-				c.Store, c.Keys = sh.Store, sh.Keys
+				c.Store, c.Store.Keys = sh.Store, sh.Store.Keys
 			}))
 		}
 

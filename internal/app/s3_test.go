@@ -46,7 +46,7 @@ func sharedConfig(srv *testenv.S3Server, prefix string, keys app.KeyFiles) app.C
 	var cfg app.Config
 	cfg.Store.Blobs = srv.URL(prefix)
 	cfg.Store.BlobCredentials = srv.Credentials()
-	cfg.Keys = keys
+	cfg.Store.Keys = keys
 	return cfg
 }
 

@@ -33,6 +33,78 @@ type KeyFiles struct {
 	Pseudonym   string // 32 random bytes, as DATA/keys/redact-pseudonym.key
 }
 
+// loadedKeys are a shared deployment's keys, read from its key files.
+type loadedKeys struct {
+	signer    *attest.Signer
+	pseudonym []byte
+}
+
+// deploymentKeys reads the key files in shared mode (nil, nil on a single
+// node, whose keys are its data directory's). Both files are required in
+// shared mode, and refused on a single node, so that no process of a
+// deployment ever signs or pseudonymizes with a key of its own.
+func (c StoreConfig) deploymentKeys() (*loadedKeys, error) {
+	if c.Blobs == "" {
+		if c.Keys != (KeyFiles{}) {
+			return nil, wire.New(http.StatusBadRequest, "KEYS_WITHOUT_SHARED_MODE",
+				"drop --attestation-key and --pseudonym-key, or pass --blobs s3://… (shared mode)",
+				"key files are given only to nodes sharing an object store; a single node keeps its own under %s", layout.Of(c.Data).Keys())
+		}
+		return nil, nil
+	}
+	var missing []string
+	if c.Keys.Attestation == "" {
+		missing = append(missing, "--attestation-key")
+	}
+	if c.Keys.Pseudonym == "" {
+		missing = append(missing, "--pseudonym-key")
+	}
+	if len(missing) > 0 {
+		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext,
+			"a node sharing an object store (--blobs) needs the deployment's keys: %v not given", missing)
+	}
+	signer, err := attest.LoadKeyFile(c.Keys.Attestation)
+	if err != nil {
+		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext, "--attestation-key: %v", err)
+	}
+	pk, err := readPseudonymKey(c.Keys.Pseudonym)
+	if err != nil {
+		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext, "--pseudonym-key: %v", err)
+	}
+	return &loadedKeys{signer: signer, pseudonym: pk}, nil
+}
+
+// PseudonymKey is the key pseudonyms are made with, for a command that
+// rewrites or compares redacted events as ingest would (audit scan --fix,
+// rerun): the deployment's key file in shared mode, else st's own (made on
+// first use only where st is writable).
+func (c StoreConfig) PseudonymKey(st *store.Store) ([]byte, error) {
+	keys, err := c.deploymentKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys != nil {
+		return keys.pseudonym, nil
+	}
+	return st.Key(layout.PseudonymKeyName)
+}
+
+// Signer is the attestation signer of a command: the deployment's key file
+// in shared mode; else the data directory's, made on first use when create
+// is set (attest.LoadKey's error when it is not, and the key is missing).
+func (c StoreConfig) Signer(create bool) (*attest.Signer, error) {
+	keys, err := c.deploymentKeys()
+	switch {
+	case err != nil:
+		return nil, err
+	case keys != nil:
+		return keys.signer, nil
+	case create:
+		return attest.LoadOrCreateKey(c.Data)
+	}
+	return attest.LoadKey(c.Data)
+}
+
 // Object keys of shared state, beside the blobs in the --blobs bucket
 // and prefix (objblobs keeps loose/, packs/ and recordings/).
 const (
@@ -112,12 +184,11 @@ const keysNext = "make them once with `flightrec keys generate DIR` and give eve
 // its own, which would split attestations and pseudonyms by node.
 func openShared(c Config, st *store.Store) (*sharedState, error) {
 	dir := st.Dir()
-	if c.Store.Blobs == "" {
-		if c.Keys != (KeyFiles{}) {
-			return nil, wire.New(http.StatusBadRequest, "KEYS_WITHOUT_SHARED_MODE",
-				"drop --attestation-key and --pseudonym-key, or serve with --blobs s3://… (shared mode)",
-				"key files are given only to nodes sharing an object store; a single node keeps its own under %s", layout.Of(dir).Keys())
-		}
+	keys, err := c.Store.deploymentKeys()
+	if err != nil {
+		return nil, err
+	}
+	if keys == nil {
 		return &sharedState{
 			tokens: statedoc.File(layout.Of(dir).Tokens(), 0o600),
 			pins:   func(id string) statedoc.Doc { return statedoc.File(st.Layout().Pins(id), 0o644) },
@@ -125,25 +196,7 @@ func openShared(c Config, st *store.Store) (*sharedState, error) {
 			close:  func() error { return nil },
 		}, nil
 	}
-	var missing []string
-	if c.Keys.Attestation == "" {
-		missing = append(missing, "--attestation-key")
-	}
-	if c.Keys.Pseudonym == "" {
-		missing = append(missing, "--pseudonym-key")
-	}
-	if len(missing) > 0 {
-		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext,
-			"a node sharing an object store (--blobs) needs the deployment's keys: %v not given", missing)
-	}
-	signer, err := attest.LoadKeyFile(c.Keys.Attestation)
-	if err != nil {
-		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext, "--attestation-key: %v", err)
-	}
-	pk, err := readPseudonymKey(c.Keys.Pseudonym)
-	if err != nil {
-		return nil, wire.New(http.StatusBadRequest, "SHARED_KEYS_REQUIRED", keysNext, "--pseudonym-key: %v", err)
-	}
+	signer, pk := keys.signer, keys.pseudonym
 	obj, err := objstore.Open(c.Store.Blobs, c.Store.BlobCredentials)
 	if err != nil {
 		return nil, fmt.Errorf("--blobs: %w", err)

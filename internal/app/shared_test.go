@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,7 +13,9 @@ import (
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testgen"
+	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/retention"
+	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/wire"
 )
@@ -199,13 +202,70 @@ func TestSharedModeNeedsKeys(t *testing.T) {
 	}
 	var cfg app.Config
 	cfg.Store.Data = t.TempDir()
-	cfg.Keys = keys
+	cfg.Store.Keys = keys
 	a, err := app.New(cfg, slog.New(slog.DiscardHandler))
 	var we *wire.Error
 	if err == nil {
 		a.Close()
 	}
 	if !errors.As(err, &we) || we.Code != "KEYS_WITHOUT_SHARED_MODE" {
+		t.Fatalf("key files on a single node: %v", err)
+	}
+}
+
+// TestCommandKeys: a command that signs or pseudonymizes (export
+// attestation, audit scan --fix, rerun) uses the deployment's key files in
+// shared mode, refuses to run without them (making no key of its own),
+// and on a single node uses the data directory's keys, refusing key files.
+func TestCommandKeys(t *testing.T) {
+	keys := deployKeys(t)
+	shared := app.StoreConfig{Data: t.TempDir(), Blobs: "s3://bucket/prefix?endpoint=127.0.0.1:1", Keys: keys}
+	st, err := store.OpenStore(shared.Data, store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pk, err := shared.PseudonymKey(st)
+	want, _ := os.ReadFile(keys.Pseudonym)
+	if err != nil || !bytes.Equal(pk, want) {
+		t.Fatalf("shared mode's pseudonym key: %v (the deployment's: %v)", err, bytes.Equal(pk, want))
+	}
+	signer, err := shared.Signer(true)
+	deployed, _ := attest.LoadKeyFile(keys.Attestation)
+	if err != nil || signer.KeyID() != deployed.KeyID() {
+		t.Fatalf("shared mode's signer: %v", err)
+	}
+	shared.Keys.Pseudonym = ""
+	for what, f := range map[string]func() error{
+		"pseudonym": func() error { _, err := shared.PseudonymKey(st); return err },
+		"signer":    func() error { _, err := shared.Signer(true); return err },
+	} {
+		var we *wire.Error
+		if err := f(); !errors.As(err, &we) || we.Code != "SHARED_KEYS_REQUIRED" {
+			t.Errorf("%s without the key files in shared mode: %v", what, err)
+		}
+	}
+	l := layout.Of(shared.Data)
+	for _, p := range []string{l.AttestationKey(), l.Key(layout.PseudonymKeyName)} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("shared mode made %s", p)
+		}
+	}
+	single := app.StoreConfig{Data: shared.Data}
+	if _, err := single.Signer(false); err == nil {
+		t.Error("a single node's signer was loaded before any was made")
+	}
+	s1, err := single.Signer(true)
+	s2, err2 := single.Signer(false)
+	if err != nil || err2 != nil || s1.KeyID() != s2.KeyID() || s1.KeyID() == deployed.KeyID() {
+		t.Fatalf("a single node's signer: %v, %v", err, err2)
+	}
+	if pk, err := single.PseudonymKey(st); err != nil || bytes.Equal(pk, want) || len(pk) != 32 {
+		t.Fatalf("a single node's pseudonym key: %v", err)
+	}
+	single.Keys = keys
+	var we *wire.Error
+	if _, err := single.PseudonymKey(st); !errors.As(err, &we) || we.Code != "KEYS_WITHOUT_SHARED_MODE" {
 		t.Fatalf("key files on a single node: %v", err)
 	}
 }
