@@ -400,6 +400,9 @@ window.FRPlayerExtras = (P) => {
     shareBox();
     loadComments();
   });
+  // Opened, the timeline shows the steps loaded then; once they all are,
+  // all of them.
+  P.hooks.onTimeline.push(renderTimeline);
   P.hooks.onStep.push((n, view) => {
     markTimeline(n);
     renderFilmstrip(n, view);

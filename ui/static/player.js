@@ -33,7 +33,7 @@
   const cache = new Map(); // step → Promise of its StepView, a few kept
   // Hooks for the features in player-extras.js (deep links to a moment,
   // speed, filmstrip, filters, cURL, comments), kept apart from this file.
-  const hooks = { initialStep: null, onStep: [], onReady: [], filterNet: null, filterLogs: null, netDetail: null };
+  const hooks = { initialStep: null, onStep: [], onReady: [], onTimeline: [], filterNet: null, filterLogs: null, netDetail: null };
 
   const errBox = $("#error");
   const video = $("#video");
@@ -480,6 +480,7 @@
   // loadRest loads every page not there yet, one at a time and each when
   // the page is idle, so a step change or a scroll meanwhile goes first.
   async function loadRest() {
+    let loaded = 0;
     for (let from = 0; from < state.steps.length; from += PAGE) {
       let full = true;
       for (let i = from; i < Math.min(from + PAGE, state.steps.length); i++) {
@@ -489,11 +490,14 @@
       try {
         await idle();
         await ensure(from);
+        loaded++;
       } catch (e) {
         FR.showError(errBox, e);
         return;
       }
     }
+    // The whole timeline is there: what shows all of it draws it again.
+    if (loaded) for (const f of hooks.onTimeline) f();
   }
 
   function loadStep(n) {
