@@ -70,6 +70,9 @@ func TestDOMCheckpointsSurviveRestart(t *testing.T) {
 		return ""
 	}
 	before := pages(base)
+	if r := do(t, "GET", base+"/v1/recordings/"+id+"/steps/7/dom", nil); r.status != 404 || r.errCode(t) != "STEP_NOT_FOUND" {
+		t.Fatalf("a step the recording does not have: %d %s", r.status, r.body)
+	}
 	if b, l := metric(base, "flightrec_dom_sets_built_total"), metric(base, "flightrec_dom_sets_loaded_total"); b != "1" || l != "0" {
 		t.Fatalf("first run: built %s loaded %s, want 1 and 0", b, l)
 	}
