@@ -553,17 +553,15 @@
     prefetch(n);
   }
 
-  // prefetch loads the views of the steps either side of step n, once the
-  // page is idle, so that j or k shows the next one without a round trip.
+  // prefetch loads the views of the steps either side of step n, so that
+  // j or k shows the next one without waiting for a round trip (a request
+  // in flight is waited for, not made again).
   function prefetch(n) {
-    idle().then(() => {
-      if (state.cur !== n) return;
-      const i = state.index.get(n);
-      for (const j of [i + 1, i - 1]) {
-        const s = state.steps[j];
-        if (s && !cache.has(s.step)) loadStep(s.step).catch(() => {}); // a failure shows when it is selected
-      }
-    });
+    const i = state.index.get(n);
+    for (const j of [i + 1, i - 1]) {
+      const s = state.steps[j];
+      if (s && !cache.has(s.step)) loadStep(s.step).catch(() => {}); // a failure shows when it is selected
+    }
   }
 
   // ---- video, or its frames --------------------------------------------------
