@@ -346,5 +346,19 @@ func TestUIPlayerLong(t *testing.T) {
 	// bounded number of segments.
 	tab.waitFor("the timeline to the last step", fmt.Sprintf(`(() => { const s = document.querySelectorAll("#timeline .seg-step");
 		return s.length && s.length <= 400 && s[0].dataset.step === "1" && s[s.length-1].dataset.last === "%d" ? "ok" : ""; })()`, n), 15*time.Second)
+	// and marks the segment holding the selected step, and only it.
+	for _, step := range []int{n, 5000} {
+		if step != n {
+			tab.open(srv.Base + "/r/" + id + fmt.Sprintf("?step=%d", step))
+			panes(step)
+			tab.press("j")
+			step++
+			panes(step)
+		}
+		if got := uiEval[string](tab, fmt.Sprintf(`(() => { const c = document.querySelectorAll("#timeline .seg-step.current");
+			return c.length === 1 && Number(c[0].dataset.step) <= %d && %d <= Number(c[0].dataset.last) ? "ok" : c.length + " marked"; })()`, step, step)); got != "ok" {
+			t.Errorf("the timeline at step %d: %s", step, got)
+		}
+	}
 	tab.noErrors("long recording")
 }
