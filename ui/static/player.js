@@ -214,6 +214,9 @@
         v.est = sum / measured;
         v.fw.fill(0);
         for (let k = 0; k < v.n; k++) if (v.h[k]) fwAdd(k, v.h[k] - v.est);
+        // and the spacers stand for the rows at it.
+        setH(top, v.offset(start));
+        setH(bot, total() - v.offset(end));
       }
     };
     // reset shows n rows from the top, or around row at; empty is shown
