@@ -41,19 +41,45 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		s.edge.Fail(w, r, badParam("at", "before or after"))
 		return
 	}
-	steps, err := s.idx.Timeline(r.Context(), row.ID)
+	// A step is in the timeline when an event of it is indexed: one
+	// indexed row says so, where reading the timeline costs as much as
+	// the recording has steps, on every view.
+	has, err := s.idx.Events(r.Context(), store.EventQuery{Recording: row.ID, Step: &n, Limit: 1})
 	if err != nil {
 		s.edge.Fail(w, r, indexError(err))
 		return
 	}
-	if !hasStep(steps, n) {
+	if len(has) == 0 {
 		s.edge.Fail(w, r, wire.New(http.StatusNotFound, "STEP_NOT_FOUND", "list steps with GET …/steps",
 			"the recording has no step %d (yet)", n))
 		return
 	}
 	upTo := row.IndexedTo
-	cp, err := s.dom.GetKept(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo), s.domKeep(row))
-	if err != nil {
+	keep := s.domKeep(row)
+	view := func() (*dom.Doc, error) {
+		cp, err := s.dom.GetKept(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo), keep)
+		if err != nil {
+			return nil, errFill{err}
+		}
+		if at == "before" {
+			return cp.BeforeStep(n)
+		}
+		return cp.AfterStep(n)
+	}
+	doc, err := view()
+	if errors.Is(err, dom.ErrStored) {
+		// A kept set found damaged (or its blob gone) is never trusted:
+		// it is dropped and built again from the recording, and the
+		// rebuilt one replaces it in the store.
+		s.log.Warn("the kept DOM checkpoint set is damaged; rebuilding it", "recording", row.ID, "err", err)
+		s.dropDOMSet(row.ID)
+		if keep != nil {
+			keep = &dom.Keep{Save: keep.Save}
+		}
+		doc, err = view()
+	}
+	var fe errFill
+	if errors.As(err, &fe) {
 		var ae *wire.Error
 		if errors.As(err, &ae) {
 			s.edge.Fail(w, r, err)
@@ -62,12 +88,6 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("materializing the DOM failed", "recording", row.ID, "err", err)
 		s.edge.Fail(w, r, storeReadFailed("the recording's DOM events could not be read"))
 		return
-	}
-	var doc *dom.Doc
-	if at == "before" {
-		doc, err = cp.BeforeStep(n)
-	} else {
-		doc, err = cp.AfterStep(n)
 	}
 	if err != nil {
 		s.log.Error("materializing the DOM failed", "recording", row.ID, "step", n, "err", err)
@@ -93,6 +113,12 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("rendering the DOM failed", "recording", row.ID, "step", n, "err", err)
 	}
 }
+
+// errFill marks an error building or extending a checkpoint set (reading
+// the recording), as against one materializing a state from it.
+type errFill struct{ error }
+
+func (e errFill) Unwrap() error { return e.error }
 
 // fillDOM adds recording id's DOM events after from, through upTo (the
 // index's cursor when the request began: events indexed since are left

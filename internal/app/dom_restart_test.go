@@ -2,11 +2,15 @@ package app_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/blobs"
+	"github.com/flightrec/flightrec/store/layout"
 )
 
 // domRecording is a page that grows a list over steps steps, perStep
@@ -31,7 +35,8 @@ func domRecording(steps, perStep int) []event.Envelope {
 // set is built once and kept; after a restart the first DOM request reads
 // the kept set (flightrec_dom_sets_loaded_total) instead of building it
 // (flightrec_dom_sets_built_total), and renders the same bytes. A kept set
-// of another format version is rebuilt, not read.
+// a flipped bit damaged, or of another format version, is rebuilt, not
+// read.
 func TestDOMCheckpointsSurviveRestart(t *testing.T) {
 	data := t.TempDir()
 	_, base, stop := serveWith(t, data, "")
@@ -65,6 +70,9 @@ func TestDOMCheckpointsSurviveRestart(t *testing.T) {
 		return ""
 	}
 	before := pages(base)
+	if r := do(t, "GET", base+"/v1/recordings/"+id+"/steps/7/dom", nil); r.status != 404 || r.errCode(t) != "STEP_NOT_FOUND" {
+		t.Fatalf("a step the recording does not have: %d %s", r.status, r.body)
+	}
 	if b, l := metric(base, "flightrec_dom_sets_built_total"), metric(base, "flightrec_dom_sets_loaded_total"); b != "1" || l != "0" {
 		t.Fatalf("first run: built %s loaded %s, want 1 and 0", b, l)
 	}
@@ -82,8 +90,43 @@ func TestDOMCheckpointsSurviveRestart(t *testing.T) {
 	}
 	stop()
 
-	// A set kept under another format version is rebuilt, and replaced.
+	// A bit flipped in the kept set's last checkpoint (what the last
+	// step's view restores) is found at that view: the set is rebuilt,
+	// the page is the same, and the rebuilt set replaces the damaged one.
 	st, err := store.OpenStore(data, store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := st.Derived(id, "dom-checkpoints")
+	if err != nil || !ok {
+		t.Fatalf("no kept set: %v", err)
+	}
+	blobPath := filepath.Join(st.Blobs.(*blobs.FSBlobs).Dir(), layout.ShardOf(c.String()), c.String())
+	st.Close()
+	raw, err := os.ReadFile(blobPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-20] ^= 0x10
+	if err := os.WriteFile(blobPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, base, stop = serveWith(t, data, "")
+	for q, want := range pages(base) {
+		if before[q] != want {
+			t.Fatalf("%s renders differently from the set a flipped bit damaged", q)
+		}
+	}
+	if b := metric(base, "flightrec_dom_sets_built_total"); b != "1" {
+		t.Fatalf("a damaged set: built %s, want it rebuilt", b)
+	}
+	stop()
+	if raw, err := os.ReadFile(blobPath); err != nil || blobs.Sum(raw) != c {
+		t.Fatalf("the damaged set was not replaced by the rebuilt one (%v)", err)
+	}
+
+	// A set kept under another format version is rebuilt, and replaced.
+	st, err = store.OpenStore(data, store.LogOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
@@ -73,6 +74,12 @@ type Checkpoints struct {
 	// state until an event is added; these stand in for its counts.
 	restoredSkipped int64
 	restoredNodes   int
+	// read reads a restored set's stored form: its checkpoints' states
+	// and blocks are read on first use (sections), under loadMu, which
+	// also guards them once read; loadedBytes is what they hold.
+	read        ReadAt
+	loadMu      sync.Mutex
+	loadedBytes atomic.Int64
 
 	endMu  sync.Mutex
 	end    []byte // the live state encoded, for seeks past the last checkpoint
@@ -85,6 +92,9 @@ type checkpoint struct {
 	seq   uint64
 	state []byte // zstd(encode(Doc))
 	block []byte // zstd(events), once the next checkpoint exists
+	// stored, for a restored set, is where state and block are in the
+	// stored form; they are nil until read (persist.go).
+	stored *stored
 }
 
 type tailEvent struct {
@@ -208,7 +218,10 @@ func (c *Checkpoints) seal() {
 		blk = append(blk, t.data...)
 		prev = t.seq
 	}
+	// A restored checkpoint's block is guarded by loadMu (persist.go).
+	c.loadMu.Lock()
 	cur.block = compress(blk)
+	c.loadMu.Unlock()
 	raw := c.live.encode(nil)
 	next := &checkpoint{seq: prev, state: compress(raw)}
 	c.cps = append(c.cps, next)
@@ -276,7 +289,10 @@ func (c *Checkpoints) At(seq uint64) (*Doc, error) {
 	i := sort.Search(len(c.cps), func(i int) bool { return c.cps[i].seq > seq }) - 1
 	cp := c.cps[i]
 	var tail []tailEvent
-	block := cp.block
+	var state, block []byte
+	if cp.stored == nil { // a restored one's are read below, under loadMu
+		state, block = cp.state, cp.block
+	}
 	if i == len(c.cps)-1 {
 		tail = c.tail
 		if n := len(tail); n > 0 && seq >= tail[n-1].seq {
@@ -288,8 +304,14 @@ func (c *Checkpoints) At(seq uint64) (*Doc, error) {
 		}
 	}
 	c.mu.RUnlock()
+	if cp.stored != nil {
+		var err error
+		if state, block, err = c.sections(cp); err != nil {
+			return nil, err
+		}
+	}
 
-	raw, err := decompress(cp.state)
+	raw, err := decompress(state)
 	if err != nil {
 		return nil, fmt.Errorf("dom: checkpoint at seq %d: %w", cp.seq, err)
 	}
@@ -372,7 +394,7 @@ func (c *Checkpoints) bytesLocked() int64 {
 	if c.live != nil {
 		live += int64(cap(c.live.nodes)) * int64(unsafe.Sizeof(node{})+16)
 	}
-	return c.sealed + c.tailBytes + live + end +
+	return c.sealed + c.loadedBytes.Load() + c.tailBytes + live + end +
 		int64(len(c.cps))*int64(unsafe.Sizeof(checkpoint{})+8) +
 		int64(cap(c.steps))*int64(unsafe.Sizeof(stepMark{}))
 }

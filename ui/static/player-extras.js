@@ -177,9 +177,20 @@ window.FRPlayerExtras = (P) => {
     });
   }
 
+  // markTimeline marks the segment holding step n, and unmarks the one
+  // marked before: a step change touches two segments, not all of them.
+  // Segments are in step order, so the one holding n is found by halves.
   function markTimeline(n) {
-    for (const b of document.querySelectorAll("#timeline .seg-step")) {
-      b.classList.toggle("current", Number(b.dataset.step) <= n && n <= Number(b.dataset.last));
+    const segs = $("#timeline").children;
+    for (const b of document.querySelectorAll("#timeline .seg-step.current")) b.classList.remove("current");
+    let lo = 0;
+    let hi = segs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const b = segs[mid];
+      if (n < Number(b.dataset.step)) hi = mid - 1;
+      else if (n > Number(b.dataset.last)) lo = mid + 1;
+      else { b.classList.add("current"); return; }
     }
   }
 
@@ -400,6 +411,9 @@ window.FRPlayerExtras = (P) => {
     shareBox();
     loadComments();
   });
+  // Opened, the timeline shows the steps loaded then; once they all are,
+  // all of them.
+  P.hooks.onTimeline.push(renderTimeline);
   P.hooks.onStep.push((n, view) => {
     markTimeline(n);
     renderFilmstrip(n, view);

@@ -33,7 +33,7 @@
   const cache = new Map(); // step → Promise of its StepView, a few kept
   // Hooks for the features in player-extras.js (deep links to a moment,
   // speed, filmstrip, filters, cURL, comments), kept apart from this file.
-  const hooks = { initialStep: null, onStep: [], onReady: [], filterNet: null, filterLogs: null, netDetail: null };
+  const hooks = { initialStep: null, onStep: [], onReady: [], onTimeline: [], filterNet: null, filterLogs: null, netDetail: null };
 
   const errBox = $("#error");
   const video = $("#video");
@@ -124,7 +124,7 @@
   // user expanded stays expanded); their heights are measured once shown
   // and estimated from those measured until then.
   function virtual(scroller, list, spacer) {
-    const v = { n: 0, row: null, empty: null, h: null, est: 0, nodes: new Map() };
+    const v = { n: 0, row: null, empty: null, h: null, fw: null, est: 0, nodes: new Map() };
     const top = spacer();
     const bot = spacer();
     const setH = (sp, px) => { (sp.firstElementChild || sp).style.height = px + "px"; };
@@ -132,25 +132,50 @@
     // drawn were on average. The estimate is fixed from then on: were it
     // to follow later measurements, every row below the view would move
     // when one in view is measured, under the user's pointer.
-    const height = (i) => v.h[i] || v.est || 28;
+    const unit = () => v.est || 28;
+    const height = (i) => v.h[i] || unit();
+    // Where rows are: fw is a Fenwick tree of the measured rows' heights
+    // less the estimate, so a row's offset, the list's height and the row
+    // at a height cost log n each, not n: a draw at step 9,000 of 10,000
+    // walks no row it does not draw.
+    const fwAdd = (i, d) => { for (i++; i <= v.n; i += i & -i) v.fw[i] += d; };
+    const fwSum = (i) => { let t = 0; for (; i > 0; i -= i & -i) t += v.fw[i]; return t; };
+    const measure = (i, px) => {
+      fwAdd(i, (px - unit()) - (v.h[i] ? v.h[i] - unit() : 0));
+      v.h[i] = px;
+    };
+    v.offset = (i) => i * unit() + fwSum(i);
+    const total = () => v.offset(v.n);
+    // rowAt is the row holding height y of the list (its first row for y
+    // < 0, its last for y past the end).
+    const rowAt = (y) => {
+      let pos = 0;
+      let acc = 0;
+      for (let step = 1 << Math.floor(Math.log2(Math.max(1, v.n))); step > 0; step >>= 1) {
+        const next = pos + step;
+        if (next <= v.n && next * unit() + acc + v.fw[next] <= y) { pos = next; acc += v.fw[next]; }
+      }
+      return Math.max(0, Math.min(v.n - 1, pos));
+    };
     // base is where the list starts in the scroller's content.
     const base = () => list === scroller ? 0
       : list.getBoundingClientRect().top - scroller.getBoundingClientRect().top + scroller.scrollTop;
-    v.offset = (i) => { let y = 0; for (let k = 0; k < i; k++) y += height(k); return y; };
-    v.draw = () => {
+    // draw draws the rows in the scroller's view, and a screenful either
+    // side; or, given at, those around row at (a list about to be scrolled
+    // there: drawing its top first would be wasted).
+    v.draw = (at) => {
       if (!v.n) { list.replaceChildren(...(v.empty ? [v.empty] : [])); v.nodes.clear(); return; }
       const margin = scroller.clientHeight || 400;
-      const from = scroller.scrollTop - base() - margin;
-      const to = scroller.scrollTop - base() + scroller.clientHeight + margin;
-      let y = 0;
-      let i = 0;
-      while (i < v.n - 1 && y + height(i) < from) y += height(i++);
-      const start = i;
-      const above = y;
+      const y0 = at == null ? scroller.scrollTop - base() : v.offset(at);
+      const from = y0 - margin;
+      const to = y0 + (scroller.clientHeight || 400) + margin;
+      const start = rowAt(from);
+      const above = v.offset(start);
+      let y = above;
+      let i = start;
       while (i < v.n && (y < to || i - start < 8)) y += height(i++);
       const end = i;
-      let below = 0;
-      for (; i < v.n; i++) below += height(i);
+      const below = total() - y;
       // Rows that stay are left where they are, never taken out and put
       // back: a click whose press and release straddle a redraw would be
       // lost, and so would focus.
@@ -175,32 +200,47 @@
       // measured: the row that replaces it is what takes the space.
       let sum = 0;
       let measured = 0;
+      const heights = [];
       for (const [k, node] of keep) {
         if (node.getAttribute("aria-busy") === "true") continue;
-        v.h[k] = node.offsetHeight || v.h[k];
-        sum += v.h[k];
-        measured++;
+        heights.push([k, node.offsetHeight]);
       }
-      if (!v.est && sum) v.est = sum / measured;
+      for (const [k, px] of heights) {
+        if (px) measure(k, px);
+        if (v.h[k]) { sum += v.h[k]; measured++; }
+      }
+      if (!v.est && sum) {
+        // The estimate is set: the tree holds heights less it, again.
+        v.est = sum / measured;
+        v.fw.fill(0);
+        for (let k = 0; k < v.n; k++) if (v.h[k]) fwAdd(k, v.h[k] - v.est);
+        // and the spacers stand for the rows at it.
+        setH(top, v.offset(start));
+        setH(bot, total() - v.offset(end));
+      }
     };
-    // reset shows n rows from the top; empty is shown when n is 0.
-    v.reset = (n, row, empty) => {
-      Object.assign(v, { n, row, empty, h: new Float64Array(n), est: 0, nodes: new Map() });
+    // reset shows n rows from the top, or around row at; empty is shown
+    // when n is 0.
+    v.reset = (n, row, empty, at) => {
+      Object.assign(v, { n, row, empty, h: new Float64Array(n), fw: new Float64Array(n + 1), est: 0, nodes: new Map() });
       list.replaceChildren();
       scroller.scrollTop = 0;
-      v.draw();
+      v.draw(at == null || at < 0 || at >= n ? null : at);
     };
     // rebuild builds the drawn rows from..to-1 again (a page of steps
     // arrived for rows drawn as placeholders), each in its place: taking
     // them out first would shorten the list for a moment, and the browser
     // would pull a view at the end of it back by as much.
     v.rebuild = (from, to) => {
+      let built = 0;
       for (const [k, node] of v.nodes) {
         if (k < from || k >= to) continue;
         const fresh = v.row(k);
         node.replaceWith(fresh);
         v.nodes.set(k, fresh);
+        built++;
       }
+      return built;
     };
     // show scrolls the least that brings row i into view, and draws.
     v.show = (i) => {
@@ -324,8 +364,11 @@
 
   // ---- steps ---------------------------------------------------------------
 
-  function renderSteps() {
-    stepList.reset(state.steps.length, stepRow, FR.el("li", { class: "muted", text: "No steps indexed yet." }));
+  // renderSteps draws the step list around step first (the one about to
+  // be selected), or from its top.
+  function renderSteps(first) {
+    stepList.reset(state.steps.length, stepRow, FR.el("li", { class: "muted", text: "No steps indexed yet." }),
+      state.index.get(first));
   }
 
   function stepRow(i) {
@@ -415,7 +458,7 @@
       state.byStep.set(s.step, s);
       state.index.set(s.step, i);
     }
-    stepList.rebuild(tl.offset, tl.offset + tl.step.length);
+    return stepList.rebuild(tl.offset, tl.offset + tl.step.length);
   }
 
   // ensure loads the page holding position i, once.
@@ -423,8 +466,8 @@
     const from = Math.floor(i / PAGE) * PAGE;
     if (!pending.has(from)) {
       const p = FR.api(timelineURL({ offset: from, limit: PAGE })).then((tl) => {
-        addPage(tl);
-        stepList.draw();
+        // Only a page whose rows are drawn is drawn again (measured).
+        if (addPage(tl)) stepList.draw();
       });
       p.catch(() => pending.delete(from));
       pending.set(from, p);
@@ -432,9 +475,15 @@
     return pending.get(from);
   }
 
-  // loadRest loads every page not there yet, one at a time, so the page
-  // stays responsive meanwhile.
+  // idle resolves when the page has nothing better to do (input, a frame),
+  // or after a while.
+  const idle = () => new Promise((resolve) => window.requestIdleCallback
+    ? requestIdleCallback(() => resolve(), { timeout: 300 }) : setTimeout(resolve, 0));
+
+  // loadRest loads every page not there yet, one at a time and each when
+  // the page is idle, so a step change or a scroll meanwhile goes first.
   async function loadRest() {
+    let loaded = 0;
     for (let from = 0; from < state.steps.length; from += PAGE) {
       let full = true;
       for (let i = from; i < Math.min(from + PAGE, state.steps.length); i++) {
@@ -442,12 +491,16 @@
       }
       if (full) continue;
       try {
+        await idle();
         await ensure(from);
+        loaded++;
       } catch (e) {
         FR.showError(errBox, e);
         return;
       }
     }
+    // The whole timeline is there: what shows all of it draws it again.
+    if (loaded) for (const f of hooks.onTimeline) f();
   }
 
   function loadStep(n) {
@@ -500,6 +553,18 @@
     if (state.cur !== n) return; // a later selection won
     renderPanels(view);
     for (const f of hooks.onStep) f(n, view);
+    prefetch(n);
+  }
+
+  // prefetch loads the views of the steps either side of step n, so that
+  // j or k shows the next one without waiting for a round trip (a request
+  // in flight is waited for, not made again).
+  function prefetch(n) {
+    const i = state.index.get(n);
+    for (const j of [i + 1, i - 1]) {
+      const s = state.steps[j];
+      if (s && !cache.has(s.step)) loadStep(s.step).catch(() => {}); // a failure shows when it is selected
+    }
   }
 
   // ---- video, or its frames --------------------------------------------------
@@ -951,14 +1016,15 @@
     addPage(tl);
     state.firstDOM = tl.first_dom == null ? null : tl.first_dom;
     renderTitle(rec);
-    renderSteps();
+    let first = null;
     if (state.steps.length) {
       // The failing step first, unless the address names one.
-      let first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[tl.offset].step);
+      first = state.byStep.has(want) ? want : (tl.failed && tl.failed.length ? tl.failed[0] : state.steps[tl.offset].step);
       const asked = hooks.initialStep ? hooks.initialStep() : null;
       if (asked != null && state.byStep.has(asked)) first = asked;
-      await select(first);
     }
+    renderSteps(first);
+    if (first != null) await select(first);
     ready(true);
     for (const f of hooks.onReady) f();
     // What the selected step does not need waits until it is shown.
