@@ -129,7 +129,8 @@ type DB struct {
 	clock atomic.Int64
 
 	// listWindow is the width (ns) of the window of creation times the
-	// last listing needed (see Recordings): the next one starts there.
+	// last unfiltered first page needed (see Recordings): every listing
+	// starts there.
 	listWindow atomic.Int64
 }
 

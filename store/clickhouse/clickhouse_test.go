@@ -552,7 +552,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 // makes the server refuse a query that cannot narrow what it reads by a
 // table's key: a page that the newest day of recordings fills reads that
 // window of recordings_list, and the page's rows by id, never a whole
-// table. The recording read by id and its timeline obey the same rule.
+// table, even after listings that needed the whole table (a filter that
+// matches nothing, the last page). The recording read by id and its
+// timeline obey the same rule.
 func TestListReadsAWindow(t *testing.T) {
 	db := openTest(t, "")
 	defer db.Close()
@@ -573,6 +575,13 @@ func TestListReadsAWindow(t *testing.T) {
 	}
 	if err := db.IndexEvents(ctx, "rec-000", rows("rec-000", 1, 50), 50); err != nil {
 		t.Fatal(err)
+	}
+	// A filter nothing matches, and the list's last page, each widen the
+	// window to the whole table; neither is where the next listing starts.
+	for _, f := range []store.RecordingFilter{{Project: "nobody"}, {After: "rec-250"}} {
+		if _, err := db.Recordings(ctx, f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	keyed := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"force_primary_key": 1}))
 	list, err := db.Recordings(keyed, store.RecordingFilter{Limit: 100})

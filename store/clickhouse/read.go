@@ -229,8 +229,9 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 // recording in it a newest row and the page, whose ids recordings_meta
 // then confirms against all their rows. A full page from a window is the
 // answer, since every row outside it is older than every row in the page;
-// a short one widens the window (×32, from the width the last listing
-// needed) until it holds the page or reaches the oldest recording. The
+// a short one widens the window (×32, from the width the last unfiltered
+// first page needed) until it holds the page or reaches the oldest
+// recording. The
 // last window is unbounded below, and then the list's newest rows are
 // every recording's newest rows, so it is exact whatever the data.
 func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.RecordingRow, error) {
@@ -332,7 +333,13 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
 		}
 		if len(out) == limit || !bounded {
-			db.listWindow.Store(width)
+			// Only an unfiltered first page sets where the next listing
+			// starts: a sparse filter, or the last page of the list,
+			// needs a window as wide as the data, and remembering that
+			// width made every later listing read the whole table.
+			if len(having) == 0 && len(cand) == 0 {
+				db.listWindow.Store(width)
+			}
 			return out, nil
 		}
 	}
