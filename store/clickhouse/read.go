@@ -63,10 +63,11 @@ func latestOf(columns ...string) string {
 // (a page of the list, one recording, their counters): 18.16 starts
 // max_threads fresh threads for every query and gives each column of each
 // part it opens a read buffer of max_read_buffer_size (1 MiB). For such a
-// read that setup was most of the cost: on the 100,000-recording list, one
-// thread and 64 KiB buffers took a page's query from 12 ms of server CPU
-// and 30 MB to under 1 ms and 2 MB (system.query_log). A SETTINGS clause
-// applies to the query's subqueries, and to a UNION only when it wraps it.
+// read that setup is much of the cost: on the 100,000-recording list, one
+// thread and 64 KiB buffers took schema 2's page query from 30 MB to 7 MB
+// (system.query_log) and from 29 to 18 ms at a load average of 10 (medians
+// of 21). A SETTINGS clause applies to the query's subqueries, and to a
+// UNION only when it wraps it.
 const pointRead = ` SETTINGS max_threads = 1, max_read_buffer_size = 65536`
 
 func scanRecording(rows driver.Rows) (store.RecordingRow, error) {
