@@ -17,7 +17,7 @@ func TestClickHouseDDL(t *testing.T) {
 	if out != again {
 		t.Error("two runs printed different DDL")
 	}
-	for _, table := range []string{"events", "recordings_by_id", "recordings_list", "steps", "cursors"} {
+	for _, table := range []string{"events", "recordings_meta", "recordings_list", "steps", "cursors"} {
 		for _, want := range []string{
 			"CREATE TABLE IF NOT EXISTS fr." + table + "_local ON CLUSTER prod",
 			"'/clickhouse/tables/{shard}/fr/" + table + "_local', '{replica}'",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -350,6 +351,8 @@ func scaleList(b *testing.B, dsn string) (figs []scaleFigure) {
 		return nil
 	})
 	b.Logf("built 100,000 recordings (%d with events) in %s", listEvented, time.Since(start).Round(time.Second))
+	b.Logf("load average before timing the list: %s", loadAverage())
+	defer func() { b.Logf("load average after timing the list: %s", loadAverage()) }()
 	for i, idx := range ls.idx {
 		name := ls.names[i]
 		goal := 0.0
@@ -378,6 +381,20 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages: on a
+// shared machine every figure is read beside them.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // putRecordings puts recs in one call where the index can (ClickHouse:

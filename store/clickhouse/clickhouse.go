@@ -15,7 +15,7 @@
 //     identity the engine collapses on when it merges, and every read
 //     collapses what is not merged yet (LIMIT 1 BY seq) before it counts,
 //     so a replayed row never counts twice, in any answer.
-//   - recordings_by_id (ordered by id) and recordings_list (ordered by
+//   - recordings_meta (ordered by id) and recordings_list (ordered by
 //     created_at, id) each hold one row per PutRecording, versioned by
 //     updated_at (ReplacingMergeTree(updated_at)); reads take each id's
 //     newest row with argMax. The list reads a window of the newest
@@ -42,7 +42,7 @@
 // # A cluster
 //
 // `flightrec clickhouse ddl --cluster NAME` prints the cluster schema:
-// Replicated*MergeTree tables events_local, recordings_by_id_local,
+// Replicated*MergeTree tables events_local, recordings_meta_local,
 // recordings_list_local, steps_local and cursors_local on every node
 // (ZooKeeper paths by the {shard} and {replica} macros of each server's
 // config) and Distributed tables of the same names without _local over
@@ -129,7 +129,8 @@ type DB struct {
 	clock atomic.Int64
 
 	// listWindow is the width (ns) of the window of creation times the
-	// last listing needed (see Recordings): the next one starts there.
+	// last unfiltered first page needed (see Recordings): every listing
+	// starts there.
 	listWindow atomic.Int64
 }
 

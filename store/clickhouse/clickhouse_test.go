@@ -395,7 +395,7 @@ func TestDDL(t *testing.T) {
 			"ENGINE = Replicated" + tb.engine + "('/clickhouse/tables/{shard}/fr/" + tb.name + "_local', '{replica}'",
 			"CREATE TABLE IF NOT EXISTS fr." + tb.name + " ON CLUSTER prod AS fr." + tb.name + "_local",
 			"ENGINE = Distributed(prod, fr, " + tb.name + "_local, " + tb.shardKey + ")",
-			"ORDER BY (" + tb.orderBy + ")",
+			"ORDER BY (" + tb.orderBy + ")" + tb.settingsClause() + ";",
 		} {
 			if !strings.Contains(ddl, want) {
 				t.Errorf("cluster DDL lacks %q", want)
@@ -477,9 +477,10 @@ func TestRejectsBadBatches(t *testing.T) {
 
 // TestMigrateFromVersion1 turns an index into schema version 1 (one
 // recordings table ordered by project, no steps table) and opens it: the
-// migration copies the recordings into their two tables, drops the old
-// one, derives every step's totals from the events, and every answer is
-// the one before.
+// migrations copy the recordings into their two tables (through version
+// 2's recordings_by_id, which version 3 copies into recordings_meta),
+// drop the old ones, derive every step's totals from the events, and
+// every answer is the one before.
 func TestMigrateFromVersion1(t *testing.T) {
 	dsn := testenv.ClickHouse(t)
 	db, err := Open(t.Context(), dsn)
@@ -515,8 +516,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 	for _, stmt := range []string{
 		legacyRecordingsSQL,
-		"INSERT INTO recordings (" + recordingsByIDTable.columnList() + ") SELECT " + recordingsByIDTable.columnList() + " FROM recordings_by_id",
-		"DROP TABLE recordings_by_id", "DROP TABLE recordings_list", "DROP TABLE steps",
+		"INSERT INTO recordings (" + recordingsMetaTable.columnList() + ") SELECT " + recordingsMetaTable.columnList() + " FROM recordings_meta",
+		"DROP TABLE recordings_meta", "DROP TABLE recordings_list", "DROP TABLE steps",
 		"TRUNCATE TABLE schema_migrations",
 	} {
 		if err := db.conn.Exec(ctx, stmt); err != nil {
@@ -538,8 +539,12 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if v := count(t, again, `SELECT toUInt64(max(version)) FROM schema_migrations`); v != schemaVersion {
 		t.Errorf("schema version %d after migrating, want %d", v, schemaVersion)
 	}
-	if n := count(t, again, `SELECT count() FROM system.tables WHERE database = ? AND name = 'recordings'`, again.database); n != 0 {
-		t.Error("version 1's recordings table is still there")
+	// Migrating from version 1 passes through version 2's recordings_by_id,
+	// which version 3 copies into recordings_meta and drops.
+	for _, old := range []string{"recordings", "recordings_by_id"} {
+		if n := count(t, again, `SELECT count() FROM system.tables WHERE database = ? AND name = ?`, again.database, old); n != 0 {
+			t.Errorf("the old table %s is still there", old)
+		}
 	}
 }
 
@@ -547,7 +552,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 // makes the server refuse a query that cannot narrow what it reads by a
 // table's key: a page that the newest day of recordings fills reads that
 // window of recordings_list, and the page's rows by id, never a whole
-// table. The recording read by id and its timeline obey the same rule.
+// table, even after listings that needed the whole table (a filter that
+// matches nothing, the last page). The recording read by id and its
+// timeline obey the same rule.
 func TestListReadsAWindow(t *testing.T) {
 	db := openTest(t, "")
 	defer db.Close()
@@ -568,6 +575,13 @@ func TestListReadsAWindow(t *testing.T) {
 	}
 	if err := db.IndexEvents(ctx, "rec-000", rows("rec-000", 1, 50), 50); err != nil {
 		t.Fatal(err)
+	}
+	// A filter nothing matches, and the list's last page, each widen the
+	// window to the whole table; neither is where the next listing starts.
+	for _, f := range []store.RecordingFilter{{Project: "nobody"}, {After: "rec-250"}} {
+		if _, err := db.Recordings(ctx, f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	keyed := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"force_primary_key": 1}))
 	list, err := db.Recordings(keyed, store.RecordingFilter{Limit: 100})

@@ -3,9 +3,11 @@ package clickhouse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -43,19 +45,30 @@ func (db *DB) Cursor(ctx context.Context, recording string) (uint64, error) {
 // latest is the recordings row of each id as its newest version has it.
 // The aliases differ from the column names: ClickHouse resolves an alias
 // before a column of the same name, which would nest the aggregates.
-const latest = `id,
-	argMax(project, updated_at) AS r_project,
-	argMax(flow, updated_at) AS r_flow,
-	argMax(labels, updated_at) AS r_labels,
-	argMax(executor, updated_at) AS r_executor,
-	argMax(versions, updated_at) AS r_versions,
-	argMax(plan_digest, updated_at) AS r_plan_digest,
-	argMax(created_at, updated_at) AS r_created_at,
-	argMax(finished_at, updated_at) AS r_finished_at,
-	argMax(verdict, updated_at) AS r_verdict,
-	argMax(failure_signature, updated_at) AS r_failure_signature,
-	argMax(state, updated_at) AS r_state,
-	argMax(root, updated_at) AS r_root`
+var latest = latestOf("project", "flow", "labels", "executor", "versions", "plan_digest",
+	"created_at", "finished_at", "verdict", "failure_signature", "state", "root")
+
+// latestOf selects id and, for each column named, its newest value as
+// r_<column>.
+func latestOf(columns ...string) string {
+	var b strings.Builder
+	b.WriteString("id")
+	for _, c := range columns {
+		fmt.Fprintf(&b, ",\n\targMax(%s, updated_at) AS r_%s", c, c)
+	}
+	return b.String()
+}
+
+// pointRead is the SETTINGS clause of the reads that touch a few granules
+// (a page of the list, one recording, their counters): 18.16 starts
+// max_threads fresh threads for every query and gives each column of each
+// part it opens a read buffer of max_read_buffer_size (1 MiB). For such a
+// read that setup is much of the cost: on the 100,000-recording list, one
+// thread and 64 KiB buffers took schema 2's page query from 30 MB to 7 MB
+// (system.query_log) and from 29 to 18 ms at a load average of 10 (medians
+// of 21). A SETTINGS clause applies to the query's subqueries, and to a
+// UNION only when it wraps it.
+const pointRead = ` SETTINGS max_threads = 1, max_read_buffer_size = 65536`
 
 func scanRecording(rows driver.Rows) (store.RecordingRow, error) {
 	var (
@@ -77,81 +90,108 @@ func scanRecording(rows driver.Rows) (store.RecordingRow, error) {
 	return r, nil
 }
 
-// queryRecordings runs a query selecting latest and returns its rows with
-// their counters and cursors filled in.
+// queryRecordings runs q, a query selecting latest, and returns its rows
+// with their counters and cursors filled in (readCounters, by the rows'
+// ids). Reading the counters of the page's candidates at the same time as
+// the page, by a subquery, was measured and cost more: 18.16 ran the
+// subquery's window again for each, tripling the server's CPU.
 func (db *DB) queryRecordings(ctx context.Context, q string, args ...any) ([]store.RecordingRow, error) {
-	rows, err := db.conn.Query(ctx, q, args...)
+	var out []store.RecordingRow
+	err := db.scanEach(ctx, q, args, func(rows driver.Rows) error {
+		r, err := scanRecording(rows)
+		out = append(out, r)
+		return err
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	ids := make([]any, len(out))
+	for i, r := range out {
+		ids[i] = r.ID
+	}
+	sums, through, err := db.readCounters(ctx, placeholders(len(ids)), ids)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.RecordingRow
-	for rows.Next() {
-		r, err := scanRecording(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if err := db.fillCounters(ctx, out); err != nil {
-		return nil, err
-	}
+	fillCounters(out, sums, through)
 	return out, nil
 }
 
-// fillCounters sums the recordings' counters over their steps' totals
-// (each step's row with the most events: see stepsTable) and reads their
-// cursors, in one query (UNION ALL, the cursor rows marked by a zero
-// steps count) to save a round trip per listing.
-func (db *DB) fillCounters(ctx context.Context, recs []store.RecordingRow) error {
-	if len(recs) == 0 {
-		return nil
+// fillCounters sets recs' counters and cursors from readCounters' answers.
+func fillCounters(recs []store.RecordingRow, sums map[string]counters, through map[string]uint64) {
+	for i := range recs {
+		r := &recs[i]
+		if c, ok := sums[r.ID]; ok {
+			r.Events, r.Bytes, r.Steps = int64(c.events), int64(c.bytes), int(c.steps)
+			r.FirstTS, r.LastTS = int64(c.first), int64(c.last)
+		}
+		r.IndexedTo = through[r.ID]
 	}
-	ids := make([]string, len(recs))
-	at := make(map[string]int, len(recs))
-	for i, r := range recs {
-		ids[i] = r.ID
-		at[r.ID] = i
+}
+
+// counters are a recording's totals, summed over its steps.
+type counters struct{ events, bytes, steps, first, last uint64 }
+
+// readCounters sums the counters of the recordings that in (an IN list,
+// with args) names over their steps' totals (each step's row with the most
+// events: see stepsTable) and reads their cursors, in two queries sent at
+// once on two connections: 18.16 charges every query a fixed setup (about
+// 1 ms of CPU), and on a shared machine two waits overlap where a chain
+// of them adds up. As one query (UNION ALL) they cost more than both
+// apart, since 18.16 starts threads for a union whatever max_threads
+// says.
+func (db *DB) readCounters(ctx context.Context, in string, args []any) (map[string]counters, map[string]uint64, error) {
+	var (
+		wg       sync.WaitGroup
+		sums     = map[string]counters{}
+		stepsErr error
+	)
+	wg.Go(func() {
+		// FINAL collapses each step's rows to the one with the most
+		// events (the table's version) as it reads the key's ranges: a
+		// third less CPU than collapsing by GROUP BY step first.
+		stepsErr = db.scanEach(ctx, `SELECT recording, sum(events), sum(bytes), count(), min(first_ts), max(last_ts)
+			FROM steps FINAL WHERE recording IN (`+in+`) GROUP BY recording`+pointRead, args, func(rows driver.Rows) error {
+			var (
+				id string
+				c  counters
+			)
+			err := rows.Scan(&id, &c.events, &c.bytes, &c.steps, &c.first, &c.last)
+			sums[id] = c
+			return err
+		})
+	})
+	through := map[string]uint64{}
+	cursorsErr := db.scanEach(ctx, `SELECT recording, max(through) FROM cursors WHERE recording IN (`+in+`)
+		GROUP BY recording`+pointRead, args, func(rows driver.Rows) error {
+		var (
+			id string
+			c  uint64
+		)
+		err := rows.Scan(&id, &c)
+		through[id] = c
+		return err
+	})
+	wg.Wait()
+	if err := errors.Join(stepsErr, cursorsErr); err != nil {
+		return nil, nil, fmt.Errorf("counters: %w", err)
 	}
-	in := placeholders(len(ids))
-	rows, err := db.conn.Query(ctx, `SELECT recording, sum(events), sum(bytes), count(), min(first_ts), max(last_ts), toUInt64(0)
-		FROM (SELECT recording, step, events, bytes, first_ts, last_ts FROM steps WHERE recording IN (`+in+`)
-			ORDER BY recording, step, events DESC LIMIT 1 BY recording, step)
-		GROUP BY recording
-		UNION ALL
-		SELECT recording, toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), toUInt64(0), max(through)
-		FROM cursors WHERE recording IN (`+in+`) GROUP BY recording`, append(anys(ids), anys(ids)...)...)
+	return sums, through, nil
+}
+
+// scanEach runs q and calls each for every row.
+func (db *DB) scanEach(ctx context.Context, q string, args []any, each func(driver.Rows) error) error {
+	rows, err := db.conn.Query(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("counters: %w", err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			id                                         string
-			events, bytes, steps, first, last, through uint64
-		)
-		if err := rows.Scan(&id, &events, &bytes, &steps, &first, &last, &through); err != nil {
-			return fmt.Errorf("counters: %w", err)
+		if err := each(rows); err != nil {
+			return err
 		}
-		i, ok := at[id]
-		if !ok {
-			continue
-		}
-		r := &recs[i]
-		if steps == 0 { // a cursor row: a recording with steps has at least one
-			r.IndexedTo = through
-			continue
-		}
-		r.Events, r.Bytes, r.Steps = int64(events), int64(bytes), int(steps)
-		r.FirstTS, r.LastTS = int64(first), int64(last)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("counters: %w", err)
-	}
-	return nil
+	return rows.Err()
 }
 
 // Recording returns one recording; an unknown id is store.ErrNotFound.
@@ -159,7 +199,7 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 	if err := db.ready(ctx); err != nil {
 		return store.RecordingRow{}, err
 	}
-	recs, err := db.queryRecordings(ctx, `SELECT `+latest+` FROM recordings_by_id WHERE id = ? GROUP BY id`, id)
+	recs, err := db.queryRecordings(ctx, `SELECT `+latest+` FROM recordings_meta WHERE id = ? GROUP BY id`+pointRead, id)
 	if err != nil {
 		return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
 	}
@@ -169,13 +209,13 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 	// A recording whose events another process indexed after this one
 	// deleted it has a cursor and no row: it reads as a placeholder, as
 	// one made by IndexEvents would.
-	if c, err := db.Cursor(ctx, id); err != nil {
-		return store.RecordingRow{}, err
-	} else if c > 0 {
+	sums, through, err := db.readCounters(ctx, "?", []any{id})
+	if err != nil {
+		return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
+	}
+	if through[id] > 0 {
 		recs = []store.RecordingRow{{RecordingMeta: store.RecordingMeta{ID: id}, State: store.StateOpen}}
-		if err := db.fillCounters(ctx, recs); err != nil {
-			return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, err)
-		}
+		fillCounters(recs, sums, through)
 		return recs[0], nil
 	}
 	return store.RecordingRow{}, fmt.Errorf("clickhouse index: recording %s: %w", id, store.ErrNotFound)
@@ -187,11 +227,12 @@ func (db *DB) Recording(ctx context.Context, id string) (store.RecordingRow, err
 // Filters apply to each recording's newest row. 18.16 cannot read a table
 // backwards in key order, so a listing reads a window of the newest part
 // of recordings_list's key (created_at ≥ lo): the window's rows give each
-// recording in it a newest row and the page, whose ids recordings_by_id
+// recording in it a newest row and the page, whose ids recordings_meta
 // then confirms against all their rows. A full page from a window is the
 // answer, since every row outside it is older than every row in the page;
-// a short one widens the window (×32, from the width the last listing
-// needed) until it holds the page or reaches the oldest recording. The
+// a short one widens the window (×32, from the width the last unfiltered
+// first page needed) until it holds the page or reaches the oldest
+// recording. The
 // last window is unbounded below, and then the list's newest rows are
 // every recording's newest rows, so it is exact whatever the data.
 func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.RecordingRow, error) {
@@ -202,58 +243,63 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		cand, having []string
 		candArgs     []any
 		havingArgs   []any
+		// windowCols are the columns the window's newest rows need: the
+		// order's and the filters'. Reading only those (not labels,
+		// versions…) is most of what a window's read saves.
+		windowCols = []string{"created_at"}
 	)
 	// floor is the oldest created_at a listing can need.
 	var floor uint64
 	// anchor is the newest: now (with an hour for clocks ahead), or the
 	// filter's upper bound.
 	anchor := uint64(time.Now().Add(time.Hour).UnixNano())
+	// keep filters the newest rows on cond (over latestOf's aliases of
+	// col, which the window then reads).
+	keep := func(col, cond string, arg any) {
+		if !slices.Contains(windowCols, col) {
+			windowCols = append(windowCols, col)
+		}
+		having, havingArgs = append(having, cond), append(havingArgs, arg)
+	}
 	if f.Project != "" {
 		cand, candArgs = append(cand, `project = ?`), append(candArgs, f.Project)
-		having, havingArgs = append(having, `r_project = ?`), append(havingArgs, f.Project)
+		keep("project", `r_project = ?`, f.Project)
 	}
 	if f.Since != 0 {
 		floor = clampTS(f.Since)
 		cand, candArgs = append(cand, `created_at >= ?`), append(candArgs, floor)
-		having, havingArgs = append(having, `r_created_at >= ?`), append(havingArgs, floor)
+		keep("created_at", `r_created_at >= ?`, floor)
 	}
 	if f.Until != 0 {
 		anchor = min(anchor, clampTS(f.Until))
 		cand, candArgs = append(cand, `created_at < ?`), append(candArgs, clampTS(f.Until))
-		having, havingArgs = append(having, `r_created_at < ?`), append(havingArgs, clampTS(f.Until))
+		keep("created_at", `r_created_at < ?`, clampTS(f.Until))
 	}
 	if f.Flow != "" {
-		having, havingArgs = append(having, `r_flow = ?`), append(havingArgs, f.Flow)
+		keep("flow", `r_flow = ?`, f.Flow)
 	}
 	if f.Verdict != "" {
-		having, havingArgs = append(having, `r_verdict = ?`), append(havingArgs, f.Verdict)
+		keep("verdict", `r_verdict = ?`, f.Verdict)
 	}
 	if f.State != "" {
-		having, havingArgs = append(having, `r_state = ?`), append(havingArgs, f.State)
+		keep("state", `r_state = ?`, f.State)
 	}
 	if f.Signature != "" {
-		having, havingArgs = append(having, `positionCaseInsensitiveUTF8(r_failure_signature, ?) > 0`), append(havingArgs, f.Signature)
+		keep("failure_signature", `positionCaseInsensitiveUTF8(r_failure_signature, ?) > 0`, f.Signature)
 	}
 	if f.After != "" {
 		// Keyset paging: strictly after the previous page's last row. An
 		// After that no longer exists yields an empty page rather than
 		// restarting from the top.
 		var created []uint64
-		rows, err := db.conn.Query(ctx,
-			`SELECT argMax(created_at, updated_at) FROM recordings_by_id WHERE id = ? GROUP BY id`, f.After)
+		err := db.scanEach(ctx, `SELECT argMax(created_at, updated_at) FROM recordings_meta WHERE id = ? GROUP BY id`+pointRead,
+			[]any{f.After}, func(rows driver.Rows) error {
+				var c uint64
+				err := rows.Scan(&c)
+				created = append(created, c)
+				return err
+			})
 		if err != nil {
-			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
-		}
-		for rows.Next() {
-			var c uint64
-			if err := rows.Scan(&c); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
-			}
-			created = append(created, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
 		}
 		if len(created) == 0 {
@@ -276,19 +322,25 @@ func (db *DB) Recordings(ctx context.Context, f store.RecordingFilter) ([]store.
 		if bounded {
 			where, args = append(where, `created_at >= ?`), append(args, anchor-uint64(width))
 		}
-		q := `SELECT ` + latest + ` FROM recordings_by_id WHERE id IN (SELECT id FROM (SELECT ` + latest +
+		q := `SELECT ` + latest + ` FROM recordings_meta WHERE id IN (SELECT id FROM (SELECT ` + latestOf(windowCols...) +
 			` FROM recordings_list`
 		if len(where) > 0 {
 			q += ` WHERE ` + strings.Join(where, ` AND `)
 		}
-		q += page + `))` + page
+		q += page + `))` + page + pointRead
 		args = append(append(append(append(args, havingArgs...), limit), havingArgs...), limit)
 		out, err := db.queryRecordings(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("clickhouse index: recordings: %w", err)
 		}
 		if len(out) == limit || !bounded {
-			db.listWindow.Store(width)
+			// Only an unfiltered first page sets where the next listing
+			// starts: a sparse filter, or the last page of the list,
+			// needs a window as wide as the data, and remembering that
+			// width made every later listing read the whole table.
+			if len(having) == 0 && len(cand) == 0 {
+				db.listWindow.Store(width)
+			}
 			return out, nil
 		}
 	}
@@ -458,7 +510,7 @@ func (db *DB) HasBlob(ctx context.Context, recording, cid string) (bool, error) 
 // latestWhere selects the ids of recordings whose newest row satisfies
 // cond (an expression over latest's aliases).
 func latestWhere(cond string) string {
-	return `SELECT id FROM (SELECT ` + latest + ` FROM recordings_by_id GROUP BY id) WHERE ` + cond
+	return `SELECT id FROM (SELECT ` + latest + ` FROM recordings_meta GROUP BY id) WHERE ` + cond
 }
 
 // Search finds events across recordings, ordered by recording id and seq,
@@ -529,7 +581,7 @@ func (db *DB) Expired(ctx context.Context, before int64, limit int) ([]string, e
 	if limit <= 0 {
 		limit = store.MaxRecordingsPage
 	}
-	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings_by_id
+	rows, err := db.conn.Query(ctx, `SELECT id FROM (SELECT `+latest+` FROM recordings_meta
 		WHERE id IN (SELECT id FROM recordings_list WHERE created_at < ?) GROUP BY id)
 		WHERE r_state = ? AND r_created_at < ? ORDER BY r_created_at, id LIMIT ?`,
 		clampTS(before), store.StateFinished, clampTS(before), limit)

@@ -17,7 +17,7 @@ import (
 // released step, and make every step idempotent (IF NOT EXISTS; 18.16 has
 // no ADD COLUMN IF NOT EXISTS, so a column step must check system.columns),
 // since two processes may run the same step at once.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // table is one table of the schema, described once for both the
 // single-server DDL (migrations) and the cluster DDL (ClusterDDL).
@@ -90,8 +90,10 @@ var (
 	// tables that differ only in their key, since 18.16 reads a MergeTree
 	// in order of nothing but its key:
 	//
-	//   - recordings_by_id, ordered by id: one recording's rows are one
-	//     range of the key (Recording, a page's rows, paging's After);
+	//   - recordings_meta, ordered by id in granules of 256 rows: one
+	//     recording's rows are one range of the key (Recording, a page's
+	//     rows, paging's After), and a page of 100 ids reads a few hundred
+	//     rows per part rather than 8,192;
 	//   - recordings_list, ordered by (created_at, id) in granules of 1,024
 	//     rows: the newest recordings are the end of the key, so a listing
 	//     reads a window of recent granules, not the whole table.
@@ -99,8 +101,22 @@ var (
 	// Reads take each id's newest row with argMax; a placeholder row
 	// (events indexed before the metadata) has version 0 and created_at 0.
 	// Schema version 1 had one table, recordings, ordered by (project,
-	// created_at, id): the migration copies it into both and drops it.
-	recordingsByIDTable = table{
+	// created_at, id): the migration to version 2 copies it into
+	// recordings_by_id (version 2's by-id table, in granules of 8,192) and
+	// recordings_list and drops it; the migration to version 3 copies
+	// recordings_by_id into recordings_meta and drops it.
+	recordingsMetaTable = table{
+		name:     "recordings_meta",
+		columns:  recordingColumns,
+		engine:   "ReplacingMergeTree",
+		version:  "updated_at",
+		orderBy:  "id",
+		settings: "index_granularity = 256",
+		shardKey: "cityHash64(id)",
+	}
+	// legacyRecordingsByIDTable is schema version 2's by-id table, as
+	// released: migration 2 creates it.
+	legacyRecordingsByIDTable = table{
 		name:     "recordings_by_id",
 		columns:  recordingColumns,
 		engine:   "ReplacingMergeTree",
@@ -145,7 +161,7 @@ var (
 		orderBy:  "recording",
 		shardKey: "cityHash64(recording)",
 	}
-	tables = []table{eventsTable, recordingsByIDTable, recordingsListTable, stepsTable, cursorsTable}
+	tables = []table{eventsTable, recordingsMetaTable, recordingsListTable, stepsTable, cursorsTable}
 )
 
 // stepKinds are the kinds counted in a step's n_<kind> columns, as schema
@@ -240,17 +256,27 @@ func (t table) settingsClause() string {
 var migrations = [][]string{
 	{eventsTable.createSQL(), legacyRecordingsSQL, cursorsTable.createSQL()},
 	{
-		recordingsByIDTable.createSQL(), recordingsListTable.createSQL(), stepsTable.createSQL(),
+		legacyRecordingsByIDTable.createSQL(), recordingsListTable.createSQL(), stepsTable.createSQL(),
 		// Copy version 1's recordings into both tables, then drop it; a
 		// second process migrating at once may find it gone (see
 		// ignoreMissing), after the first copied it.
-		"INSERT INTO recordings_by_id (" + recordingsByIDTable.columnList() + ") SELECT " +
-			recordingsByIDTable.columnList() + " FROM recordings",
+		"INSERT INTO recordings_by_id (" + legacyRecordingsByIDTable.columnList() + ") SELECT " +
+			legacyRecordingsByIDTable.columnList() + " FROM recordings",
 		"INSERT INTO recordings_list (" + recordingsListTable.columnList() + ") SELECT " +
 			recordingsListTable.columnList() + " FROM recordings",
 		"DROP TABLE IF EXISTS recordings",
 		// Every step's totals, from the events already indexed.
 		"INSERT INTO steps (" + stepsTable.columnList() + ") " + stepTotalsSQL(""),
+	},
+	{
+		// The by-id table again in granules of 256 (18.16 cannot change a
+		// table's granularity): copy, then drop. Two processes migrating
+		// at once may both copy; the copies are the same versions, which
+		// reads collapse like any other.
+		recordingsMetaTable.createSQL(),
+		"INSERT INTO recordings_meta (" + recordingsMetaTable.columnList() + ") SELECT " +
+			recordingsMetaTable.columnList() + " FROM recordings_by_id",
+		"DROP TABLE IF EXISTS recordings_by_id",
 	},
 }
 
@@ -313,13 +339,13 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-// ignoreMissing forgives a copy out of version 1's recordings table that
-// another process, migrating at the same time, has already copied and
-// dropped.
+// ignoreMissing forgives a copy out of an old version's table (version
+// 1's recordings, version 2's recordings_by_id) that another process,
+// migrating at the same time, has already copied and dropped.
 func ignoreMissing(stmt string, err error) error {
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) && (ex.Code == 60 || ex.Code == 218) && // UNKNOWN_TABLE, TABLE_IS_DROPPED
-		strings.HasSuffix(stmt, " FROM recordings") {
+		(strings.HasSuffix(stmt, " FROM recordings") || strings.HasSuffix(stmt, " FROM recordings_by_id")) {
 		return nil
 	}
 	return err
@@ -376,6 +402,13 @@ func (db *DB) checkClusterTables(ctx context.Context) error {
 			"create the new tables with `flightrec clickhouse ddl --cluster %s --database %s | clickhouse-client --multiquery`, "+
 			"then rebuild the index with `flightrec reindex` (the old recordings tables can be dropped after)",
 			schemaVersion, db.cluster, db.database)
+	}
+	if have["recordings_by_id_local"] && !have["recordings_meta_local"] {
+		return fmt.Errorf("the cluster holds flightrec's index schema version 2, and this binary needs version %d: "+
+			"create the new tables with `flightrec clickhouse ddl --cluster %s --database %s | clickhouse-client --multiquery`, "+
+			"then copy each recording's rows with `INSERT INTO %s.recordings_meta SELECT * FROM %s.recordings_by_id` "+
+			"(or rebuild the index with `flightrec reindex`); recordings_by_id and recordings_by_id_local can be dropped after",
+			schemaVersion, db.cluster, db.database, db.database, db.database)
 	}
 	for _, t := range tables {
 		for _, name := range []string{t.name, t.name + "_local"} {

@@ -88,13 +88,13 @@ type recordingValues struct {
 	updatedAt                                                 uint64
 }
 
-// insertRecording writes the rows into recordings_by_id, then
+// insertRecording writes the rows into recordings_meta, then
 // recordings_list. A listing that finds a row in the list newer than the
 // one by id (a PutRecording between the two inserts) reads that page again
 // without its window (see Recordings); a failure between them fails the
 // call, and the caller's retry writes both again.
 func (db *DB) insertRecording(ctx context.Context, vs ...recordingValues) error {
-	for _, t := range []table{recordingsByIDTable, recordingsListTable} {
+	for _, t := range []table{recordingsMetaTable, recordingsListTable} {
 		b, err := db.conn.PrepareBatch(ctx, "INSERT INTO "+t.name+" ("+t.columnList()+")")
 		if err != nil {
 			return err
@@ -458,7 +458,7 @@ func (c *eventColumns) slices() []any {
 // first, its cursor last.
 var mutable = []struct{ table, column string }{
 	{recordingsListTable.name, "id"},
-	{recordingsByIDTable.name, "id"},
+	{recordingsMetaTable.name, "id"},
 	{eventsTable.name, "recording"},
 	{stepsTable.name, "recording"},
 	{cursorsTable.name, "recording"},
