@@ -74,7 +74,12 @@ type cluster struct {
 	ownersMu sync.Mutex
 	owners   map[string]lease.Lease
 	stop     chan struct{}
-	done     sync.WaitGroup
+	// bg is the context of background work (collecting a sealed
+	// recording's batches), cancelled as the service closes: a collection
+	// cut short is finished by a later write (answerSealed).
+	bg     context.Context
+	stopBg context.CancelFunc
+	done   sync.WaitGroup
 }
 
 // openDoc is cluster/open/<id>.json: what a taker needs to make the
@@ -111,18 +116,26 @@ func batchKey(id string, first uint64) string {
 
 func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
+	c.bg, c.stopBg = context.WithCancel(context.Background())
 	transport := cfg.Proxy
 	if transport == nil {
 		// An owner that is paused accepts connections and never answers:
 		// give up after a lease's life, by when a retry can take over.
+		// Connections to the other nodes are kept and reused (each
+		// proxied append would otherwise pay a TCP handshake), and bodies
+		// pass as they came: the transport must not ask for, nor
+		// decompress, a compressed reply.
 		transport = &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: cfg.TTL}).DialContext,
+			DialContext:           (&net.Dialer{Timeout: cfg.TTL, KeepAlive: 30 * time.Second}).DialContext,
 			ResponseHeaderTimeout: cfg.TTL,
-			MaxIdleConnsPerHost:   32,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
 		}
 	}
 	c.proxy = &httputil.ReverseProxy{
-		Transport: transport,
+		Transport:  transport,
+		BufferPool: proxyBuffers{},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			target, _ := url.Parse(pr.In.Header.Get(proxiedHeader + "-To"))
 			pr.SetURL(target)
@@ -147,6 +160,16 @@ func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 	}
 	return c
 }
+
+// proxyBuffers recycles the buffers a proxied body and reply are copied
+// through (without a pool, httputil allocates 32 KiB per request, on the
+// path two appends in three take behind a round-robin balancer).
+type proxyBuffers struct{}
+
+var proxyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (proxyBuffers) Get() []byte  { return *proxyBufPool.Get().(*[]byte) }
+func (proxyBuffers) Put(b []byte) { proxyBufPool.Put(&b) }
 
 // notOwner is the retryable refusal of a write this node cannot take now.
 func notOwner(why string) error {
@@ -285,10 +308,46 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 	if _, err := c.cfg.Objects.Put(ctx, clusterSealed+r.meta.ID+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
 		return clusterError(err)
 	}
+	stillOwner := s.live(r) // the sealed document landed while the lease was live
 	if err := c.leases.Release(ctx, r.lease); err != nil {
 		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", r.meta.ID, "err", err)
 	}
+	// The batches and the open document only ever served a takeover of
+	// the open recording; the sealed document now answers every write,
+	// before any takeover (claimLocked checks it again after acquiring),
+	// and the sealed log and manifest are in the shared store. Unless the
+	// lease lapsed while sealing (a pause): then another node may have
+	// taken the recording over, and its batches are kept as evidence.
+	if !stillOwner {
+		s.log.Error("sealed a recording whose lease lapsed meanwhile; its batches are kept", "recording", r.meta.ID, "epoch", r.lease.Epoch)
+		return nil
+	}
+	id := r.meta.ID
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		if err := s.collectCluster(c.bg, id); err != nil {
+			s.log.Warn("collecting a sealed recording's batches failed (a later write for it retries)", "recording", id, "err", err)
+		}
+	}()
 	return nil
+}
+
+// collectCluster deletes a sealed recording's batch objects, then its
+// open document: once cluster/sealed/<id>.json exists nothing reads
+// them. The open document goes last, so that leftovers of an interrupted
+// collection are still found under the recording's batch prefix.
+func (s *Service) collectCluster(ctx context.Context, id string) error {
+	obj := s.cl.cfg.Objects
+	for info, err := range obj.List(ctx, clusterBatches+id+"/") {
+		if err != nil {
+			return err
+		}
+		if err := obj.Delete(ctx, info.Key); err != nil {
+			return err
+		}
+	}
+	return obj.Delete(ctx, clusterOpen+id+".json")
 }
 
 // claim is called for a write to a recording that is not open here. It
@@ -358,20 +417,7 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 	if here || sealedHere {
 		return "", false // taken over by a request that held claimMu before us
 	}
-	if raw, _, err := objstore.ReadAll(ctx, c.cfg.Objects, clusterSealed+id+".json"); err == nil {
-		var sd sealedDoc
-		if err := json.Unmarshal(raw, &sd); err == nil {
-			if finish == sd.Verdict {
-				httpx.JSON(w, http.StatusOK, wire.FinishReply{Root: sd.Root, AckedThrough: sd.AckedThrough})
-			} else if sd.Verdict == store.VerdictAborted {
-				s.edge.Fail(w, r, aborted())
-			} else {
-				s.edge.Fail(w, r, finished())
-			}
-			return "", true
-		}
-	} else if !errors.Is(err, objstore.ErrNotExist) {
-		s.edge.Fail(w, r, clusterError(err))
+	if s.answerSealed(w, r, id, finish) {
 		return "", true
 	}
 	if _, err := c.cfg.Objects.Stat(ctx, clusterOpen+id+".json"); errors.Is(err, objstore.ErrNotExist) {
@@ -392,6 +438,15 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 		s.edge.Fail(w, r, clusterError(err))
 		return "", true
 	}
+	// The owner may have sealed it, released the lease and collected its
+	// batches since the check above: a sealed recording is never taken
+	// over (there may be nothing left to rebuild it from).
+	if s.answerSealed(w, r, id, finish) {
+		if err := c.leases.Release(ctx, l); err != nil {
+			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
+		}
+		return "", true
+	}
 	if err := s.takeOver(ctx, id, l); err != nil {
 		s.log.Error("taking over a recording failed", "recording", id, "epoch", l.Epoch, "err", err)
 		s.edge.Fail(w, r, clusterError(err))
@@ -399,6 +454,39 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 	}
 	s.log.Info("took over a recording", "recording", id, "epoch", l.Epoch)
 	return "", false
+}
+
+// answerSealed answers a write for recording id when
+// cluster/sealed/<id>.json says it is sealed (a finish with its verdict
+// gets the root again; anything else is refused), or a failure to read
+// that document; false: not sealed, nothing was answered. A sealed
+// recording's leftover batch objects (a collection cut short) are
+// collected again.
+func (s *Service) answerSealed(w http.ResponseWriter, r *http.Request, id, finish string) bool {
+	raw, _, err := objstore.ReadAll(r.Context(), s.cl.cfg.Objects, clusterSealed+id+".json")
+	if errors.Is(err, objstore.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		s.edge.Fail(w, r, clusterError(err))
+		return true
+	}
+	var sd sealedDoc
+	if err := json.Unmarshal(raw, &sd); err != nil {
+		s.edge.Fail(w, r, fmt.Errorf("sealed document of %s unreadable: %w", id, err))
+		return true
+	}
+	if finish == sd.Verdict {
+		httpx.JSON(w, http.StatusOK, wire.FinishReply{Root: sd.Root, AckedThrough: sd.AckedThrough})
+	} else if sd.Verdict == store.VerdictAborted {
+		s.edge.Fail(w, r, aborted())
+	} else {
+		s.edge.Fail(w, r, finished())
+	}
+	if err := s.collectCluster(r.Context(), id); err != nil {
+		s.log.Warn("collecting a sealed recording's batches failed", "recording", id, "err", err)
+	}
+	return true
 }
 
 // takeOver rebuilds recording id from its objects (open document, then

@@ -285,6 +285,7 @@ func (s *Service) Close() {
 		close(s.stopIdle)
 		if s.cl != nil {
 			close(s.cl.stop)
+			s.cl.stopBg()
 		}
 	})
 	s.idle.Wait() // no abort runs from here on
@@ -876,6 +877,12 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	defer r.mu.Unlock()
 	if still != nil && !still(r) {
 		return wire.FinishReply{}, errNotStill
+	}
+	if s.cl != nil && !s.live(r) {
+		// Woken past its lease (a pause): another node may own it and
+		// have acknowledged more; only the owner seals.
+		s.disown(r, "its lease lapsed before the finish")
+		return wire.FinishReply{}, notOwner("this node's lease lapsed")
 	}
 	if err := s.finishVideo(ctx, r); err != nil {
 		return wire.FinishReply{}, err

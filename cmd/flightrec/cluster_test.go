@@ -437,6 +437,12 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 // would be: each request to the next node; a node that does not answer
 // is a 503 with Retry-After, which executors retry.
 func (e *clusterEnv) roundRobin() string {
+	base, _ := e.countedRoundRobin()
+	return base
+}
+
+// countedRoundRobin is roundRobin, also counting the requests it passed.
+func (e *clusterEnv) countedRoundRobin() (string, *atomic.Uint64) {
 	var next atomic.Uint64
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -451,7 +457,7 @@ func (e *clusterEnv) roundRobin() string {
 	}
 	srv := httptest.NewServer(proxy)
 	e.t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, &next
 }
 
 // restartEmpty kills node i (SIGKILL), deletes its data directory and
@@ -586,9 +592,26 @@ func TestClusterNodeLoss(t *testing.T) {
 				break
 			}
 		}
-		resp, err := http.Get(base + "/v1/recordings/" + r.id + "/bundle")
-		if err != nil {
-			t.Fatal(err)
+		// The node the balancer picks may not have read the seal yet
+		// from the shared index (the finish was answered by the owner):
+		// it refuses until it has, and is asked again.
+		var resp *http.Response
+		deadline = time.Now().Add(2 * time.Minute)
+		for {
+			var err error
+			if resp, err = http.Get(base + "/v1/recordings/" + r.id + "/bundle"); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: its bundle: %d %s", r.id, resp.StatusCode, body)
+			}
+			t.Logf("%s: its bundle, asked again after: %d %s", r.id, resp.StatusCode, body)
+			time.Sleep(200 * time.Millisecond)
 		}
 		id, _, err := other.ImportBundle(resp.Body)
 		resp.Body.Close()
@@ -609,7 +632,10 @@ func TestClusterNodeLoss(t *testing.T) {
 // ClickHouse: ingest of small events through a single node (blobs and
 // acknowledgements on local disk, the default), through 1 node in cluster
 // mode and through 3 (each batch an object before its acknowledgement),
-// each through the same round-robin proxy: the acknowledgement latency
+// each through the same round-robin proxy, the 3 nodes twice: with
+// executors sending straight to the owner the replies name (the client's
+// default) and with every append through the proxy (two in three then
+// cross a hop from a non-owner): the acknowledgement latency
 // (p50, p99) seen by the executors, the throughput, and flightrec's own
 // CPU seconds per million events, from the node processes' rusage only,
 // less what they used to start (versitygw and ClickHouse share the cores
@@ -635,7 +661,11 @@ func BenchmarkClusterIngest(b *testing.B) {
 			name    string
 			nodes   int
 			cluster bool
-		}{{"single node, local disk", 1, false}, {"cluster, 1 node", 1, true}, {"cluster, 3 nodes", 3, true}} {
+			// viaBalancer: executors ignore the owner a reply names
+			// (FollowOwner off), so two appends in three cross a proxy hop.
+			viaBalancer bool
+		}{{"single node, local disk", 1, false, false}, {"cluster, 1 node", 1, true, false},
+			{"cluster, 3 nodes", 3, true, false}, {"cluster, 3 nodes, proxied", 3, true, true}} {
 			e.startNodes(mode.nodes, mode.cluster)
 			base := e.roundRobin()
 			startCPU := e.nodesCPU()
@@ -649,6 +679,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					c := client.New(base)
+					c.FollowOwner = !mode.viaBalancer
 					rep, err := c.Open(ctx, wire.OpenRequest{Project: "bench", Flow: fmt.Sprintf("mode%d", x)})
 					if err != nil {
 						b.Error(err)
@@ -694,10 +725,137 @@ func BenchmarkClusterIngest(b *testing.B) {
 			} else if mode.cluster {
 				ratio = fmt.Sprintf(" (%.2f× the 1-node cluster's)", perM/cpu1)
 			}
-			b.Logf("%-24s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s",
+			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s",
 				mode.name, events, elapsed.Seconds(), float64(events)/elapsed.Seconds(),
 				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio)
 		}
+	}
+}
+
+// TestClusterDirectToOwner: an executor behind a round-robin balancer
+// sends a recording's appends straight to the owner its replies name
+// (wire.OwnerHeader), so the balancer carries none of them; when the
+// owner dies, the executor goes back through the balancer at once, the
+// recording is taken over there, and it finishes with every event once.
+func TestClusterDirectToOwner(t *testing.T) {
+	e := newClusterEnv(t, 2, 2*time.Second)
+	base, passed := e.countedRoundRobin()
+	ctx := context.Background()
+	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 5})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(base)
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "direct", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(lines) / 2
+	before := passed.Load()
+	if acked, err := c.Send(ctx, rep.ID, lines[:half], 10, 1<<20, nil); err != nil || acked != uint64(half) {
+		t.Fatalf("first half: acked %d, %v", acked, err)
+	}
+	if n := passed.Load() - before; n != 0 {
+		t.Errorf("the balancer carried %d of the first half's appends, want none (straight to the owner)", n)
+	}
+	owner := -1
+	for i := range e.nodes {
+		if l, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, rep.ID); err == nil && l.Holder == e.url(i) {
+			owner = i
+		}
+	}
+	if owner < 0 {
+		t.Fatal("no node holds the recording's lease")
+	}
+	e.nodes[owner].kill()
+	before = passed.Load()
+	acked, err := c.Send(ctx, rep.ID, lines[half:], 10, 1<<20, nil)
+	if err != nil || acked != uint64(len(lines)) {
+		t.Fatalf("second half, after the owner died: acked %d, %v", acked, err)
+	}
+	if passed.Load() == before {
+		t.Errorf("the balancer carried nothing after the owner died")
+	}
+	fin, err := c.Finish(ctx, rep.ID, "pass")
+	if err != nil || fin.AckedThrough != uint64(len(lines)) {
+		t.Fatalf("finish: %+v %v", fin, err)
+	}
+	other := e.url(1 - owner)
+	evs := allEvents(t, other, rep.ID)
+	deadline := time.Now().Add(time.Minute)
+	for len(evs) < len(lines) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		evs = allEvents(t, other, rep.ID)
+	}
+	if len(evs) != len(lines) {
+		t.Fatalf("the index has %d events, want %d", len(evs), len(lines))
+	}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) {
+			t.Fatalf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+}
+
+// TestClusterCollectsAfterSeal: once a recording is sealed, its batch
+// objects and open document are deleted; every node still answers its
+// writes from cluster/sealed/<id>.json (a retried finish gets the root,
+// an append is refused), with no takeover, and its bundle is whole.
+func TestClusterCollectsAfterSeal(t *testing.T) {
+	e := newClusterEnv(t, 2, 2*time.Second)
+	ctx := context.Background()
+	rep, err := client.New(e.url(0)).Open(ctx, wire.OpenRequest{Project: "collect", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for first := uint64(1); first <= 30; first += 10 {
+		if st, node, body := post(t, e.url(0), rep.ID, consoleLines(first, 10, "A")); st != 200 || node != "node0" {
+			t.Fatalf("append to the owner: %d %s %s", st, node, body)
+		}
+	}
+	if ep, _ := e.batchEpoch(rep.ID, 11); ep != 1 {
+		t.Fatalf("before the seal the batch at 11 is epoch %d, want 1", ep)
+	}
+	fin, err := client.New(e.url(1)).Finish(ctx, rep.ID, "pass") // proxied to the owner
+	if err != nil || fin.AckedThrough != 30 {
+		t.Fatalf("finish: %+v %v", fin, err)
+	}
+	left := func() []string {
+		var keys []string
+		for _, prefix := range []string{"cluster/batches/" + rep.ID + "/", "cluster/open/" + rep.ID + ".json"} {
+			for info, err := range e.obj.List(ctx, prefix) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, info.Key)
+			}
+		}
+		return keys
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(left()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if keys := left(); len(keys) > 0 {
+		t.Fatalf("after the seal these objects are left: %v", keys)
+	}
+	if _, err := e.obj.Stat(ctx, "cluster/sealed/"+rep.ID+".json"); err != nil {
+		t.Fatalf("the sealed document: %v", err)
+	}
+	for i := range e.nodes {
+		again, err := client.New(e.url(i)).Finish(ctx, rep.ID, "pass")
+		if err != nil || again.Root != fin.Root {
+			t.Errorf("a retried finish through node%d: %+v %v, want root %s", i, again, err, fin.Root)
+		}
+		if st, _, body := post(t, e.url(i), rep.ID, consoleLines(31, 5, "late")); st != http.StatusConflict || !strings.Contains(string(body), "RECORDING_FINISHED") {
+			t.Errorf("an append through node%d after the seal: %d %s, want 409 RECORDING_FINISHED", i, st, body)
+		}
+	}
+	if l, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, rep.ID); err != nil || l.Epoch != 1 {
+		t.Errorf("the lease is %+v (%v): a sealed recording was taken over", l, err)
+	}
+	if evs := allEvents(t, e.url(1), rep.ID); len(evs) != 30 {
+		t.Errorf("the sealed recording has %d events, want 30", len(evs))
 	}
 }
 
