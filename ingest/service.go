@@ -878,12 +878,9 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	if still != nil && !still(r) {
 		return wire.FinishReply{}, errNotStill
 	}
-	if s.cl != nil && !s.live(r) {
-		// Woken past its lease (a pause): another node may own it and
-		// have acknowledged more; only the owner seals.
-		s.disown(r, "its lease lapsed before the finish")
-		return wire.FinishReply{}, notOwner("this node's lease lapsed")
-	}
+	// In cluster mode no check of the lease here: one could pass and go
+	// stale before the seal lands (a pause). The seal is fenced by the
+	// store instead (clusterSealed).
 	if err := s.finishVideo(ctx, r); err != nil {
 		return wire.FinishReply{}, err
 	}
@@ -893,7 +890,14 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	meta := r.meta
 	meta.Verdict = verdict
 	meta.FinishedAt = s.now().UnixNano()
-	root, err := s.st.Seal(meta)
+	seal := s.st.Seal
+	if s.cl != nil {
+		// Published only once the seal won the recording's key space
+		// (clusterSealed): a node that lost it must not replace what
+		// the owner publishes.
+		seal = s.st.SealUnpublished
+	}
+	root, err := seal(meta)
 	if err != nil {
 		// Keep the recording open: reopen the log so appends and a later
 		// finish still work. A log found damaged meanwhile (its reopen
@@ -918,6 +922,19 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	}
 	if s.cl != nil {
 		if err := s.clusterSealed(ctx, r, root, verdict); err != nil {
+			// Not (known to be) the cluster's seal: this copy is
+			// forgotten, and the retry goes through claim, which finds
+			// the seal object (ours, if it landed) and answers from it,
+			// or takes the recording over from its objects.
+			if !r.closed {
+				r.closed = true
+				s.mu.Lock()
+				if s.open[id] == r {
+					delete(s.open, id)
+				}
+				s.mu.Unlock()
+				s.dropLocal(id)
+			}
 			return wire.FinishReply{}, err
 		}
 	}

@@ -219,18 +219,23 @@ func post(t *testing.T, base, id string, ndjson []byte) (status int, node string
 // recording id at addr, and returns a function that sends the rest, runs
 // then (between the two), and reads the reply.
 func startPost(t *testing.T, addr, id string, ndjson []byte) func(then func()) (status int, node string, body []byte) {
+	return startRequest(t, addr, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson)
+}
+
+// startRequest is startPost for any POST to path.
+func startRequest(t *testing.T, addr, path, ctype string, body []byte) func(then func()) (status int, node string, body []byte) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	half := len(ndjson) / 2
-	fmt.Fprintf(conn, "POST /v1/recordings/%s/events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", id, addr, len(ndjson))
-	conn.Write(ndjson[:half])
+	half := len(body) / 2
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", path, addr, ctype, len(body))
+	conn.Write(body[:half])
 	time.Sleep(300 * time.Millisecond) // the server reads the headers and waits for the rest
 	return func(then func()) (int, string, []byte) {
-		conn.Write(ndjson[half:])
+		conn.Write(body[half:])
 		then()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
@@ -281,31 +286,43 @@ func allEvents(t *testing.T, base, id string) []event.Envelope {
 	}
 }
 
-// TestClusterFencing: node A owns a recording and is paused (SIGSTOP)
-// past its lease; node B takes the recording over. When A resumes, a
-// write it still attempts as the owner of the old epoch is refused on the
-// batch's key (B wrote that range first) or, when A writes first, ignored
-// (A's own check finds its lease lapsed, so it never acknowledges, and B
-// replaces the batch with its epoch). Either way the recording ends with
-// exactly what was acknowledged.
+// TestClusterFencing: node A owns a recording and is paused (SIGSTOP) in
+// the middle of a write, past its lease; node B takes the recording over.
+// When A resumes, the write it still attempts as the owner of the old
+// epoch is never acknowledged by A, and nothing anyone acknowledged is
+// lost:
+//
+//   - an append: refused on the batch's key when B wrote that range first;
+//     when A writes first, refused by A's own check of its lease (its
+//     batch is on the chain, holding the executor's own events, and B's
+//     write there is refused in turn: the executor's retry is served
+//     from a takeover that includes it);
+//   - a finish, whose seal is an object in the same key space: when B
+//     appended first, A's seal collides with B's batch and A's finish is
+//     refused (its retry gets B's seal, with everything B acknowledged),
+//     and A's partial copy is neither published nor served; when A seals
+//     first, B's append collides with the seal and is refused as the
+//     recording being finished.
 func TestClusterFencing(t *testing.T) {
 	e := newClusterEnv(t, 2, 2*time.Second)
 	for _, tc := range []struct {
 		name string
-		// bFirst: B writes the range before A tries (A's write is refused
-		// on the key); otherwise B takes over without writing, A writes
-		// first, and B's write replaces A's.
+		// bFirst: B writes the range before A tries; otherwise B takes
+		// over without writing, and A writes first.
 		bFirst bool
-		// want is the refusal the resumed owner's own write gets.
+		once   func(t *testing.T, e *clusterEnv, bFirst bool) string
+		// want is what became of the resumed owner's own write.
 		want string
-	}{{"refused", true, "the recording is changing owner: another node took it over"},
-		{"ignored", false, "the recording is changing owner: this node's lease lapsed"}} {
+	}{{"append refused on the key", true, fenceOnce, "the recording is changing owner: another node took it over"},
+		{"append not acknowledged", false, fenceOnce, "the recording is changing owner: this node's lease lapsed"},
+		{"seal loses to the new owner's append", true, sealFenceOnce, "the recording is changing owner: another node wrote its next seq first"},
+		{"seal wins over the new owner's append", false, sealFenceOnce, "sealed by node0"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Whether A, resumed, writes before its renewal notices the
 			// takeover is a race; try until it did, since that write is
 			// what this test is about.
 			for attempt := 1; ; attempt++ {
-				got := fenceOnce(t, e, tc.bFirst)
+				got := tc.once(t, e, tc.bFirst)
 				if got == tc.want {
 					t.Logf("attempt %d: the resumed owner's write: %s", attempt, got)
 					return
@@ -319,46 +336,71 @@ func TestClusterFencing(t *testing.T) {
 	}
 }
 
-// fenceOnce runs the fencing scenario once on a new recording and says
+// pausedOwner opens a recording on node A, appends seqs 1-10 to it, and
+// starts a write to A (POST path with body, half of it sent) during
+// which A is paused until its lease lapses. It returns the recording and
+// a function that resumes A with the rest of the write and reads A's
+// reply.
+func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype string, body []byte) (id string, old lease.Lease, resume func() (int, string, []byte)) {
+	a := e.nodes[0]
+	rep, err := client.New(e.url(0)).Open(context.Background(), wire.OpenRequest{Project: "fence", Flow: "fence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = rep.ID
+	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner: %d %s %s", st, node, body)
+	}
+	// The write is under way when A pauses: its headers and half its
+	// body are in, so A's handler is past every ownership check, reading
+	// the body, as in a GC pause in the middle of a request.
+	stale := startRequest(t, a.addr, path(id), ctype, body)
+	a.cmd.Process.Signal(syscall.SIGSTOP)
+	old = e.waitLapsed(id)
+	return id, old, func() (int, string, []byte) {
+		// The rest of the body goes to A's socket, and A wakes still
+		// believing it owns epoch 1; it races its own lease renewal
+		// (which would find the takeover and drop the recording).
+		return stale(func() { a.cmd.Process.Signal(syscall.SIGCONT) })
+	}
+}
+
+// takeOverAtB has node B take recording id over from the paused A (the
+// lease lapsed at old) with an append of lines, and checks B holds the
+// next epoch.
+func takeOverAtB(t *testing.T, e *clusterEnv, id string, old lease.Lease, lines []byte) {
+	if st, node, body := post(t, e.url(1), id, lines); st != 200 || node != "node1" {
+		t.Fatalf("append to B after A's lease lapsed: %d %s %s", st, node, body)
+	}
+	cur, err := lease.New(e.obj, "cluster/leases", time.Now).Read(context.Background(), id)
+	if err != nil || cur.Epoch != old.Epoch+1 || cur.Holder != e.url(1) {
+		t.Fatalf("after the takeover the lease is %+v (%v), want B's, epoch %d", cur, err, old.Epoch+1)
+	}
+}
+
+// fenceOnce runs the append scenario once on a new recording and says
 // what became of the resumed old owner's write: "proxied to the new
 // owner" (it noticed the takeover first), or its refusal's message.
 func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 	ctx := context.Background()
-	a := e.nodes[0]
-	c := client.New(e.url(0))
-	rep, err := c.Open(ctx, wire.OpenRequest{Project: "fence", Flow: "fence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := rep.ID
-	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
-		t.Fatalf("append to the owner: %d %s %s", st, node, body)
-	}
-	// A write to A for seqs 11-20, with other content, is under way when
-	// A pauses: its headers and half its body are in, so A's handler is
-	// past every ownership check, reading the body, as in a GC pause in
-	// the middle of a request.
-	stale := startPost(t, e.nodes[0].addr, id, consoleLines(11, 10, "stale-A"))
-	a.cmd.Process.Signal(syscall.SIGSTOP)
-	old := e.waitLapsed(id)
-	// B takes over: with the next range, or with a retry of what
-	// A acknowledged (all duplicates: nothing written).
-	bLines := consoleLines(1, 10, "A")
+	// The executor's events 11-20. In the B-first order A's paused write
+	// carries other content, so that the test sees it is never stored;
+	// otherwise both carry the executor's (a real executor has one event
+	// per seq), since A's batch, once on the chain, is kept.
+	exec := consoleLines(11, 10, "exec")
+	staleLines := exec
 	if bFirst {
-		bLines = consoleLines(11, 10, "B")
+		staleLines = consoleLines(11, 10, "stale-A")
 	}
-	st, node, body := post(t, e.url(1), id, bLines)
-	if st != 200 || node != "node1" {
-		t.Fatalf("append to B after A's lease lapsed: %d %s %s", st, node, body)
+	id, old, resume := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteEvents, id) }, "application/x-ndjson", staleLines)
+	// B takes over: with the next range, or with a retry of what A
+	// acknowledged (all duplicates: nothing written).
+	if bFirst {
+		takeOverAtB(t, e, id, old, exec)
+	} else {
+		takeOverAtB(t, e, id, old, consoleLines(1, 10, "A"))
 	}
-	cur, err := lease.New(e.obj, "cluster/leases", time.Now).Read(ctx, id)
-	if err != nil || cur.Epoch != old.Epoch+1 || cur.Holder != e.url(1) {
-		t.Fatalf("after the takeover the lease is %+v (%v), want B's, epoch %d", cur, err, old.Epoch+1)
-	}
-	// The rest of the body goes to A's socket, and A wakes still
-	// believing it owns epoch 1; it races its own lease renewal (which
-	// would find the takeover and drop the recording) to write.
-	st, node, body = stale(func() { a.cmd.Process.Signal(syscall.SIGCONT) })
+	st, node, body := resume()
 	staleAcked := st == 200
 	switch {
 	case staleAcked && node != "node1":
@@ -369,15 +411,25 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 		t.Logf("A's stale write was refused: %d %s", st, body)
 	}
 	if !bFirst {
-		if st, node, body := post(t, e.url(1), id, consoleLines(11, 10, "B")); st != 200 || node != "node1" {
-			t.Fatalf("B appending 11-20: %d %s %s", st, node, body)
+		// B's write at seq 11 finds A's batch there when A wrote first:
+		// refused, and the executor's retry is served by a takeover.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			st, _, body := post(t, e.url(1), id, exec)
+			if st == 200 {
+				break
+			}
+			if st != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Fatalf("B appending 11-20: %d %s", st, body)
+			}
+			time.Sleep(time.Second)
 		}
 	}
-	if ep, node := e.batchEpoch(id, 11); ep != old.Epoch+1 || node != "node1" {
+	if ep, node := e.batchEpoch(id, 11); bFirst && (ep != old.Epoch+1 || node != "node1") {
 		t.Errorf("the batch at seq 11 is epoch %d by %s, want B's epoch %d", ep, node, old.Epoch+1)
 	}
-	// A can no longer write, now or later: a further append to it
-	// is served by B.
+	// A can no longer write, now or later: a further append to it is
+	// served by the recording's owner.
 	if st, node, body := post(t, e.url(0), id, consoleLines(21, 5, "A-again")); st != 200 || node != "node1" {
 		t.Fatalf("append through A after the takeover: %d %s %s (want B's acknowledgement through A)", st, node, body)
 	}
@@ -394,24 +446,126 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 		switch {
 		case s > 20:
 			who = "A-again"
-		case s > 10 && (bFirst || !staleAcked):
-			who = "B"
 		case s > 10:
-			who = "stale-A" // acknowledged, by B, through A's proxy
+			who = "exec"
 		}
 		want[s] = fmt.Sprintf("%s seq %d", who, s)
 	}
+	checkEvents(t, e, id, want)
+	if staleAcked {
+		return "proxied to the new owner"
+	}
+	return refusal(st, body)
+}
+
+// sealFenceOnce runs the seal scenario once on a new recording: A is
+// paused in the middle of a finish; B takes over (appending seqs 11-20
+// when bFirst, else only retrying 1-10); A resumes and seals. It says
+// what became of A's finish: its refusal's message, "sealed by node0"
+// (A's seal won the key), or "proxied" (A noticed the takeover first).
+func sealFenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
+	ctx := context.Background()
+	id, old, resume := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteFinish, id) }, "application/json", []byte(`{"verdict":"pass"}`))
+	acked := uint64(10)
+	if bFirst {
+		takeOverAtB(t, e, id, old, consoleLines(11, 10, "B"))
+		acked = 20
+	} else {
+		takeOverAtB(t, e, id, old, consoleLines(1, 10, "A"))
+	}
+	st, _, body := resume()
+	var fin wire.FinishReply
+	if st == 200 {
+		if err := json.Unmarshal(body, &fin); err != nil || fin.AckedThrough != acked {
+			// A sealed without what B acknowledged: the loss this fence
+			// exists to prevent.
+			t.Fatalf("the resumed owner's finish was acknowledged through %d, want %d: %s", fin.AckedThrough, acked, body)
+		}
+	}
+	if !bFirst {
+		// B, the owner by the lease, appends after the seal: refused on
+		// the seal's key as the recording being finished.
+		if st, _, body := post(t, e.url(1), id, consoleLines(11, 10, "B")); st != http.StatusConflict || !strings.Contains(string(body), "RECORDING_FINISHED") {
+			t.Fatalf("B appending after the recording was sealed: %d %s, want 409 RECORDING_FINISHED", st, body)
+		}
+	}
+	// The executor's retried finish, through either node, gets the one
+	// seal, holding everything acknowledged.
+	again, err := client.New(e.url(0)).Finish(ctx, id, "pass")
+	if err != nil || again.AckedThrough != acked || (st == 200 && again.Root != fin.Root) {
+		t.Fatalf("finish through A: %+v %v, want acked through %d (and the first finish's root %s)", again, err, acked, fin.Root)
+	}
+	if b, err := client.New(e.url(1)).Finish(ctx, id, "pass"); err != nil || b.Root != again.Root {
+		t.Fatalf("finish through B: %+v %v, want root %s", b, err, again.Root)
+	}
+	want := map[uint64]string{}
+	for s := uint64(1); s <= acked; s++ {
+		who := "A"
+		if s > 10 {
+			who = "B"
+		}
+		want[s] = fmt.Sprintf("%s seq %d", who, s)
+	}
+	checkEvents(t, e, id, want)
+	// The sealed log A serves, from its own data directory or the shared
+	// store, is the published one: A's partial copy is gone.
+	resp, err := http.Get(e.url(0) + "/v1/recordings/" + id + "/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.OpenStore(t.TempDir(), store.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, _, err = other.ImportBundle(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("A's bundle of the recording: %v", err)
+	}
+	if m, root, err := other.Manifest(id); err != nil || m.LastSeq != acked || root != again.Root {
+		t.Fatalf("A's bundle: root %s, %+v (%v), want root %s through seq %d", root, m, err, again.Root, acked)
+	}
+	if st == 200 {
+		var seal struct {
+			Node string          `json:"node"`
+			Seal json.RawMessage `json:"seal"`
+		}
+		raw, _, err := objstore.ReadAll(ctx, e.obj, fmt.Sprintf("cluster/batches/%s/%020d", id, acked+1))
+		if err != nil || json.Unmarshal(raw, &seal) != nil || seal.Seal == nil {
+			t.Fatalf("no seal object at seq %d: %v %s", acked+1, err, raw)
+		}
+		if seal.Node == "node0" {
+			return "sealed by node0"
+		}
+		return "proxied to the new owner, sealed by " + seal.Node
+	}
+	return refusal(st, body)
+}
+
+// refusal is the message of an error envelope (or the reply as it came).
+func refusal(st int, body []byte) string {
+	var env wire.Envelope
+	if json.Unmarshal(body, &env) != nil || env.Error == nil {
+		return fmt.Sprintf("%d %s", st, body)
+	}
+	return env.Error.Message
+}
+
+// checkEvents waits until recording id's events in the index are want's
+// (seq → console text), read through B.
+func checkEvents(t *testing.T, e *clusterEnv, id string, want map[uint64]string) {
 	var evs []event.Envelope
 	deadline := time.Now().Add(time.Minute)
 	for {
 		evs = allEvents(t, e.url(1), id)
-		if len(evs) >= 25 || time.Now().After(deadline) {
+		if len(evs) >= len(want) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(evs) != 25 {
-		t.Fatalf("the finished recording has %d events, want 25", len(evs))
+	if len(evs) != len(want) {
+		t.Fatalf("the finished recording has %d events, want %d", len(evs), len(want))
 	}
 	for i, ev := range evs {
 		var d struct{ Text string }
@@ -419,18 +573,7 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 		if ev.Seq != uint64(i+1) || d.Text != want[ev.Seq] {
 			t.Errorf("event %d: seq %d %q, want seq %d %q", i, ev.Seq, d.Text, i+1, want[uint64(i+1)])
 		}
-		if strings.HasPrefix(d.Text, "stale-A") && !staleAcked {
-			t.Errorf("the paused node's unacknowledged write is in the recording: %s", d.Text)
-		}
 	}
-	if staleAcked {
-		return "proxied to the new owner"
-	}
-	var env wire.Envelope
-	if json.Unmarshal(body, &env) != nil || env.Error == nil {
-		return fmt.Sprintf("%d %s", st, body)
-	}
-	return env.Error.Message
 }
 
 // roundRobin is a small proxy in front of the nodes, as a load balancer
@@ -797,10 +940,12 @@ func TestClusterDirectToOwner(t *testing.T) {
 	}
 }
 
-// TestClusterCollectsAfterSeal: once a recording is sealed, its batch
-// objects and open document are deleted; every node still answers its
-// writes from cluster/sealed/<id>.json (a retried finish gets the root,
-// an append is refused), with no takeover, and its bundle is whole.
+// TestClusterCollectsAfterSeal: once a recording is sealed and
+// published, its batch objects and open document are deleted, all but
+// the seal object (which keeps the key after the last seq taken for
+// good); every node still answers its writes from
+// cluster/sealed/<id>.json (a retried finish gets the root, an append is
+// refused), with no takeover, and its bundle is whole.
 func TestClusterCollectsAfterSeal(t *testing.T) {
 	e := newClusterEnv(t, 2, 2*time.Second)
 	ctx := context.Background()
@@ -820,6 +965,7 @@ func TestClusterCollectsAfterSeal(t *testing.T) {
 	if err != nil || fin.AckedThrough != 30 {
 		t.Fatalf("finish: %+v %v", fin, err)
 	}
+	sealKey := fmt.Sprintf("cluster/batches/%s/%020d", rep.ID, 31)
 	left := func() []string {
 		var keys []string
 		for _, prefix := range []string{"cluster/batches/" + rep.ID + "/", "cluster/open/" + rep.ID + ".json"} {
@@ -827,7 +973,9 @@ func TestClusterCollectsAfterSeal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				keys = append(keys, info.Key)
+				if info.Key != sealKey {
+					keys = append(keys, info.Key)
+				}
 			}
 		}
 		return keys
@@ -839,8 +987,10 @@ func TestClusterCollectsAfterSeal(t *testing.T) {
 	if keys := left(); len(keys) > 0 {
 		t.Fatalf("after the seal these objects are left: %v", keys)
 	}
-	if _, err := e.obj.Stat(ctx, "cluster/sealed/"+rep.ID+".json"); err != nil {
-		t.Fatalf("the sealed document: %v", err)
+	for _, key := range []string{"cluster/sealed/" + rep.ID + ".json", sealKey} {
+		if _, err := e.obj.Stat(ctx, key); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
 	}
 	for i := range e.nodes {
 		again, err := client.New(e.url(i)).Finish(ctx, rep.ID, "pass")
