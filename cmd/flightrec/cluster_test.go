@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -54,7 +55,14 @@ type clusterEnv struct {
 	keys  app.KeyFiles
 	ttl   time.Duration
 	nodes []*serverProc
+	// profile, when set, is the path prefix of the CPU profiles the nodes
+	// write (serve --cpuprofile PROFILE-nodeN.prof).
+	profile string
 }
+
+// clusterProfiles is where BenchmarkClusterIngest's nodes write their CPU
+// profiles, one per node and mode (empty: none).
+var clusterProfiles = flag.String("cluster-cpuprofiles", "", "BenchmarkClusterIngest: write each node's CPU profile under this directory")
 
 func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 	t.Helper()
@@ -99,6 +107,9 @@ func (e *clusterEnv) startNodes(n int, cluster bool) {
 			t.Fatal(err)
 		}
 		p := &serverProc{t: t, bin: bin, addr: addr, data: t.TempDir(), out: out, args: []string{"--index", e.dsn}}
+		if e.profile != "" {
+			p.args = append(p.args, "--cpuprofile", fmt.Sprintf("%s-node%d.prof", e.profile, i))
+		}
 		if cluster {
 			p.args = append(p.args, "--blobs", e.blobs,
 				"--attestation-key", e.keys.Attestation, "--pseudonym-key", e.keys.Pseudonym,
@@ -809,6 +820,9 @@ func BenchmarkClusterIngest(b *testing.B) {
 			viaBalancer bool
 		}{{"single node, local disk", 1, false, false}, {"cluster, 1 node", 1, true, false},
 			{"cluster, 3 nodes", 3, true, false}, {"cluster, 3 nodes, proxied", 3, true, true}} {
+			if *clusterProfiles != "" {
+				e.profile = filepath.Join(*clusterProfiles, strings.NewReplacer(" ", "", ",", "-").Replace(mode.name))
+			}
 			e.startNodes(mode.nodes, mode.cluster)
 			base := e.roundRobin()
 			startCPU := e.nodesCPU()
