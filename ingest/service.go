@@ -178,6 +178,16 @@ func (s *Service) recoverOne(id string) error {
 	if err != nil {
 		return err
 	}
+	if root != "" && s.cl != nil {
+		// In cluster mode a sealed copy is the recording only once it is
+		// published (clusterSealed publishes after its seal won): one
+		// sealed here before a crash may have lost to another node, and
+		// must be neither published nor served. A copy that was
+		// published is fetched again when read.
+		if pub, err := s.st.PublishedRoot(id); err != nil || pub != root {
+			return os.RemoveAll(s.st.Layout().Recording(id))
+		}
+	}
 	if root != "" {
 		m, err := s.st.ReadManifest(root)
 		if err != nil {

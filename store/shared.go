@@ -184,6 +184,20 @@ func (s *Store) PublishSealed(id, root string, meta, plan []byte) error {
 	return sh.ReleaseHolds(id, holdBatch)
 }
 
+// PublishedRoot is the root under which recording id is published in a
+// shared blob store ("" when it is not, or the blob store is local).
+func (s *Store) PublishedRoot(id string) (string, error) {
+	sh, ok := s.Blobs.(SharedBlobs)
+	if !ok {
+		return "", nil
+	}
+	rb, err := sh.RecordingFile(id, publishedRoot)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return strings.TrimSpace(string(rb)), err
+}
+
 // fetch installs in this data directory a finished recording another node
 // published in the shared blob store: meta.json and ROOT, written as an
 // imported bundle's are (install), so the recording reads like any other.
