@@ -295,8 +295,6 @@ func (s *Service) readBatch(ctx context.Context, key string) (batchDoc, error) {
 func (s *Service) lostTo(r *recording, b batchDoc) error {
 	if b.Seal != nil {
 		s.disown(r, fmt.Sprintf("epoch %d by %s sealed it at seq %d", b.Epoch, b.Node, b.First))
-		// Reads here must find the published recording, not this copy.
-		s.dropLocal(r.meta.ID)
 		if b.Seal.Verdict == store.VerdictAborted {
 			return aborted()
 		}
@@ -312,15 +310,20 @@ func (s *Service) live(r *recording) bool {
 	return s.now().Before(r.lease.Expires.Add(-s.cl.cfg.TTL / 5))
 }
 
-// disown drops an open recording this node no longer owns: its local log
-// is closed and forgotten (the recording lives on in the object store and
-// with its new owner). r.mu is held.
+// disown drops an open recording this node no longer owns (or whose
+// seal it could not confirm): its local log is closed and its local copy
+// removed (the recording lives on in the object store and with its new
+// owner; a stale copy here would shadow it for reads on this node, its
+// index locators running past this copy's end). The copy goes before r
+// leaves s.open, so that a takeover here (claim, which runs only for a
+// recording not open) never races the removal. r.mu is held.
 func (s *Service) disown(r *recording, why string) {
 	s.log.Warn("lost ownership of a recording", "recording", r.meta.ID, "epoch", r.lease.Epoch, "why", why)
 	if !r.closed {
 		r.log.Close()
 		r.closed = true
 	}
+	s.dropLocal(r.meta.ID)
 	s.mu.Lock()
 	if s.open[r.meta.ID] == r {
 		delete(s.open, r.meta.ID)
@@ -358,7 +361,6 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 			// seal, so go on. Anything else: this seal lost.
 			if b.Seal == nil || b.Seal.Root != root || b.Seal.Verdict != verdict {
 				s.lostTo(r, b)
-				s.dropLocal(id)
 				// The retry is answered by the winner (its seal, or the
 				// new owner's log).
 				err = notOwner("another node wrote its next seq first")
@@ -391,9 +393,7 @@ func (s *Service) completeSeal(ctx context.Context, id string, m *sealMark) erro
 	return err
 }
 
-// dropLocal removes this node's copy of recording id, which it sealed but
-// lost to another node's write: reads of it here must not find a partial
-// recording (the other node publishes the whole one).
+// dropLocal removes this node's copy of recording id (disown).
 func (s *Service) dropLocal(id string) {
 	if err := os.RemoveAll(s.st.Layout().Recording(id)); err != nil {
 		s.log.Error("removing the stale copy of a recording failed", "recording", id, "err", err)

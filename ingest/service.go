@@ -937,13 +937,7 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 			// the seal object (ours, if it landed) and answers from it,
 			// or takes the recording over from its objects.
 			if !r.closed {
-				r.closed = true
-				s.mu.Lock()
-				if s.open[id] == r {
-					delete(s.open, id)
-				}
-				s.mu.Unlock()
-				s.dropLocal(id)
+				s.disown(r, "its seal was not confirmed")
 			}
 			return wire.FinishReply{}, err
 		}
