@@ -553,8 +553,9 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 		var meta store.RecordingMeta
 		if json.Unmarshal(sealed.mark.Meta, &meta) == nil && meta.ID == id {
 			s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: sealed.mark.Root})
-			s.proj.Notify(id, sealed.mark.AckedThrough)
 		}
+		s.proj.Notify(id, sealed.mark.AckedThrough)
+		s.indexNow(ctx, id)
 		s.answerFrom(w, r, sealed.mark.sealedDoc, finish)
 		s.collectLater(id, sealed.mark.AckedThrough+1)
 		return "", true
@@ -588,11 +589,34 @@ func (s *Service) answerSealed(w http.ResponseWriter, r *http.Request, id, finis
 		s.edge.Fail(w, r, fmt.Errorf("sealed document of %s unreadable: %w", id, err))
 		return true
 	}
+	if finish == sd.Verdict {
+		// A retried finish: its first answer may have been lost with
+		// its node, before that node's projector indexed the recording.
+		if meta, err := s.st.Meta(id); err == nil {
+			s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: sd.Root})
+		}
+		s.proj.Notify(id, sd.AckedThrough)
+		s.indexNow(r.Context(), id)
+	}
 	s.answerFrom(w, r, sd, finish)
 	if err := s.collectCluster(r.Context(), id, sd.AckedThrough+1); err != nil {
 		s.log.Warn("collecting a sealed recording's batches failed", "recording", id, "err", err)
 	}
 	return true
+}
+
+// indexNow has this node's projector index recording id now, before a
+// finish of it is answered: in cluster mode no other node would index a
+// finished recording whose node is lost right after answering (a node
+// indexes only what it appends, takes over, or answers a finish for).
+// It waits at most a lease's life; an index that is down is caught up
+// later, as always.
+func (s *Service) indexNow(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, s.cl.cfg.TTL)
+	defer cancel()
+	if err := s.proj.Project(ctx, id); err != nil {
+		s.log.Warn("indexing a finished recording before answering its finish failed (it is retried)", "recording", id, "err", err)
+	}
 }
 
 // answerFrom answers a write for a sealed recording: a finish with its

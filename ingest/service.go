@@ -949,6 +949,9 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
 	s.proj.Notify(id, r.next-1)
+	if s.cl != nil {
+		s.indexNow(ctx, id)
+	}
 	return wire.FinishReply{Root: root, AckedThrough: r.next - 1}, nil
 }
 
