@@ -345,6 +345,12 @@ func TestClusterFencing(t *testing.T) {
 			}
 		})
 	}
+	// The same two nodes serve the other cases that need two (each
+	// cluster a test starts costs CI seconds): the collection after a
+	// seal, then executors straight to the owner, which kills one, so
+	// it goes last.
+	t.Run("collects after seal", func(t *testing.T) { collectsAfterSeal(t, e) })
+	t.Run("direct to owner", func(t *testing.T) { directToOwner(t, e) })
 }
 
 // pausedOwner opens a recording on node A, appends seqs 1-10 to it, and
@@ -922,13 +928,13 @@ func (e *clusterEnv) waitCollected(ids []string) {
 	}
 }
 
-// TestClusterDirectToOwner: an executor behind a round-robin balancer
+// directToOwner (TestClusterFencing/direct_to_owner, which kills one of
+// e's two nodes): an executor behind a round-robin balancer
 // sends a recording's appends straight to the owner its replies name
 // (wire.OwnerHeader), so the balancer carries none of them; when the
 // owner dies, the executor goes back through the balancer at once, the
 // recording is taken over there, and it finishes with every event once.
-func TestClusterDirectToOwner(t *testing.T) {
-	e := newClusterEnv(t, 2, 2*time.Second)
+func directToOwner(t *testing.T, e *clusterEnv) {
 	base, passed := e.countedRoundRobin()
 	ctx := context.Background()
 	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 5, Steps: 20, EventsPerStep: 5})))
@@ -987,14 +993,14 @@ func TestClusterDirectToOwner(t *testing.T) {
 	}
 }
 
-// TestClusterCollectsAfterSeal: once a recording is sealed and
+// collectsAfterSeal (TestClusterFencing/collects_after_seal, on e's two
+// nodes): once a recording is sealed and
 // published, its batch objects and open document are deleted, all but
 // the seal object (which keeps the key after the last seq taken for
 // good); every node still answers its writes from
 // cluster/sealed/<id>.json (a retried finish gets the root, an append is
 // refused), with no takeover, and its bundle is whole.
-func TestClusterCollectsAfterSeal(t *testing.T) {
-	e := newClusterEnv(t, 2, 2*time.Second)
+func collectsAfterSeal(t *testing.T, e *clusterEnv) {
 	ctx := context.Background()
 	rep, err := client.New(e.url(0)).Open(ctx, wire.OpenRequest{Project: "collect", Flow: "f"})
 	if err != nil {
