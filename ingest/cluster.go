@@ -50,8 +50,8 @@ type Cluster struct {
 const (
 	clusterLeases  = "cluster/leases"   // + /<id>: the ownership lease
 	clusterOpen    = "cluster/open/"    // + <id>.json: meta, plan, first known hashes
-	clusterBatches = "cluster/batches/" // + <id>/<first seq, 20 digits>: one acknowledged batch
-	clusterSealed  = "cluster/sealed/"  // + <id>.json: the root and verdict once sealed
+	clusterBatches = "cluster/batches/" // + <id>/<first seq, 20 digits>: one batch, or the seal
+	clusterSealed  = "cluster/sealed/"  // + <id>.json: the root and verdict once sealed and published
 )
 
 // proxiedHeader marks a request one node passed to another, so that a
@@ -74,7 +74,12 @@ type cluster struct {
 	ownersMu sync.Mutex
 	owners   map[string]lease.Lease
 	stop     chan struct{}
-	done     sync.WaitGroup
+	// bg is the context of background work (collecting a sealed
+	// recording's batches), cancelled as the service closes: a collection
+	// cut short is finished by a later write (answerSealed).
+	bg     context.Context
+	stopBg context.CancelFunc
+	done   sync.WaitGroup
 }
 
 // openDoc is cluster/open/<id>.json: what a taker needs to make the
@@ -91,18 +96,36 @@ type openDoc struct {
 // record is in the log's own binary encoding, so that a taker's log is
 // byte for byte the owner's: the index's locators (segment, offset),
 // written by whichever node indexed, stay true of it.
+//
+// The seal is an object of the same key space: a batchDoc with Seal set
+// and no records, at the key after the last acknowledged seq. Every key
+// is written create-only and never replaced, so of "the old owner seals
+// at seq N" and "a new owner appends seq N" exactly one wins (see
+// docs/design.md § Cluster mode for why nothing acknowledged is lost).
 type batchDoc struct {
-	Epoch   uint64   `json:"epoch"`
-	Node    string   `json:"node"`
-	First   uint64   `json:"first_seq"`
-	Hashes  []byte   `json:"known_hashes,omitempty"`
-	Records [][]byte `json:"records"`
+	Epoch   uint64    `json:"epoch"`
+	Node    string    `json:"node"`
+	First   uint64    `json:"first_seq"`
+	Hashes  []byte    `json:"known_hashes,omitempty"`
+	Records [][]byte  `json:"records,omitempty"`
+	Seal    *sealMark `json:"seal,omitempty"`
 }
 
+// sealedDoc is cluster/sealed/<id>.json, written once the recording is
+// published: every node answers its writes from it.
 type sealedDoc struct {
 	Root         string `json:"root"`
 	Verdict      string `json:"verdict"`
 	AckedThrough uint64 `json:"acked_through"`
+}
+
+// sealMark is a seal object's content: the sealed document, and what any
+// node needs to publish the sealed recording (its segments and manifest
+// are already in the shared store) should its sealer die first.
+type sealMark struct {
+	sealedDoc
+	Meta json.RawMessage `json:"meta"`
+	Plan json.RawMessage `json:"plan,omitempty"`
 }
 
 func batchKey(id string, first uint64) string {
@@ -111,18 +134,26 @@ func batchKey(id string, first uint64) string {
 
 func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
+	c.bg, c.stopBg = context.WithCancel(context.Background())
 	transport := cfg.Proxy
 	if transport == nil {
 		// An owner that is paused accepts connections and never answers:
 		// give up after a lease's life, by when a retry can take over.
+		// Connections to the other nodes are kept and reused (each
+		// proxied append would otherwise pay a TCP handshake), and bodies
+		// pass as they came: the transport must not ask for, nor
+		// decompress, a compressed reply.
 		transport = &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: cfg.TTL}).DialContext,
+			DialContext:           (&net.Dialer{Timeout: cfg.TTL, KeepAlive: 30 * time.Second}).DialContext,
 			ResponseHeaderTimeout: cfg.TTL,
-			MaxIdleConnsPerHost:   32,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
 		}
 	}
 	c.proxy = &httputil.ReverseProxy{
-		Transport: transport,
+		Transport:  transport,
+		BufferPool: proxyBuffers{},
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			target, _ := url.Parse(pr.In.Header.Get(proxiedHeader + "-To"))
 			pr.SetURL(target)
@@ -147,6 +178,16 @@ func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
 	}
 	return c
 }
+
+// proxyBuffers recycles the buffers a proxied body and reply are copied
+// through (without a pool, httputil allocates 32 KiB per request, on the
+// path two appends in three take behind a round-robin balancer).
+type proxyBuffers struct{}
+
+var proxyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (proxyBuffers) Get() []byte  { return *proxyBufPool.Get().(*[]byte) }
+func (proxyBuffers) Put(b []byte) { proxyBufPool.Put(&b) }
 
 // notOwner is the retryable refusal of a write this node cannot take now.
 func notOwner(why string) error {
@@ -190,15 +231,13 @@ func (s *Service) clusterOpened(ctx context.Context, r *recording, plan []byte, 
 }
 
 // putBatch writes an append's batch under its first seq, create-only,
-// and checks afterwards that r's lease was still live: only then may it
-// be acknowledged. r.mu is held.
+// and checks afterwards that r's lease was still live: only then is it
+// acknowledged. r.mu is held.
 //
-// The key is the batch's first seq, so two owners writing the same range
-// collide on the key. A key taken by a lower epoch (or by this epoch's
-// own earlier write that was never acknowledged) holds a batch nobody
-// acknowledged — its writer's check below failed, or this owner's listing
-// at takeover would have included it — and is replaced. A key taken by a
-// higher epoch means this node lost the recording: it disowns it.
+// Every writer writes at the key after the last seq of its log, and its
+// log is exactly the objects before that key, so the objects form one
+// chain and a taken key means this node's log is behind the chain (see
+// keyTaken). A key is never replaced.
 func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Record, hashes []byte) error {
 	c := s.cl
 	first := recs[0].Seq
@@ -211,47 +250,58 @@ func (s *Service) putBatch(ctx context.Context, r *recording, recs []store.Recor
 		return err
 	}
 	key := batchKey(r.meta.ID, first)
-	put := func(opts objstore.PutOptions) error {
-		_, err := c.cfg.Objects.Put(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
-		return err
-	}
-	err = put(objstore.PutOptions{CreateOnly: true})
+	_, err = c.cfg.Objects.Put(ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{CreateOnly: true})
 	if errors.Is(err, objstore.ErrExists) {
-		old, info, rerr := objstore.ReadAll(ctx, c.cfg.Objects, key)
-		if rerr != nil {
-			return clusterError(rerr)
+		b, err := s.readBatch(ctx, key)
+		if err != nil {
+			return err
 		}
-		var b batchDoc
-		if jerr := json.Unmarshal(old, &b); jerr != nil {
-			return fmt.Errorf("batch %s unreadable: %w", key, jerr)
-		}
-		if b.Epoch > r.lease.Epoch {
-			s.disown(r, fmt.Sprintf("epoch %d wrote seq %d", b.Epoch, first))
-			return notOwner("another node took it over")
-		}
-		if !s.live(r) {
-			// Replacing needs the lease now: a taker may have listed the
-			// batch there, and must find in the store what it read.
-			s.disown(r, "its lease lapsed before the batch was acknowledged")
-			return notOwner("this node's lease lapsed")
-		}
-		err = put(objstore.PutOptions{IfMatch: info.ETag})
+		return s.lostTo(r, b)
 	}
 	if err != nil {
-		if errors.Is(err, objstore.ErrPrecondition) {
-			s.disown(r, "its batch key changed under it")
-			return notOwner("another node took it over")
-		}
+		// It may have landed: the next write at this key finds it taken.
 		return clusterError(err)
 	}
-	// The fence: the batch landed before this moment; if the lease was
-	// still live now (with a margin for the nodes' clocks), nobody can
-	// have taken over before it landed, so a taker's listing sees it.
+	// The batch is on the chain whatever happens now. A node woken past
+	// its lease (its put landed after a taker listed the chain) must not
+	// acknowledge it though: that taker's own write at this key is
+	// refused, and the recording's next owner rebuilds with this batch,
+	// which holds the executor's own events at these seqs.
 	if !s.live(r) {
 		s.disown(r, "its lease lapsed before the batch was acknowledged")
 		return notOwner("this node's lease lapsed")
 	}
 	return nil
+}
+
+// readBatch reads the object at a batch key.
+func (s *Service) readBatch(ctx context.Context, key string) (batchDoc, error) {
+	var b batchDoc
+	raw, _, err := objstore.ReadAll(ctx, s.cl.cfg.Objects, key)
+	if err != nil {
+		return b, clusterError(err)
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return b, fmt.Errorf("batch %s unreadable: %w", key, err)
+	}
+	return b, nil
+}
+
+// lostTo handles a create-only put of r's that found its key taken by b:
+// this node's log is behind the recording's chain, so it drops the
+// recording (the retry of the request is served by whoever owns it now,
+// or takes it over from the objects, b included). A seal there means the
+// recording is finished, and the refusal says so. r.mu is held.
+func (s *Service) lostTo(r *recording, b batchDoc) error {
+	if b.Seal != nil {
+		s.disown(r, fmt.Sprintf("epoch %d by %s sealed it at seq %d", b.Epoch, b.Node, b.First))
+		if b.Seal.Verdict == store.VerdictAborted {
+			return aborted()
+		}
+		return finished()
+	}
+	s.disown(r, fmt.Sprintf("epoch %d by %s wrote seq %d", b.Epoch, b.Node, b.First))
+	return notOwner("another node took it over")
 }
 
 // live says whether r's lease is live now, with a margin of a fifth of
@@ -260,15 +310,20 @@ func (s *Service) live(r *recording) bool {
 	return s.now().Before(r.lease.Expires.Add(-s.cl.cfg.TTL / 5))
 }
 
-// disown drops an open recording this node no longer owns: its local log
-// is closed and forgotten (the recording lives on in the object store and
-// with its new owner). r.mu is held.
+// disown drops an open recording this node no longer owns (or whose
+// seal it could not confirm): its local log is closed and its local copy
+// removed (the recording lives on in the object store and with its new
+// owner; a stale copy here would shadow it for reads on this node, its
+// index locators running past this copy's end). The copy goes before r
+// leaves s.open, so that a takeover here (claim, which runs only for a
+// recording not open) never races the removal. r.mu is held.
 func (s *Service) disown(r *recording, why string) {
 	s.log.Warn("lost ownership of a recording", "recording", r.meta.ID, "epoch", r.lease.Epoch, "why", why)
 	if !r.closed {
 		r.log.Close()
 		r.closed = true
 	}
+	s.dropLocal(r.meta.ID)
 	s.mu.Lock()
 	if s.open[r.meta.ID] == r {
 		delete(s.open, r.meta.ID)
@@ -276,19 +331,113 @@ func (s *Service) disown(r *recording, why string) {
 	s.mu.Unlock()
 }
 
-// clusterSealed records a sealed recording for every node and gives its
-// lease up. r.mu is held. The seal is already durable (and published to
-// the shared store); a failure here only delays other nodes' answer.
+// clusterSealed makes the seal of r, sealed here (not yet published),
+// the recording's for every node: the seal object at the key after its
+// last acknowledged seq, create-only. Only if it lands (or is this
+// node's own, from an earlier try) is the recording published, told
+// every node (cluster/sealed/<id>.json), its lease released and its
+// batches collected. A key found taken by a batch means another node
+// acknowledged more: this node's seal is a stale copy, removed here, and
+// the finish is refused as retryable (its retry reaches the owner). r.mu
+// is held.
 func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict string) error {
 	c := s.cl
-	data, _ := json.Marshal(sealedDoc{Root: root, Verdict: verdict, AckedThrough: r.next - 1})
-	if _, err := c.cfg.Objects.Put(ctx, clusterSealed+r.meta.ID+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{}); err != nil {
+	id := r.meta.ID
+	meta, plan, err := s.st.SealedFiles(id)
+	if err != nil {
+		return storageError(err)
+	}
+	mark := &sealMark{sealedDoc: sealedDoc{Root: root, Verdict: verdict, AckedThrough: r.next - 1}, Meta: meta, Plan: plan}
+	data, err := json.Marshal(batchDoc{Epoch: r.lease.Epoch, Node: c.cfg.Node, First: r.next, Seal: mark})
+	if err != nil {
+		return err
+	}
+	key := batchKey(id, r.next)
+	_, err = c.cfg.Objects.Put(ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{CreateOnly: true})
+	if errors.Is(err, objstore.ErrExists) {
+		var b batchDoc
+		if b, err = s.readBatch(ctx, key); err == nil {
+			// Ours, when a put answered as failed had landed: the same
+			// seal, so go on. Anything else: this seal lost.
+			if b.Seal == nil || b.Seal.Root != root || b.Seal.Verdict != verdict {
+				s.lostTo(r, b)
+				// The retry is answered by the winner (its seal, or the
+				// new owner's log).
+				err = notOwner("another node wrote its next seq first")
+			}
+		}
+	}
+	if err != nil {
+		return clusterError(err)
+	}
+	if err := s.completeSeal(ctx, id, mark); err != nil {
 		return clusterError(err)
 	}
 	if err := c.leases.Release(ctx, r.lease); err != nil {
-		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", r.meta.ID, "err", err)
+		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
 	}
+	s.collectLater(id, r.next)
 	return nil
+}
+
+// completeSeal publishes a sealed recording from its seal object's mark
+// (the segments and manifest are in the shared store already) and then
+// writes cluster/sealed/<id>.json. Any node may, any number of times:
+// the seal object is immutable, so every run writes the same.
+func (s *Service) completeSeal(ctx context.Context, id string, m *sealMark) error {
+	if err := s.st.PublishSealed(id, m.Root, m.Meta, m.Plan); err != nil {
+		return err
+	}
+	data, _ := json.Marshal(m.sealedDoc)
+	_, err := s.cl.cfg.Objects.Put(ctx, clusterSealed+id+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{})
+	return err
+}
+
+// dropLocal removes this node's copy of recording id (disown).
+func (s *Service) dropLocal(id string) {
+	if err := os.RemoveAll(s.st.Layout().Recording(id)); err != nil {
+		s.log.Error("removing the stale copy of a recording failed", "recording", id, "err", err)
+	}
+}
+
+// collectLater collects a published recording's batches in the
+// background (collectCluster), under a context cancelled as the service
+// closes.
+func (s *Service) collectLater(id string, sealSeq uint64) {
+	c := s.cl
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		if err := s.collectCluster(c.bg, id, sealSeq); err != nil {
+			s.log.Warn("collecting a sealed recording's batches failed (a later write for it retries)", "recording", id, "err", err)
+		}
+	}()
+}
+
+// collectCluster deletes a published recording's batch objects, those
+// before its seal object at sealSeq, then its open document. It runs only
+// once cluster/sealed/<id>.json exists, so after the recording's ROOT is
+// published: no reader needs them, and every write is answered from the
+// sealed document before any takeover is tried. The seal object is kept
+// for good (it is small): the key after the last acknowledged seq stays
+// taken, so an owner that listed the chain before the seal landed can
+// never append there. The open document goes last, so that leftovers of
+// an interrupted collection are still found under the batch prefix.
+func (s *Service) collectCluster(ctx context.Context, id string, sealSeq uint64) error {
+	obj := s.cl.cfg.Objects
+	sealKey := batchKey(id, sealSeq)
+	for info, err := range obj.List(ctx, clusterBatches+id+"/") {
+		if err != nil {
+			return err
+		}
+		if info.Key >= sealKey {
+			continue
+		}
+		if err := obj.Delete(ctx, info.Key); err != nil {
+			return err
+		}
+	}
+	return obj.Delete(ctx, clusterOpen+id+".json")
 }
 
 // claim is called for a write to a recording that is not open here. It
@@ -358,20 +507,7 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 	if here || sealedHere {
 		return "", false // taken over by a request that held claimMu before us
 	}
-	if raw, _, err := objstore.ReadAll(ctx, c.cfg.Objects, clusterSealed+id+".json"); err == nil {
-		var sd sealedDoc
-		if err := json.Unmarshal(raw, &sd); err == nil {
-			if finish == sd.Verdict {
-				httpx.JSON(w, http.StatusOK, wire.FinishReply{Root: sd.Root, AckedThrough: sd.AckedThrough})
-			} else if sd.Verdict == store.VerdictAborted {
-				s.edge.Fail(w, r, aborted())
-			} else {
-				s.edge.Fail(w, r, finished())
-			}
-			return "", true
-		}
-	} else if !errors.Is(err, objstore.ErrNotExist) {
-		s.edge.Fail(w, r, clusterError(err))
+	if s.answerSealed(w, r, id, finish) {
 		return "", true
 	}
 	if _, err := c.cfg.Objects.Stat(ctx, clusterOpen+id+".json"); errors.Is(err, objstore.ErrNotExist) {
@@ -392,7 +528,39 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 		s.edge.Fail(w, r, clusterError(err))
 		return "", true
 	}
-	if err := s.takeOver(ctx, id, l); err != nil {
+	// The owner may have sealed it, released the lease and collected its
+	// batches since the check above: a sealed recording is never taken
+	// over (there may be nothing left to rebuild it from).
+	if s.answerSealed(w, r, id, finish) {
+		if err := c.leases.Release(ctx, l); err != nil {
+			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
+		}
+		return "", true
+	}
+	err = s.takeOver(ctx, id, l)
+	var sealed *sealFound
+	if errors.As(err, &sealed) {
+		// Its seal object landed but cluster/sealed/<id>.json did not
+		// (its sealer died, or is still publishing): finish the seal
+		// here, as the sealer would have, and answer from it.
+		if rerr := c.leases.Release(ctx, l); rerr != nil {
+			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", rerr)
+		}
+		if err := s.completeSeal(ctx, id, sealed.mark); err != nil {
+			s.edge.Fail(w, r, clusterError(err))
+			return "", true
+		}
+		var meta store.RecordingMeta
+		if json.Unmarshal(sealed.mark.Meta, &meta) == nil && meta.ID == id {
+			s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: sealed.mark.Root})
+		}
+		s.proj.Notify(id, sealed.mark.AckedThrough)
+		s.indexNow(ctx, id)
+		s.answerFrom(w, r, sealed.mark.sealedDoc, finish)
+		s.collectLater(id, sealed.mark.AckedThrough+1)
+		return "", true
+	}
+	if err != nil {
 		s.log.Error("taking over a recording failed", "recording", id, "epoch", l.Epoch, "err", err)
 		s.edge.Fail(w, r, clusterError(err))
 		return "", true
@@ -400,6 +568,74 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 	s.log.Info("took over a recording", "recording", id, "epoch", l.Epoch)
 	return "", false
 }
+
+// answerSealed answers a write for recording id when
+// cluster/sealed/<id>.json says it is sealed (a finish with its verdict
+// gets the root again; anything else is refused), or a failure to read
+// that document; false: not sealed, nothing was answered. A sealed
+// recording's leftover batch objects (a collection cut short) are
+// collected again.
+func (s *Service) answerSealed(w http.ResponseWriter, r *http.Request, id, finish string) bool {
+	raw, _, err := objstore.ReadAll(r.Context(), s.cl.cfg.Objects, clusterSealed+id+".json")
+	if errors.Is(err, objstore.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		s.edge.Fail(w, r, clusterError(err))
+		return true
+	}
+	var sd sealedDoc
+	if err := json.Unmarshal(raw, &sd); err != nil {
+		s.edge.Fail(w, r, fmt.Errorf("sealed document of %s unreadable: %w", id, err))
+		return true
+	}
+	if finish == sd.Verdict {
+		// A retried finish: its first answer may have been lost with
+		// its node, before that node's projector indexed the recording.
+		if meta, err := s.st.Meta(id); err == nil {
+			s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: sd.Root})
+		}
+		s.proj.Notify(id, sd.AckedThrough)
+		s.indexNow(r.Context(), id)
+	}
+	s.answerFrom(w, r, sd, finish)
+	if err := s.collectCluster(r.Context(), id, sd.AckedThrough+1); err != nil {
+		s.log.Warn("collecting a sealed recording's batches failed", "recording", id, "err", err)
+	}
+	return true
+}
+
+// indexNow has this node's projector index recording id now, before a
+// finish of it is answered: in cluster mode no other node would index a
+// finished recording whose node is lost right after answering (a node
+// indexes only what it appends, takes over, or answers a finish for).
+// It waits at most a lease's life; an index that is down is caught up
+// later, as always.
+func (s *Service) indexNow(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, s.cl.cfg.TTL)
+	defer cancel()
+	if err := s.proj.Project(ctx, id); err != nil {
+		s.log.Warn("indexing a finished recording before answering its finish failed (it is retried)", "recording", id, "err", err)
+	}
+}
+
+// answerFrom answers a write for a sealed recording: a finish with its
+// verdict gets the root again; anything else is refused.
+func (s *Service) answerFrom(w http.ResponseWriter, r *http.Request, sd sealedDoc, finish string) {
+	if finish == sd.Verdict {
+		httpx.JSON(w, http.StatusOK, wire.FinishReply{Root: sd.Root, AckedThrough: sd.AckedThrough})
+	} else if sd.Verdict == store.VerdictAborted {
+		s.edge.Fail(w, r, aborted())
+	} else {
+		s.edge.Fail(w, r, finished())
+	}
+}
+
+// sealFound is takeOver's answer when the recording's chain ends in a
+// seal object: it is finished, not to be taken over.
+type sealFound struct{ mark *sealMark }
+
+func (e *sealFound) Error() string { return "the recording is sealed (" + e.mark.Root + ")" }
 
 // takeOver rebuilds recording id from its objects (open document, then
 // every batch in seq order) into this node's data directory and opens it
@@ -429,14 +665,18 @@ func (s *Service) takeOver(ctx context.Context, id string, l lease.Lease) error 
 		if err := json.Unmarshal(data, &b); err != nil {
 			return fmt.Errorf("batch %s: %w", info.Key, err)
 		}
+		if b.Seal != nil {
+			// Sealed (its sealer may have died before publishing):
+			// never taken over; the caller completes the seal.
+			return &sealFound{b.Seal}
+		}
 		if b.First > next {
 			return fmt.Errorf("batch %s starts at seq %d, want %d", info.Key, b.First, next)
 		}
 		hashes = append(hashes, b.Hashes...)
-		// A batch may overlap the one before: an owner whose put was
-		// answered as failed but landed retries the executor's resent
-		// events (the same events, so the same records) under its own
-		// key again. The first copy of a seq is kept.
+		// Objects form one chain (each at the seq after the last one's
+		// last), so a batch never overlaps the one before; records
+		// before next would be skipped all the same.
 		for _, raw := range b.Records {
 			rec, err := store.DecodeRecord(raw)
 			if err != nil {

@@ -43,6 +43,10 @@ func (s *Service) handleOpen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", wire.Path(wire.RouteRecording, rep.ID))
+	if s.cl != nil {
+		// The opening node owns it (epoch 1).
+		w.Header().Set(wire.OwnerHeader, s.cl.cfg.Advertise)
+	}
 	httpx.JSON(w, http.StatusCreated, rep)
 }
 
@@ -115,8 +119,10 @@ func (s *Service) handleAppend(w http.ResponseWriter, r *http.Request) {
 	s.m.Batches.Inc()
 	s.m.AckLat.Observe(time.Since(start).Seconds())
 	if s.cl != nil {
-		// Which node acknowledged (the owner, also through a proxy).
+		// Which node acknowledged (the owner, also through a proxy), and
+		// where the executor may send the next appends directly.
 		w.Header().Set(NodeHeader, s.cl.cfg.Node)
+		w.Header().Set(wire.OwnerHeader, s.cl.cfg.Advertise)
 	}
 	httpx.JSON(w, http.StatusOK, rep)
 }

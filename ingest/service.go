@@ -178,6 +178,16 @@ func (s *Service) recoverOne(id string) error {
 	if err != nil {
 		return err
 	}
+	if root != "" && s.cl != nil {
+		// In cluster mode a sealed copy is the recording only once it is
+		// published (clusterSealed publishes after its seal won): one
+		// sealed here before a crash may have lost to another node, and
+		// must be neither published nor served. A copy that was
+		// published is fetched again when read.
+		if pub, err := s.st.PublishedRoot(id); err != nil || pub != root {
+			return os.RemoveAll(s.st.Layout().Recording(id))
+		}
+	}
 	if root != "" {
 		m, err := s.st.ReadManifest(root)
 		if err != nil {
@@ -285,6 +295,7 @@ func (s *Service) Close() {
 		close(s.stopIdle)
 		if s.cl != nil {
 			close(s.cl.stop)
+			s.cl.stopBg()
 		}
 	})
 	s.idle.Wait() // no abort runs from here on
@@ -877,6 +888,9 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	if still != nil && !still(r) {
 		return wire.FinishReply{}, errNotStill
 	}
+	// In cluster mode no check of the lease here: one could pass and go
+	// stale before the seal lands (a pause). The seal is fenced by the
+	// store instead (clusterSealed).
 	if err := s.finishVideo(ctx, r); err != nil {
 		return wire.FinishReply{}, err
 	}
@@ -886,7 +900,14 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	meta := r.meta
 	meta.Verdict = verdict
 	meta.FinishedAt = s.now().UnixNano()
-	root, err := s.st.Seal(meta)
+	seal := s.st.Seal
+	if s.cl != nil {
+		// Published only once the seal won the recording's key space
+		// (clusterSealed): a node that lost it must not replace what
+		// the owner publishes.
+		seal = s.st.SealUnpublished
+	}
+	root, err := seal(meta)
 	if err != nil {
 		// Keep the recording open: reopen the log so appends and a later
 		// finish still work. A log found damaged meanwhile (its reopen
@@ -911,6 +932,13 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	}
 	if s.cl != nil {
 		if err := s.clusterSealed(ctx, r, root, verdict); err != nil {
+			// Not (known to be) the cluster's seal: this copy is
+			// forgotten, and the retry goes through claim, which finds
+			// the seal object (ours, if it landed) and answers from it,
+			// or takes the recording over from its objects.
+			if !r.closed {
+				s.disown(r, "its seal was not confirmed")
+			}
 			return wire.FinishReply{}, err
 		}
 	}
@@ -921,6 +949,9 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 	s.mu.Unlock()
 	s.proj.Put(store.RecordingRow{RecordingMeta: meta, State: store.StateFinished, Root: root})
 	s.proj.Notify(id, r.next-1)
+	if s.cl != nil {
+		s.indexNow(ctx, id)
+	}
 	return wire.FinishReply{Root: root, AckedThrough: r.next - 1}, nil
 }
 

@@ -189,6 +189,32 @@ func (p *Projector) Flush(ctx context.Context) error {
 	}
 }
 
+// Project indexes recording id now, through what Put and Notify asked,
+// and returns once the index has it, or with the index's error, or when
+// ctx ends: for a caller that must not answer before the index holds a
+// recording (cluster mode's finish, whose node may be lost right after:
+// no other node would index a finished recording). A failure leaves it
+// pending for the next pass, as always.
+func (p *Projector) Project(ctx context.Context, id string) error {
+	// The pass lock, without outwaiting ctx: a pass in flight may be
+	// retrying an index that is down.
+	for !p.pass.TryLock() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	defer p.pass.Unlock()
+	p.mu.Lock()
+	_, ok := p.recs[id]
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return p.project(ctx, id)
+}
+
 // Rebuild drops every row of the index and projects every recording of
 // the store again from its first record, while the projector keeps
 // serving: it holds the pass lock, so no other pass writes meanwhile, and

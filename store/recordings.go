@@ -323,8 +323,25 @@ func (s *Store) ReadManifest(root string) (*Manifest, error) {
 // it again on a sealed recording returns the same root.
 func (s *Store) Seal(meta RecordingMeta) (string, error) { return s.seal(meta, nil) }
 
+// SealUnpublished is Seal without publishing to a shared blob store: the
+// segments and manifest are stored (held, so no node's sweep removes
+// them), ROOT is written here, and the recording's published files are
+// left as they were. Cluster mode publishes only once its seal won the
+// recording's key space (ingest/cluster.go), with PublishSealed.
+func (s *Store) SealUnpublished(meta RecordingMeta) (string, error) {
+	return s.sealUnpublished(meta, nil)
+}
+
 // seal is Seal with the gaps a repair declares (repair.go).
 func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
+	root, err := s.sealUnpublished(meta, gaps)
+	if err == nil {
+		err = s.publish(meta.ID, root)
+	}
+	return root, err
+}
+
+func (s *Store) sealUnpublished(meta RecordingMeta, gaps []Gap) (string, error) {
 	if err := s.writable(); err != nil {
 		return "", err
 	}
@@ -333,16 +350,9 @@ func (s *Store) seal(meta RecordingMeta, gaps []Gap) (string, error) {
 		if _, statErr := os.Stat(s.logDir(id)); root != "" && statErr == nil {
 			_ = os.RemoveAll(s.logDir(id)) // a crash after ROOT, before cleanup
 		}
-		if err == nil {
-			err = s.publish(id, root)
-		}
 		return root, err
 	}
-	root, err := s.sealLog(meta, gaps)
-	if err == nil {
-		err = s.publish(id, root)
-	}
-	return root, err
+	return s.sealLog(meta, gaps)
 }
 
 // Reseal replaces a finished recording's events and metadata with recs (in

@@ -130,24 +130,51 @@ const (
 // a finish that failed here (the object store unreachable) publishes when
 // the executor retries it.
 func (s *Store) publish(id, root string) error {
+	if _, ok := s.Blobs.(SharedBlobs); !ok || root == "" {
+		return nil
+	}
+	meta, plan, err := s.SealedFiles(id)
+	if err != nil {
+		return err
+	}
+	return s.PublishSealed(id, root, meta, plan)
+}
+
+// SealedFiles are the files of recording id, sealed here, that publishing
+// stores for the other nodes: its meta.json and its redaction plan (nil
+// when it has none), as they are on disk.
+func (s *Store) SealedFiles(id string) (meta, plan []byte, err error) {
+	if meta, err = s.readMetaFile(id); err != nil {
+		return nil, nil, err
+	}
+	plan, err = os.ReadFile(s.Layout().Plan(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return meta, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: publish %s: %w", id, err)
+	}
+	return meta, plan, nil
+}
+
+// PublishSealed publishes a finished recording whose segments and
+// manifest (root) are in the shared blob store, from its meta.json and
+// plan (SealedFiles of the node that sealed it): any node can, so a
+// seal whose node died before publishing is published by another
+// (ingest/cluster.go). With a local blob store it does nothing.
+func (s *Store) PublishSealed(id, root string, meta, plan []byte) error {
 	sh, ok := s.Blobs.(SharedBlobs)
 	if !ok || root == "" {
 		return nil
-	}
-	meta, err := s.readMetaFile(id)
-	if err != nil {
-		return err
 	}
 	if err := sh.PutRecordingFile(id, publishedMeta, meta); err != nil {
 		return err
 	}
 	// Every node redacts comments on it with its plan.
-	if plan, err := os.ReadFile(s.Layout().Plan(id)); err == nil {
+	if plan != nil {
 		if err := sh.PutRecordingFile(id, publishedPlan, plan); err != nil {
 			return err
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: publish %s: %w", id, err)
 	}
 	if err := sh.PutRecordingFile(id, publishedRoot, []byte(root+"\n")); err != nil {
 		return err
@@ -155,6 +182,20 @@ func (s *Store) publish(id, root string) error {
 	// The manifest names every blob the batches' holds did, for every
 	// node's sweep: the holds are redundant from here.
 	return sh.ReleaseHolds(id, holdBatch)
+}
+
+// PublishedRoot is the root under which recording id is published in a
+// shared blob store ("" when it is not, or the blob store is local).
+func (s *Store) PublishedRoot(id string) (string, error) {
+	sh, ok := s.Blobs.(SharedBlobs)
+	if !ok {
+		return "", nil
+	}
+	rb, err := sh.RecordingFile(id, publishedRoot)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return strings.TrimSpace(string(rb)), err
 }
 
 // fetch installs in this data directory a finished recording another node

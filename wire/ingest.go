@@ -21,6 +21,14 @@ type OpenReply struct {
 	Mask *MaskRules `json:"mask,omitempty"`
 }
 
+// OwnerHeader, on the replies to an open and an append in cluster mode,
+// is the base URL (the --advertise) of the node that owns the recording
+// now. An executor may send the recording's next writes straight there,
+// skipping the hop from whichever node a load balancer picks; on any
+// failure it goes back to the deployment's base URL, which always works
+// (docs/design.md § Cluster mode).
+const OwnerHeader = "X-Flightrec-Owner"
+
 // AppendReply answers an append.
 type AppendReply struct {
 	AckedThrough uint64 `json:"acked_through"`

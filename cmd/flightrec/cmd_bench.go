@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 
 	"github.com/flightrec/flightrec/internal/bench"
 )
@@ -22,23 +21,16 @@ func runBench(ctx context.Context, args []string, out, errOut io.Writer) int {
 	videoRuns := fs.Int("video-runs", 3, "runs per video figure")
 	videoOnly := fs.Bool("video-only", false, "run only the executor-video benchmark")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	cpuProfile := cpuProfileFlag(fs)
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			printErr(errOut, *asJSON, err)
-			return exitFailure
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			printErr(errOut, *asJSON, err)
-			return exitFailure
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
 	}
+	defer stopProfile()
 	scratch, cleanup, err := bench.ScratchDir(*dir)
 	if err != nil {
 		printErr(errOut, *asJSON, err)

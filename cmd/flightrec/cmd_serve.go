@@ -16,9 +16,16 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	serveFlags(fs, &cfg)
 	var logLevel string
 	envFlag(fs, &logLevel, "log-level", "info", "debug, info, warn or error")
+	cpuProfile := cpuProfileFlag(fs)
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		printErr(errOut, false, err)
+		return exitFailure
+	}
+	defer stopProfile()
 	log := newLogger(errOut, logLevel)
 	tokens, closeTokens, err := cfg.Store.OpenTokens()
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -236,4 +237,31 @@ func recorderFlags(fs *flag.FlagSet, c *recorder.Config) {
 	fs.DurationVar(&c.FrameInterval, "frame-interval", 200*time.Millisecond, "least time between two screencast frames (200ms is 5 per second)")
 	fs.IntVar(&c.JPEGQuality, "jpeg-quality", 70, "screencast JPEG quality, 1-100")
 	fs.StringVar(&c.Project, "project", "default", "project of the recording")
+}
+
+// cpuProfileFlag adds --cpuprofile: off by default, it writes the
+// process's CPU profile to a file until the command returns (no endpoint
+// to reach: the file is the operator's own).
+func cpuProfileFlag(fs *flag.FlagSet) *string {
+	return fs.String("cpuprofile", "", "write a CPU profile of this process to this file until it stops (off by default)")
+}
+
+// startCPUProfile starts the profile --cpuprofile asked for; the returned
+// function stops and writes it ("": nothing to do).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -15,8 +15,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/flightrec/flightrec/wire"
@@ -39,12 +41,99 @@ type Client struct {
 	// Send rewinds to it. A server that lost acknowledged events would show
 	// here with an expected seq at or below an earlier acked_through.
 	OnGap func(expected uint64)
+	// FollowOwner sends a recording's appends and finish straight to the
+	// node that owns it, as a cluster's replies name it (wire.OwnerHeader),
+	// instead of through Base, where a load balancer may pick a node that
+	// would proxy them there. Any failure there (no answer, a refusal to
+	// retry) sends that request at once through Base instead, and that
+	// node is not used directly again for ownerAvoid: Base always works,
+	// and Send resumes from what was acknowledged.
+	FollowOwner bool
+	// OwnerTimeout bounds one request sent straight to an owner (a paused
+	// node accepts and never answers; through Base the cluster itself
+	// answers 503 after a lease's life). Zero: HTTP's own timeout only.
+	OwnerTimeout time.Duration
+
+	mu     sync.Mutex
+	owners map[string]string    // recording id → its owner's base URL
+	avoid  map[string]time.Time // owner URL → not used directly before then
 }
+
+// ownerAvoid is how long a node that failed a direct request is not sent
+// any directly (its recordings' writes go through Base meanwhile).
+const ownerAvoid = time.Minute
 
 // New returns a client for the server at base.
 func New(base string) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), HTTP: &http.Client{Timeout: 2 * time.Minute},
-		RetryFor: 2 * time.Minute}
+		RetryFor: 2 * time.Minute, FollowOwner: true, OwnerTimeout: 15 * time.Second}
+}
+
+// owner is where recording id's writes go directly ("": through Base).
+func (c *Client) owner(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.owners[id]
+	if o != "" && time.Now().Before(c.avoid[o]) {
+		return ""
+	}
+	return o
+}
+
+// learn remembers the owner a reply about recording id named.
+func (c *Client) learn(id string, h http.Header) {
+	o := strings.TrimRight(h.Get(wire.OwnerHeader), "/")
+	if !c.FollowOwner || o == "" {
+		return
+	}
+	if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owners == nil {
+		c.owners, c.avoid = map[string]string{}, map[string]time.Time{}
+	}
+	c.owners[id] = o
+}
+
+// ownerFailed stops using owner directly for a while, for any recording.
+func (c *Client) ownerFailed(id, owner string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.owners, id)
+	c.avoid[owner] = time.Now().Add(ownerAvoid)
+}
+
+func (c *Client) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.owners, id)
+}
+
+// write sends a write for recording id once: to its owner when known and,
+// when that fails in a way another node might not (no answer, a
+// retryable refusal), at once through Base. Writes are idempotent (an
+// append's seqs, a finish's verdict), so a request that reached the owner
+// but whose reply was lost is harmless to send again.
+func (c *Client) write(ctx context.Context, id, path, ctype string, body []byte, gz bool, want int, out any) error {
+	if o := c.owner(id); o != "" {
+		octx, cancel := ctx, context.CancelFunc(func() {})
+		if c.OwnerTimeout > 0 {
+			octx, cancel = context.WithTimeout(ctx, c.OwnerTimeout)
+		}
+		h, err := c.do(octx, o, path, ctype, body, gz, want, out)
+		cancel()
+		var ae *wire.Error
+		if err == nil || (errors.As(err, &ae) && !ae.Retryable()) || ctx.Err() != nil {
+			c.learn(id, h)
+			return err
+		}
+		c.ownerFailed(id, o)
+	}
+	h, err := c.do(ctx, c.Base, path, ctype, body, gz, want, out)
+	c.learn(id, h)
+	return err
 }
 
 // Open opens a recording.
@@ -52,7 +141,11 @@ func (c *Client) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenReply
 	body, _ := json.Marshal(req)
 	var rep wire.OpenReply
 	err := c.retry(ctx, func() error {
-		return c.do(ctx, wire.RouteRecordings, "application/json", body, false, http.StatusCreated, &rep)
+		h, err := c.do(ctx, c.Base, wire.RouteRecordings, "application/json", body, false, http.StatusCreated, &rep)
+		if err == nil {
+			c.learn(rep.ID, h)
+		}
+		return err
 	})
 	return rep, err
 }
@@ -62,15 +155,18 @@ func (c *Client) Finish(ctx context.Context, id, verdict string) (wire.FinishRep
 	body, _ := json.Marshal(wire.FinishRequest{Verdict: verdict})
 	var rep wire.FinishReply
 	err := c.retry(ctx, func() error {
-		return c.do(ctx, wire.Path(wire.RouteFinish, id), "application/json", body, false, http.StatusOK, &rep)
+		return c.write(ctx, id, wire.Path(wire.RouteFinish, id), "application/json", body, false, http.StatusOK, &rep)
 	})
+	if err == nil {
+		c.forget(id)
+	}
 	return rep, err
 }
 
 // Append sends one NDJSON batch once, without retrying.
 func (c *Client) Append(ctx context.Context, id string, ndjson []byte) (wire.AppendReply, error) {
 	var rep wire.AppendReply
-	err := c.do(ctx, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson, c.Gzip, http.StatusOK, &rep)
+	err := c.write(ctx, id, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson, c.Gzip, http.StatusOK, &rep)
 	return rep, err
 }
 
@@ -196,7 +292,9 @@ func (c *Client) retry(ctx context.Context, f func() error) error {
 	}
 }
 
-func (c *Client) do(ctx context.Context, path, ctype string, body []byte, gz bool, want int, out any) error {
+// do sends one request to base and returns the reply's header (nil when
+// there was no reply).
+func (c *Client) do(ctx context.Context, base, path, ctype string, body []byte, gz bool, want int, out any) (http.Header, error) {
 	var rd io.Reader = bytes.NewReader(body)
 	if gz {
 		var zb bytes.Buffer
@@ -205,9 +303,9 @@ func (c *Client) do(ctx context.Context, path, ctype string, body []byte, gz boo
 		_ = w.Close()
 		rd = &zb
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", ctype)
 	if gz {
@@ -218,19 +316,19 @@ func (c *Client) do(ctx context.Context, path, ctype string, body []byte, gz boo
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return err // a connection error: retryable
+		return nil, err // a connection error: retryable
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != want {
 		e := wire.Decode(resp.StatusCode, b)
 		if ra := resp.Header.Get("Retry-After"); ra != "" && e.RetryAfter == 0 {
 			fmt.Sscanf(ra, "%d", &e.RetryAfter)
 		}
-		return e
+		return resp.Header, e
 	}
-	return json.Unmarshal(b, out)
+	return resp.Header, json.Unmarshal(b, out)
 }

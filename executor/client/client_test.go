@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/flightrec/flightrec/executor/client"
@@ -42,14 +47,7 @@ func TestSendFromTheServersWord(t *testing.T) {
 	ctx := context.Background()
 	c := client.New(srv.Base + "/")
 	c.Gzip = true
-	rep, err := c.Open(ctx, wire.OpenRequest{Project: "client"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: 7, Steps: 4, EventsPerStep: 3})))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, lines := openWithLines(t, c, 7)
 	n := uint64(len(lines))
 	var progress []uint64
 	acked, err := c.Send(ctx, rep.ID, lines, 4, 1<<20, func(a uint64) { progress = append(progress, a) })
@@ -78,4 +76,55 @@ func TestSendFromTheServersWord(t *testing.T) {
 	if err != nil || fin.Root == "" || fin.AckedThrough != n {
 		t.Fatalf("Finish: %+v, %v", fin, err)
 	}
+}
+
+// TestFollowOwnerFallsBack: a reply naming an owner (wire.OwnerHeader)
+// that then fails a write sends that write at once through the base URL,
+// and the failed owner is not tried again for the next ones; every event
+// is acknowledged. The owner here always answers 503 (a node that keeps
+// refusing is a fault a real cluster does not hold still for).
+func TestFollowOwnerFallsBack(t *testing.T) {
+	srv := appserver.Start(t)
+	var ownerHits atomic.Int64
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ownerHits.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":{"code":"OWNER_MOVING","message":"moving","next":"retry"}}`))
+	}))
+	defer owner.Close()
+	target, _ := url.Parse(srv.Base)
+	front := httputil.NewSingleHostReverseProxy(target)
+	front.ModifyResponse = func(resp *http.Response) error {
+		resp.Header.Set(wire.OwnerHeader, owner.URL)
+		return nil
+	}
+	base := httptest.NewServer(front)
+	defer base.Close()
+	ctx := context.Background()
+	c := client.New(base.URL)
+	rep, lines := openWithLines(t, c, 9)
+	if acked, err := c.Send(ctx, rep.ID, lines, 2, 1<<20, nil); err != nil || acked != uint64(len(lines)) {
+		t.Fatalf("Send: acked %d, %v; want %d", acked, err, len(lines))
+	}
+	if fin, err := c.Finish(ctx, rep.ID, "pass"); err != nil || fin.AckedThrough != uint64(len(lines)) {
+		t.Fatalf("Finish: %+v, %v", fin, err)
+	}
+	if n := ownerHits.Load(); n != 1 {
+		t.Errorf("the failing owner got %d requests, want 1 (then avoided)", n)
+	}
+}
+
+// openWithLines opens a recording through c and makes a small one's lines.
+func openWithLines(t *testing.T, c *client.Client, seed uint64) (wire.OpenReply, []client.Line) {
+	t.Helper()
+	rep, err := c.Open(context.Background(), wire.OpenRequest{Project: "client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := client.ParseLines(testgen.NDJSON(testgen.Recording(testgen.Options{Seed: seed, Steps: 4, EventsPerStep: 3})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, lines
 }
