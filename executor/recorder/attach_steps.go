@@ -174,12 +174,12 @@ func (s *stepper) resolve(o *observation) {
 		return
 	}
 	t.Ref = ps.refs.ref(key, d.Node.BackendNodeID)
-	if role, name, ok := ps.axOf(d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
+	if role, name, ok := axOf(ctx, d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
 		t.Role, t.Name = role, name
 	}
 	if child {
 		// The frame as a flow's target names it (frame "Payment card").
-		frames, _ := childFrames(ctx, pg.worlds)
+		frames, _ := childFrames(ctx, pg)
 		for _, f := range frames {
 			if f.id == frame {
 				t.Frame = f.label()

@@ -38,6 +38,7 @@ type followedPage struct {
 	worlds *worlds
 
 	mu     sync.Mutex
+	remote []*remoteFrame // its out-of-process frames (oopif.go)
 	url    string       // the main frame's URL as last navigated
 	loader cdp.LoaderID // the main frame's document, as last loaded
 	closed bool
@@ -192,12 +193,35 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 			s.onScreencastFrame(pg, ev)
 		case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
 			s.cap.onEvent(ev, s.st.currentStep())
+		case *target.EventAttachedToTarget:
+			if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
+				s.following.Add(1)
+				go followFrame(pg, ev.TargetInfo.TargetID, s.frameSetup(pg), &s.following)
+			}
 		default:
 			if !pg.worlds.onEvent(ev) {
 				s.onConsoleEvent(pg, ev)
 			}
 		}
 	}
+}
+
+// frameSetup sets up pg's out-of-process frames as pg itself: the page
+// helper and rrweb in the main world, rrweb's binding, console output.
+func (s *session) frameSetup(pg *followedPage) frameSetup {
+	rules, _ := json.Marshal(s.mask)
+	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
+	return frameSetup{scripts: []string{helper, rrwebScript()}, bindings: []string{domBinding},
+		stepOf: s.st.currentStep, pageRef: pg.id, onEvent: func(ev any) {
+			switch ev := ev.(type) {
+			case *cdpruntime.EventBindingCalled:
+				if ev.Name == domBinding {
+					s.onDOM(pg, ev.Payload)
+				}
+			case *cdpruntime.EventConsoleAPICalled, *cdpruntime.EventExceptionThrown:
+				s.onConsoleEvent(pg, ev)
+			}
+		}}
 }
 
 // noteDialog notes a dialog in the current step's effects.

@@ -268,6 +268,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		res.BrowserCPU = cpu
 	}
 	for _, p := range s.allPages() {
+		p.closeRemotes()
 		if p.cancel != nil {
 			p.cancel()
 		}
@@ -353,11 +354,10 @@ func (s *session) drainNetwork(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(s.first.ctx, wait)
 	defer cancel()
 	for _, p := range s.allPages() {
-		if p.har == nil {
-			continue
+		for _, h := range p.allHAR() {
+			_ = h.WaitIdle(ctx, 100*time.Millisecond)
+			s.sendHAR(h.Take(true))
 		}
-		_ = p.har.WaitIdle(ctx, 100*time.Millisecond)
-		s.sendHAR(p.har.Take(true))
 	}
 }
 
@@ -365,8 +365,8 @@ func (s *session) drainNetwork(wait time.Duration) {
 func (s *session) takeHAR() []cdphar.Taken {
 	var out []cdphar.Taken
 	for _, p := range s.allPages() {
-		if p.har != nil {
-			out = append(out, p.har.Take(false)...)
+		for _, h := range p.allHAR() {
+			out = append(out, h.Take(false)...)
 		}
 	}
 	return out

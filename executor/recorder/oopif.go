@@ -1,0 +1,208 @@
+package recorder
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flightrec/flightrec/executor/cdphar"
+)
+
+// Out-of-process frames. Chromium renders a frame of another site (a
+// payment provider's card form on its own domain) in a renderer of its
+// own: the page's session does not reach its document, its network or
+// its accessibility tree, and the page's frame tree does not list it once
+// it committed. The page's session auto-attaches such frames (chromedp
+// sets Target.setAutoAttach with flatten on every page it attaches to),
+// so each one arrives as Target.attachedToTarget of type "iframe"; the
+// recorder joins it with a session of its own (remoteFrame) and sets it
+// up as it sets up a page: the HAR recorder on its Network domain, the
+// page helper and rrweb in its documents (rrweb's cross-origin mode
+// posts the frame's DOM to the top document's recorder, process or not),
+// and its execution contexts followed for evaluation. Snapshots, actions
+// and mask rectangles then reach it through childFrame.sess; its element
+// boxes are in its own viewport, to which the owner element's box is
+// added, as for an in-process cross-origin frame.
+//
+// The frame's document request is the page's: Chromium reports a
+// navigation on the session of the frame that starts it, before the
+// frame has a process of its own. Requests the frame makes between its
+// commit and the recorder's join are missed: pausing it
+// (waitForDebuggerOnStart) needs Runtime.runIfWaitingForDebugger on the
+// auto-attached session itself, which chromedp routes no command to.
+
+// remoteFrame is one out-of-process frame a page followed.
+type remoteFrame struct {
+	target target.ID
+	ctx    context.Context
+	cancel context.CancelFunc
+	w      *worlds
+	har    *cdphar.Recorder
+}
+
+// frameSetup is how a recorder sets up a frame's session: its scripts,
+// the world they run in ("" the main one) and the bindings they call.
+type frameSetup struct {
+	world    string
+	scripts  []string
+	bindings []string
+	stepOf   func() int
+	pageRef  string // the page the frame's HAR entries belong to
+	// onEvent hears the frame's events that the worlds do not take.
+	onEvent func(ev any)
+}
+
+// remotes lists pg's out-of-process frames that are still attached.
+func (p *followedPage) remotes() []*remoteFrame {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*remoteFrame, 0, len(p.remote))
+	for _, r := range p.remote {
+		if r.ctx.Err() == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// allHAR is pg's HAR recorders: its own and its frames'.
+func (p *followedPage) allHAR() []*cdphar.Recorder {
+	var out []*cdphar.Recorder
+	if p.har != nil {
+		out = append(out, p.har)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.remote {
+		if r.har != nil {
+			out = append(out, r.har)
+		}
+	}
+	return out
+}
+
+// closeRemotes ends the frames' sessions.
+func (p *followedPage) closeRemotes() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.remote {
+		r.cancel()
+	}
+}
+
+// followFrame joins the out-of-process frame tid of pg and sets it up
+// with fs. It runs on a goroutine of its own (pg's listener must not
+// block); a frame that goes before it is set up is left alone.
+func followFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGroup) {
+	defer wg.Done()
+	r := &remoteFrame{target: tid, w: newNamedWorlds(fs.world)}
+	ctx, cancel := chromedp.NewContext(pg.ctx, chromedp.WithTargetID(tid), chromedp.WithDetachOnCancel(),
+		chromedp.WithListener(func(ev any) {
+			if !r.w.onEvent(ev) && fs.onEvent != nil {
+				fs.onEvent(ev)
+			}
+		}))
+	r.ctx, r.cancel = ctx, cancel
+	if err := setupFrame(ctx, r, fs); err != nil {
+		cancel()
+		return
+	}
+	pg.mu.Lock()
+	pg.remote = append(pg.remote, r)
+	pg.mu.Unlock()
+}
+
+func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
+	if err := chromedp.Do(ctx); err != nil && chromedp.FromContext(ctx).Target == nil {
+		// chromedp's own set-up of a target may fail part way in a frame
+		// (a frame has no default context until it commits); the session
+		// is there once the target is, and the recorder enables what it
+		// needs itself.
+		return err
+	}
+	var err error
+	if r.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: fs.stepOf, PageRef: fs.pageRef}); err != nil {
+		return err
+	}
+	calls := []func() error{
+		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
+		func() error { _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); return err },
+		func() error { _, err := chromedp.Call(ctx, dom.Enable, dom.EnableParams{}); return err },
+	}
+	for _, b := range fs.bindings {
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, cdpruntime.AddBinding, cdpruntime.AddBindingParams{Name: b, ExecutionContextName: fs.world})
+			return err
+		})
+	}
+	for _, src := range fs.scripts {
+		calls = append(calls, func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: src, WorldName: fs.world})
+			return err
+		})
+	}
+	for _, call := range calls {
+		if err := call(); err != nil {
+			return fmt.Errorf("setting up an out-of-process frame: %w", err)
+		}
+	}
+	// The document there now got none of the scripts: run them in it
+	// (each runs once per document).
+	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
+	if err != nil || tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		return fmt.Errorf("reading an out-of-process frame: %v", err)
+	}
+	fid := tree.FrameTree.Frame.ID
+	cid, ok := r.w.context(fid)
+	if fs.world != "" {
+		w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: fid, WorldName: fs.world})
+		if err != nil {
+			return err
+		}
+		r.w.set(fid, w.ExecutionContextID)
+		cid, ok = w.ExecutionContextID, true
+	}
+	if !ok {
+		return errNoWorld
+	}
+	for _, src := range fs.scripts {
+		_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: src, ContextID: cid})
+	}
+	return nil
+}
+
+// remoteFrames lists pg's out-of-process frames as child frames: their
+// own session's root frame, its owner element in pg (found through pg's
+// session in ctx), its origin (cross: another site is another origin
+// than top).
+func remoteFrames(ctx context.Context, pg *followedPage, top string) []*childFrame {
+	var out []*childFrame
+	for _, r := range pg.remotes() {
+		f := &childFrame{sess: r.ctx, w: r.w, cross: true}
+		rctx, cancel := f.on(ctx)
+		tree, err := chromedp.Call(rctx, page.GetFrameTree, struct{}{})
+		cancel()
+		if err != nil || tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+			continue
+		}
+		fr := tree.FrameTree.Frame
+		own, err := chromedp.Call(ctx, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: fr.ID})
+		if err != nil || own.BackendNodeID == 0 {
+			continue
+		}
+		f.id, f.key, f.origin, f.owner = fr.ID, pg.worlds.key(fr.ID), frameOrigin(fr), own.BackendNodeID
+		f.cross = f.origin != top
+		if d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{BackendNodeID: own.BackendNodeID}); err == nil && d.Node != nil {
+			f.title = attribute(d.Node, "title")
+		}
+		out = append(out, f)
+	}
+	return out
+}
