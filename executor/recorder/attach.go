@@ -414,7 +414,13 @@ func (p *attachedPage) onEvent(ev any) {
 		case domBinding:
 			s.onDOM(pg, ev.Payload)
 		case inputBinding:
-			p.a.steps.input(p, ev.ExecutionContextID, ev.Payload)
+			p.a.steps.input(p, nil, ev.ExecutionContextID, ev.Payload)
+		}
+	case *target.EventAttachedToTarget:
+		// An out-of-process frame (oopif.go), set up as the page is: the
+		// recorder's scripts in its isolated world, its input observed.
+		if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
+			startFrame(pg, ev.TargetInfo.TargetID, p.frameSetup(), &p.a.wg)
 		}
 	case *page.EventFrameRequestedNavigation:
 		if ev.FrameID == p.w.mainFrame() {
@@ -457,10 +463,43 @@ func (p *attachedPage) onEvent(ev any) {
 	}
 }
 
+// frameSetup sets up the page's out-of-process frames as the page:
+// the recorder's scripts and bindings in its isolated world.
+func (p *attachedPage) frameSetup() frameSetup {
+	s, pg := p.s, p.pg
+	return frameSetup{world: isolatedWorld, scripts: []string{p.a.helper, attachJS, p.a.rrweb},
+		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id,
+		onEvent: func(r *remoteFrame, ev any) {
+			switch ev := ev.(type) {
+			case *cdpruntime.EventBindingCalled:
+				switch ev.Name {
+				case domBinding:
+					s.onDOM(pg, ev.Payload)
+				case inputBinding:
+					p.a.steps.input(p, r, ev.ExecutionContextID, ev.Payload)
+				}
+			case *cdpruntime.EventConsoleAPICalled, *cdpruntime.EventExceptionThrown:
+				s.onConsoleEvent(pg, ev)
+			}
+		}}
+}
+
 func (w *world) mainFrame() cdp.FrameID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.main
+}
+
+// stopDOM stops the recorder's scripts in the world id of the session
+// in ctx (0: it has none).
+func stopDOM(ctx context.Context, id cdpruntime.ExecutionContextID) {
+	if id == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: id,
+		Expression: `window.__flightrecStopDOM && window.__flightrecStopDOM()`})
 }
 
 // pageIDs names an attached page as the reference recorder names its
@@ -501,12 +540,11 @@ func (a *attachment) detachAll() {
 		s := p.s
 		s.drainNetwork(3 * time.Second)
 		s.frames.stop()
-		if id := p.w.id(); id != 0 {
-			ctx, cancel := context.WithTimeout(p.pg.ctx, time.Second)
-			_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: id,
-				Expression: `window.__flightrecStopDOM && window.__flightrecStopDOM()`})
-			cancel()
+		stopDOM(p.pg.ctx, p.w.id())
+		for _, r := range p.pg.remotes() {
+			stopDOM(r.ctx, func() cdpruntime.ExecutionContextID { id, _ := r.w.context(r.frame); return id }())
 		}
+		p.pg.closeRemotes()
 		close(s.cwork)
 		<-s.cdone
 		p.cancel()

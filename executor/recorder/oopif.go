@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
@@ -40,6 +42,7 @@ import (
 // remoteFrame is one out-of-process frame a page followed.
 type remoteFrame struct {
 	target target.ID
+	frame  cdp.FrameID // its root frame
 	ctx    context.Context
 	cancel context.CancelFunc
 	w      *worlds
@@ -55,7 +58,7 @@ type frameSetup struct {
 	stepOf   func() int
 	pageRef  string // the page the frame's HAR entries belong to
 	// onEvent hears the frame's events that the worlds do not take.
-	onEvent func(ev any)
+	onEvent func(r *remoteFrame, ev any)
 }
 
 // remotes lists pg's out-of-process frames that are still attached.
@@ -96,16 +99,46 @@ func (p *followedPage) closeRemotes() {
 	}
 }
 
+// startFrame follows the out-of-process frame tid of pg (from pg's
+// listener, which must not block: the work is on a goroutine of its own,
+// counted in wg and in pg's pending frames until it is set up).
+func startFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGroup) {
+	pg.mu.Lock()
+	pg.pending++
+	pg.mu.Unlock()
+	wg.Add(1)
+	go followFrame(pg, tid, fs, wg)
+}
+
+// settledFrames waits (at most wait) until no frame of pg is being set
+// up, so a snapshot taken now sees every frame the page has.
+func (p *followedPage) settledFrames(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for {
+		p.mu.Lock()
+		n := p.pending
+		p.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // followFrame joins the out-of-process frame tid of pg and sets it up
-// with fs. It runs on a goroutine of its own (pg's listener must not
-// block); a frame that goes before it is set up is left alone.
+// with fs; a frame that goes before it is set up is left alone.
 func followFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGroup) {
 	defer wg.Done()
+	defer func() {
+		pg.mu.Lock()
+		pg.pending--
+		pg.mu.Unlock()
+	}()
 	r := &remoteFrame{target: tid, w: newNamedWorlds(fs.world)}
 	ctx, cancel := chromedp.NewContext(pg.ctx, chromedp.WithTargetID(tid), chromedp.WithDetachOnCancel(),
 		chromedp.WithListener(func(ev any) {
 			if !r.w.onEvent(ev) && fs.onEvent != nil {
-				fs.onEvent(ev)
+				fs.onEvent(r, ev)
 			}
 		}))
 	r.ctx, r.cancel = ctx, cancel
@@ -160,6 +193,7 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
 		return fmt.Errorf("reading an out-of-process frame: %v", err)
 	}
 	fid := tree.FrameTree.Frame.ID
+	r.frame = fid
 	cid, ok := r.w.context(fid)
 	if fs.world != "" {
 		w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: fid, WorldName: fs.world})
@@ -183,6 +217,7 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
 // session in ctx), its origin (cross: another site is another origin
 // than top).
 func remoteFrames(ctx context.Context, pg *followedPage, top string) []*childFrame {
+	pg.settledFrames(5 * time.Second)
 	var out []*childFrame
 	for _, r := range pg.remotes() {
 		f := &childFrame{sess: r.ctx, w: r.w, cross: true}

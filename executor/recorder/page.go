@@ -38,7 +38,8 @@ type followedPage struct {
 	worlds *worlds
 
 	mu     sync.Mutex
-	remote []*remoteFrame // its out-of-process frames (oopif.go)
+	remote  []*remoteFrame // its out-of-process frames (oopif.go)
+	pending int            // out-of-process frames being set up
 	url    string       // the main frame's URL as last navigated
 	loader cdp.LoaderID // the main frame's document, as last loaded
 	closed bool
@@ -195,8 +196,7 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 			s.cap.onEvent(ev, s.st.currentStep())
 		case *target.EventAttachedToTarget:
 			if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
-				s.following.Add(1)
-				go followFrame(pg, ev.TargetInfo.TargetID, s.frameSetup(pg), &s.following)
+				startFrame(pg, ev.TargetInfo.TargetID, s.frameSetup(pg), &s.following)
 			}
 		default:
 			if !pg.worlds.onEvent(ev) {
@@ -212,7 +212,7 @@ func (s *session) frameSetup(pg *followedPage) frameSetup {
 	rules, _ := json.Marshal(s.mask)
 	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
 	return frameSetup{scripts: []string{helper, rrwebScript()}, bindings: []string{domBinding},
-		stepOf: s.st.currentStep, pageRef: pg.id, onEvent: func(ev any) {
+		stepOf: s.st.currentStep, pageRef: pg.id, onEvent: func(_ *remoteFrame, ev any) {
 			switch ev := ev.(type) {
 			case *cdpruntime.EventBindingCalled:
 				if ev.Name == domBinding {
