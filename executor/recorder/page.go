@@ -37,12 +37,12 @@ type followedPage struct {
 	har    *cdphar.Recorder
 	worlds *worlds
 
-	mu     sync.Mutex
+	mu      sync.Mutex
 	remote  []*remoteFrame // its out-of-process frames (oopif.go)
 	pending int            // out-of-process frames being set up
-	url    string       // the main frame's URL as last navigated
-	loader cdp.LoaderID // the main frame's document, as last loaded
-	closed bool
+	url     string         // the main frame's URL as last navigated
+	loader  cdp.LoaderID   // the main frame's document, as last loaded
+	closed  bool
 }
 
 func newPage(id string, ctx context.Context, cancel context.CancelFunc, opener string) *followedPage {
