@@ -19,7 +19,6 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/cdphar"
@@ -109,6 +108,7 @@ func (w *world) setMain(f cdp.FrameID) {
 type attachment struct {
 	cfg    AttachConfig
 	bctx   context.Context // the browser connection
+	raw    *rawTransport   // releases the frames paused for the recorder
 	st     *stream
 	refs   *refs
 	mask   wire.MaskRules
@@ -156,7 +156,10 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	}
 	// The connection outlives ctx: the recording is finished over it after
 	// the signal.
-	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
+	// Over a websocket the recorder holds (rawTransport): it releases the
+	// out-of-process frames it pauses at their start.
+	raw := &rawTransport{}
+	allocCtx, cancelAlloc := chromedp.NewAllocatorContext(context.Background(), &rawAllocator{url: cdpURL, raw: raw})
 	defer cancelAlloc()
 	bctx, cancelB := chromedp.NewContext(allocCtx)
 	defer cancelB()
@@ -171,7 +174,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	if err != nil {
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
-	a := &attachment{cfg: cfg, bctx: bctx, st: newStream(c, rep.ID), refs: newRefs(),
+	a := &attachment{cfg: cfg, bctx: bctx, raw: raw, st: newStream(c, rep.ID), refs: newRefs(),
 		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{}}
 	a.mask = defaultMask(rep.Mask)
 	rules, _ := json.Marshal(a.mask)
@@ -366,6 +369,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			return nil
 		},
 		func() error { return s.enableLogs(ctx) },
+		func() error { return pauseFrames(ctx, a.raw) },
 		// The recorder's Debugger session must never stop the page: a
 		// debugger statement or a breakpoint of another client's pauses
 		// only the client that asked.
@@ -420,7 +424,7 @@ func (p *attachedPage) onEvent(ev any) {
 		// An out-of-process frame (oopif.go), set up as the page is: the
 		// recorder's scripts in its isolated world, its input observed.
 		if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
-			startFrame(pg, ev.TargetInfo.TargetID, p.frameSetup(), &p.a.wg)
+			startFrame(pg, ev, p.frameSetup(), &p.a.wg)
 		}
 	case *page.EventFrameRequestedNavigation:
 		if ev.FrameID == p.w.mainFrame() {
@@ -468,7 +472,7 @@ func (p *attachedPage) onEvent(ev any) {
 func (p *attachedPage) frameSetup() frameSetup {
 	s, pg := p.s, p.pg
 	return frameSetup{world: isolatedWorld, scripts: []string{p.a.helper, attachJS, p.a.rrweb},
-		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id,
+		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id, raw: p.a.raw,
 		onEvent: func(r *remoteFrame, ev any) {
 			switch ev := ev.(type) {
 			case *cdpruntime.EventBindingCalled:
@@ -542,7 +546,7 @@ func (a *attachment) detachAll() {
 		s.frames.stop()
 		stopDOM(p.pg.ctx, p.w.id())
 		for _, r := range p.pg.remotes() {
-			stopDOM(r.ctx, func() cdpruntime.ExecutionContextID { id, _ := r.w.context(r.frame); return id }())
+			stopDOM(r.ctx, func() cdpruntime.ExecutionContextID { id, _ := r.w.context(r.root()); return id }())
 		}
 		p.pg.closeRemotes()
 		close(s.cwork)

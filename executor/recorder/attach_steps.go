@@ -166,7 +166,7 @@ func (s *stepper) resolve(o *observation) {
 	frame, child := pg.worlds.frameOf(o.world)
 	pageCtx := ctx
 	if o.remote != nil {
-		frame, child = o.remote.frame, true
+		frame, child = o.remote.root(), true
 		ctx, cancel = context.WithTimeout(o.remote.ctx, 5*time.Second)
 		defer cancel()
 	}

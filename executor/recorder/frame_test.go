@@ -120,6 +120,26 @@ func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, oopif bool,
 	if tokens != 1 {
 		t.Errorf("%s: %d token requests of the frame in the Pay step's HAR, want 1", res.Flow, tokens)
 	}
+	// The frame's document (on the page's session) and its first
+	// requests, made as its document commits: out of process the frame is
+	// paused at its start until the recorder has set up its session, so
+	// they are not missed; each once.
+	docs, script := 0, 0
+	for _, e := range evs {
+		if e.Kind != event.KindHAR {
+			continue
+		}
+		h := decode[event.HAR](t, e)
+		switch {
+		case strings.HasPrefix(h.Request.URL, payOrigin+"/pay/card?"):
+			docs++
+		case h.Request.URL == payOrigin+"/static/pay.js":
+			script++
+		}
+	}
+	if docs != 1 || script != 1 {
+		t.Errorf("%s: the card frame's document is in the HAR %d times, its script %d times; want each once", res.Flow, docs, script)
+	}
 
 	// Every screencast frame while the card field is on screen (from the
 	// first step after the checkout loaded to the end: the failing run

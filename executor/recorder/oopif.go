@@ -42,7 +42,8 @@ import (
 // remoteFrame is one out-of-process frame a page followed.
 type remoteFrame struct {
 	target target.ID
-	frame  cdp.FrameID // its root frame
+	mu     sync.Mutex
+	frame  cdp.FrameID // its root frame, once its document committed
 	ctx    context.Context
 	cancel context.CancelFunc
 	w      *worlds
@@ -57,6 +58,7 @@ type frameSetup struct {
 	bindings []string
 	stepOf   func() int
 	pageRef  string // the page the frame's HAR entries belong to
+	raw      *rawTransport
 	// onEvent hears the frame's events that the worlds do not take.
 	onEvent func(r *remoteFrame, ev any)
 }
@@ -102,12 +104,25 @@ func (p *followedPage) closeRemotes() {
 // startFrame follows the out-of-process frame tid of pg (from pg's
 // listener, which must not block: the work is on a goroutine of its own,
 // counted in wg and in pg's pending frames until it is set up).
-func startFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGroup) {
+func startFrame(pg *followedPage, ev *target.EventAttachedToTarget, fs frameSetup, wg *sync.WaitGroup) {
 	pg.mu.Lock()
 	pg.pending++
 	pg.mu.Unlock()
 	wg.Add(1)
-	go followFrame(pg, tid, fs, wg)
+	go followFrame(pg, ev, fs, wg)
+}
+
+// pauseFrames makes pg's session auto-attach its out-of-process frames
+// paused at their start (before their document commits), so the
+// recorder's set-up sees the frame's first requests and document; each is
+// released (raw.release) once set up. Without raw frames are not paused.
+func pauseFrames(ctx context.Context, raw *rawTransport) error {
+	if raw == nil {
+		return nil
+	}
+	_, err := chromedp.Call(ctx, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: true,
+		WaitForDebuggerOnStart: true, Flatten: ptr(true)})
+	return err
 }
 
 // settledFrames waits (at most wait) until no frame of pg is being set
@@ -127,22 +142,28 @@ func (p *followedPage) settledFrames(wait time.Duration) {
 
 // followFrame joins the out-of-process frame tid of pg and sets it up
 // with fs; a frame that goes before it is set up is left alone.
-func followFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGroup) {
+func followFrame(pg *followedPage, at *target.EventAttachedToTarget, fs frameSetup, wg *sync.WaitGroup) {
 	defer wg.Done()
+	waiting := at.WaitingForDebugger
+	// Whatever happens here, a frame paused for the recorder goes on.
+	defer fs.raw.release(pg.ctx, at.SessionID)
 	defer func() {
 		pg.mu.Lock()
 		pg.pending--
 		pg.mu.Unlock()
 	}()
-	r := &remoteFrame{target: tid, w: newNamedWorlds(fs.world)}
-	ctx, cancel := chromedp.NewContext(pg.ctx, chromedp.WithTargetID(tid), chromedp.WithDetachOnCancel(),
+	r := &remoteFrame{target: at.TargetInfo.TargetID, w: newNamedWorlds(fs.world)}
+	ctx, cancel := chromedp.NewContext(pg.ctx, chromedp.WithTargetID(r.target), chromedp.WithDetachOnCancel(),
 		chromedp.WithListener(func(ev any) {
+			if nav, ok := ev.(*page.EventFrameNavigated); ok && nav.Frame != nil && nav.Frame.ParentID == "" {
+				r.setFrame(nav.Frame.ID)
+			}
 			if !r.w.onEvent(ev) && fs.onEvent != nil {
 				fs.onEvent(r, ev)
 			}
 		}))
 	r.ctx, r.cancel = ctx, cancel
-	if err := setupFrame(ctx, r, fs); err != nil {
+	if err := setupFrame(ctx, r, fs, waiting); err != nil {
 		cancel()
 		return
 	}
@@ -151,7 +172,23 @@ func followFrame(pg *followedPage, tid target.ID, fs frameSetup, wg *sync.WaitGr
 	pg.mu.Unlock()
 }
 
-func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
+func (r *remoteFrame) setFrame(f cdp.FrameID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frame = f
+}
+
+// root is the frame's root frame id ("" before its document committed).
+func (r *remoteFrame) root() cdp.FrameID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frame
+}
+
+// setupFrame sets up the frame's session; waiting says the frame is
+// paused before its document (which gets the scripts as it is created),
+// else the document there now gets them at once.
+func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup, waiting bool) error {
 	if err := chromedp.Do(ctx); err != nil && chromedp.FromContext(ctx).Target == nil {
 		// chromedp's own set-up of a target may fail part way in a frame
 		// (a frame has no default context until it commits); the session
@@ -186,6 +223,9 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
 			return fmt.Errorf("setting up an out-of-process frame: %w", err)
 		}
 	}
+	if waiting {
+		return nil
+	}
 	// The document there now got none of the scripts: run them in it
 	// (each runs once per document).
 	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
@@ -193,7 +233,7 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup) error {
 		return fmt.Errorf("reading an out-of-process frame: %v", err)
 	}
 	fid := tree.FrameTree.Frame.ID
-	r.frame = fid
+	r.setFrame(fid)
 	cid, ok := r.w.context(fid)
 	if fs.world != "" {
 		w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: fid, WorldName: fs.world})
