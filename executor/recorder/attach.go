@@ -472,7 +472,7 @@ func (p *attachedPage) onEvent(ev any) {
 func (p *attachedPage) frameSetup() frameSetup {
 	s, pg := p.s, p.pg
 	return frameSetup{world: isolatedWorld, scripts: []string{p.a.helper, attachJS, p.a.rrweb},
-		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id, raw: p.a.raw,
+		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id, raw: p.a.raw, parentHAR: pg.har,
 		onEvent: func(r *remoteFrame, ev any) {
 			switch ev := ev.(type) {
 			case *cdpruntime.EventBindingCalled:

@@ -59,6 +59,9 @@ type frameSetup struct {
 	stepOf   func() int
 	pageRef  string // the page the frame's HAR entries belong to
 	raw      *rawTransport
+	// parentHAR is the page's HAR recorder: the frame's document request
+	// starts there, its response arrives on the frame's session.
+	parentHAR *cdphar.Recorder
 	// onEvent hears the frame's events that the worlds do not take.
 	onEvent func(r *remoteFrame, ev any)
 }
@@ -197,7 +200,7 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup, waiting bool
 		return err
 	}
 	var err error
-	if r.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: fs.stepOf, PageRef: fs.pageRef}); err != nil {
+	if r.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: fs.stepOf, PageRef: fs.pageRef, From: fs.parentHAR}); err != nil {
 		return err
 	}
 	calls := []func() error{

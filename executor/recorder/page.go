@@ -212,7 +212,7 @@ func (s *session) frameSetup(pg *followedPage) frameSetup {
 	rules, _ := json.Marshal(s.mask)
 	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
 	return frameSetup{scripts: []string{helper, rrwebScript()}, bindings: []string{domBinding},
-		stepOf: s.st.currentStep, pageRef: pg.id, raw: s.raw, onEvent: func(_ *remoteFrame, ev any) {
+		stepOf: s.st.currentStep, pageRef: pg.id, raw: s.raw, parentHAR: pg.har, onEvent: func(_ *remoteFrame, ev any) {
 			switch ev := ev.(type) {
 			case *cdpruntime.EventBindingCalled:
 				if ev.Name == domBinding {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -50,8 +51,9 @@ func (t *rawTransport) release(ctx context.Context, session target.SessionID) {
 	if t == nil || session == "" {
 		return
 	}
-	// Ids far above chromedp's own counter.
-	id := int64(1)<<40 + t.next.Add(1)
+	// Ids counted down from the largest Chromium takes (a 32-bit int),
+	// far from chromedp's own, which count up from 1.
+	id := int64(math.MaxInt32) - t.next.Add(1)
 	_ = t.Write(ctx, &cdproto.Message{ID: id, SessionID: session, Method: "Runtime.runIfWaitingForDebugger"})
 }
 
