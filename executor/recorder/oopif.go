@@ -158,9 +158,6 @@ func followFrame(pg *followedPage, at *target.EventAttachedToTarget, fs frameSet
 	r := &remoteFrame{target: at.TargetInfo.TargetID, w: newNamedWorlds(fs.world)}
 	ctx, cancel := chromedp.NewContext(pg.ctx, chromedp.WithTargetID(r.target), chromedp.WithDetachOnCancel(),
 		chromedp.WithListener(func(ev any) {
-			if nav, ok := ev.(*page.EventFrameNavigated); ok && nav.Frame != nil && nav.Frame.ParentID == "" {
-				r.setFrame(nav.Frame.ID)
-			}
 			if !r.w.onEvent(ev) && fs.onEvent != nil {
 				fs.onEvent(r, ev)
 			}
@@ -181,8 +178,16 @@ func (r *remoteFrame) setFrame(f cdp.FrameID) {
 	r.frame = f
 }
 
-// root is the frame's root frame id ("" before its document committed).
+// root is the frame's root frame id, read from its session's frame tree
+// ("" when it cannot be read). (An out-of-process frame's root has a
+// parent, in another process: it is the root of its session's tree.)
 func (r *remoteFrame) root() cdp.FrameID {
+	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+	defer cancel()
+	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
+	if err == nil && tree.FrameTree != nil && tree.FrameTree.Frame != nil {
+		r.setFrame(tree.FrameTree.Frame.ID)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.frame
