@@ -161,7 +161,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	raw := &rawTransport{}
 	allocCtx, cancelAlloc := chromedp.NewAllocatorContext(context.Background(), &rawAllocator{url: cdpURL, raw: raw})
 	defer cancelAlloc()
-	bctx, cancelB := chromedp.NewContext(allocCtx)
+	bctx, cancelB := chromedp.NewContext(allocCtx, quietUnknownSessions())
 	defer cancelB()
 	ver, err := chromedp.CallBrowser(bctx, browser.GetVersion, struct{}{})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"math"
 	"net/http"
 	"net/url"
@@ -135,4 +136,17 @@ func browserWebSocket(ctx context.Context, endpoint string) (string, error) {
 		return "", fmt.Errorf("%s/json/version gave no websocket address (%d): %v", u.Host, resp.StatusCode, err)
 	}
 	return v.WS, nil
+}
+
+// quietUnknownSessions is chromedp's error logger without one complaint:
+// the detach of a session chromedp did not open ("executor for … doesn't
+// exist"), which the browser-level auto-attach (popups paused at their
+// start) makes for every page when the browser closes.
+func quietUnknownSessions() chromedp.ContextOption {
+	return chromedp.WithBrowserOption(chromedp.WithBrowserErrorf(func(format string, v ...any) {
+		if strings.HasPrefix(format, "executor for %q doesn't exist") {
+			return
+		}
+		log.Printf("ERROR: "+format, v...)
+	}))
 }

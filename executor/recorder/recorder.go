@@ -225,7 +225,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		chromedp.WithDialer(rawDialer(raw)))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(allocCtx)
+	tab, cancelTab := chromedp.NewContext(allocCtx, quietUnknownSessions())
 	defer cancelTab()
 	if err := chromedp.Do(tab); err != nil {
 		return Result{}, fmt.Errorf("starting %s: %w", path, err)
