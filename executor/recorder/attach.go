@@ -414,12 +414,7 @@ func (p *attachedPage) onEvent(ev any) {
 	}
 	switch ev := ev.(type) {
 	case *cdpruntime.EventBindingCalled:
-		switch ev.Name {
-		case domBinding:
-			s.onDOM(pg, ev.Payload)
-		case inputBinding:
-			p.a.steps.input(p, nil, ev.ExecutionContextID, ev.Payload)
-		}
+		p.onBinding(nil, ev)
 	case *target.EventAttachedToTarget:
 		// An out-of-process frame (oopif.go), set up as the page is: the
 		// recorder's scripts in its isolated world, its input observed.
@@ -467,6 +462,17 @@ func (p *attachedPage) onEvent(ev any) {
 	}
 }
 
+// onBinding takes the recorder's bindings of the page, or of its
+// out-of-process frame r (nil: the page's session).
+func (p *attachedPage) onBinding(r *remoteFrame, ev *cdpruntime.EventBindingCalled) {
+	switch ev.Name {
+	case domBinding:
+		p.s.onDOM(p.pg, ev.Payload)
+	case inputBinding:
+		p.a.steps.input(p, r, ev.ExecutionContextID, ev.Payload)
+	}
+}
+
 // frameSetup sets up the page's out-of-process frames as the page:
 // the recorder's scripts and bindings in its isolated world.
 func (p *attachedPage) frameSetup() frameSetup {
@@ -476,12 +482,7 @@ func (p *attachedPage) frameSetup() frameSetup {
 		onEvent: func(r *remoteFrame, ev any) {
 			switch ev := ev.(type) {
 			case *cdpruntime.EventBindingCalled:
-				switch ev.Name {
-				case domBinding:
-					s.onDOM(pg, ev.Payload)
-				case inputBinding:
-					p.a.steps.input(p, r, ev.ExecutionContextID, ev.Payload)
-				}
+				p.onBinding(r, ev)
 			case *cdpruntime.EventConsoleAPICalled, *cdpruntime.EventExceptionThrown:
 				s.onConsoleEvent(pg, ev)
 			}
