@@ -32,12 +32,17 @@ import (
 // boxes are in its own viewport, to which the owner element's box is
 // added, as for an in-process cross-origin frame.
 //
-// The frame's document request is the page's: Chromium reports a
-// navigation on the session of the frame that starts it, before the
-// frame has a process of its own. Requests the frame makes between its
-// commit and the recorder's join are missed: pausing it
-// (waitForDebuggerOnStart) needs Runtime.runIfWaitingForDebugger on the
-// auto-attached session itself, which chromedp routes no command to.
+// Each followed page auto-attaches its frames paused at their start
+// (pauseFrames: waitForDebuggerOnStart); a frame is released once its
+// session is set up, so its first requests are recorded and its first
+// document gets the scripts as it is created. The release has to come on
+// the auto-attached session itself, which chromedp routes no command to:
+// rawTransport writes it. The frame's document request starts on the
+// page's session (Chromium reports a navigation where it starts, before
+// the frame has a process of its own) and is answered on the frame's: the
+// frame's HAR recorder takes it over from the page's (cdphar's From).
+// Frames nested in an out-of-process frame are not followed (its session
+// does not pause them, and nothing listens for them).
 
 // remoteFrame is one out-of-process frame a page followed.
 type remoteFrame struct {
@@ -265,7 +270,11 @@ func setupFrame(ctx context.Context, r *remoteFrame, fs frameSetup, waiting bool
 // session in ctx), its origin (cross: another site is another origin
 // than top).
 func remoteFrames(ctx context.Context, pg *followedPage, top string) []*childFrame {
-	pg.settledFrames(5 * time.Second)
+	wait := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d)/2) // a frame's masks are measured against a deadline
+	}
+	pg.settledFrames(wait)
 	var out []*childFrame
 	for _, r := range pg.remotes() {
 		f := &childFrame{sess: r.ctx, w: r.w, cross: true}
