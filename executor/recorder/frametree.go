@@ -333,11 +333,15 @@ func frameMaskRects(ctx context.Context, pg *followedPage, rects []event.Rect) (
 	if err != nil {
 		return nil, err
 	}
+	var boxes []event.Rect
 	for _, f := range frames {
 		if !f.cross {
 			continue
 		}
 		box, ok := ownerBox(ctx, f)
+		if ok {
+			boxes = append(boxes, box)
+		}
 		if !ok || box.W <= 0 || box.H <= 0 {
 			continue // not rendered: nothing of it is on screen
 		}
@@ -352,8 +356,34 @@ func frameMaskRects(ctx context.Context, pg *followedPage, rects []event.Rect) (
 			}
 		}
 	}
+	// An iframe whose document the top one cannot read and that no frame
+	// listed accounts for (an out-of-process frame still being set up, or
+	// one the recorder could not join) is masked whole: its content is
+	// unknown, so all of it may be secret.
+	opaque, err := evaluate[[]event.Rect](ctx, opaqueFramesJS)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opaque {
+		known := false
+		for _, b := range boxes {
+			known = known || (b.X >= o.X && b.Y >= o.Y && b.X+b.W <= o.X+o.W && b.Y+b.H <= o.Y+o.H)
+		}
+		if !known {
+			rects = append(rects, o)
+		}
+	}
 	return rects, nil
 }
+
+// opaqueFramesJS lists the viewport boxes (border box, rounded out) of
+// the top document's rendered iframes whose documents it cannot read.
+const opaqueFramesJS = `Array.from(document.querySelectorAll("iframe")).filter(f => {
+  try { return !f.contentDocument; } catch (e) { return true; }
+}).map(f => {
+  const r = f.getBoundingClientRect(), x = Math.floor(r.left), y = Math.floor(r.top);
+  return {x: x, y: y, w: Math.ceil(r.right) - x, h: Math.ceil(r.bottom) - y};
+}).filter(r => r.w > 0 && r.h > 0)`
 
 // clip is r cut to within box; ok is false when nothing is left.
 func clip(r, box event.Rect) (event.Rect, bool) {
