@@ -26,9 +26,13 @@ import (
 // attachFixture starts a Chromium with a DevTools port and the demo
 // storefront with its gift-card bug on, for as long as the test runs.
 func attachFixture(t testing.TB) (endpoint, shop string, browser *os.Process) {
+	return attachFixtureWith(t, demoapp.Options{GiftCardBug: true})
+}
+
+func attachFixtureWith(t testing.TB, opts demoapp.Options) (endpoint, shop string, browser *os.Process) {
 	t.Helper()
 	endpoint, browser = testenv.ChromiumCDP(t)
-	srv, err := demoapp.Start(demoapp.Options{GiftCardBug: true})
+	srv, err := demoapp.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +132,31 @@ func browserAlive(endpoint string) (pages int, ok bool) {
 	return pages, true
 }
 
+// frameTargets lists the URLs of the browser's frame targets (its
+// out-of-process iframes).
+func frameTargets(t *testing.T, endpoint string) []string {
+	t.Helper()
+	resp, err := http.Get(endpoint + "/json/list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list []struct {
+		Type string `json:"type"`
+		URL  string `json:"url"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range list {
+		if l.Type == "iframe" {
+			out = append(out, l.URL)
+		}
+	}
+	return out
+}
+
 // TestRecordAttachPlaywright is issue 25's acceptance test: playwright-core
 // drives the storefront's failing gift-card checkout over CDP in a running
 // Chromium while record --attach records it. The recording has one step
@@ -137,14 +166,24 @@ func browserAlive(endpoint string) (pages int, ok bool) {
 // written; flightrec diff against the passing reference run names the
 // same first divergence as the reference recorder's failing run, with the
 // steps aligned; and the browser outlives the recorder.
+//
+// The payment provider is another site (CrossSitePayment): its card frame
+// is out of process, so the recorder reaches it through the frame's own
+// session, which the test checks it did (the frame target is attached).
 func TestRecordAttachPlaywright(t *testing.T) {
-	endpoint, shop, _ := attachFixture(t)
+	endpoint, shop, _ := attachFixtureWith(t, demoapp.Options{GiftCardBug: true, CrossSitePayment: true})
 	bin, data := binary(t), t.TempDir()
 
 	rec := startAttach(t, bin, endpoint, data, "--flow", "checkout-with-gift-card-fails")
 	run, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
 	if run.Shown != "Payment failed: GIFT_CARD_STATE" {
 		t.Fatalf("the driven run showed %q", run.Shown)
+	}
+	// The card frame is out of process: the browser lists it as a frame
+	// target of its own (a frame in the page's process has none).
+	if frames := frameTargets(t, endpoint); len(frames) != 1 || !strings.HasPrefix(frames[0], "http://localhost:") ||
+		!strings.Contains(frames[0], "/pay/card") {
+		t.Fatalf("frame targets %q: want the payment frame on localhost, out of process", frames)
 	}
 	res := rec.stop(syscall.SIGINT)
 	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
@@ -217,8 +256,13 @@ func TestRecordAttachPlaywright(t *testing.T) {
 		}
 	}
 	var checkout []string
+	tokens := 0
 	for _, e := range hars.Events {
 		var h event.HAR
+		if json.Unmarshal(e.Data, &h) == nil && strings.HasPrefix(h.Request.URL, "http://localhost:") &&
+			strings.HasSuffix(h.Request.URL, "/api/tokens") {
+			tokens++ // the frame's own request, on the frame's session
+		}
 		if json.Unmarshal(e.Data, &h) == nil && strings.HasSuffix(h.Request.URL, "/api/checkout") {
 			body := ""
 			if h.Response.Content.Text != "" && strings.Contains(h.Response.Content.Text, "GIFT_CARD_STATE") {
@@ -229,6 +273,9 @@ func TestRecordAttachPlaywright(t *testing.T) {
 	}
 	if want := fmt.Sprintf("[POST 500 GIFT_CARD_STATE in step %d]", payStep); payStep == 0 || fmt.Sprint(checkout) != want {
 		t.Errorf("/api/checkout: %v, want %s", checkout, want)
+	}
+	if tokens != 1 {
+		t.Errorf("%d token requests of the out-of-process card frame in the HAR, want 1", tokens)
 	}
 
 	// Against the passing run, the attached recording diverges where the

@@ -42,6 +42,12 @@ type Options struct {
 	// PageRef, when set, is every entry's pageref: the page (of several
 	// a recording follows) whose requests this recorder sees.
 	PageRef string
+	// From, when set, is the recorder of the session a request of this
+	// one's can start on: an out-of-process frame's document is requested
+	// on its parent's session, and its response arrives on the frame's
+	// own. A response to a request this recorder never saw takes the
+	// request over from From (one entry, with both halves).
+	From *Recorder
 }
 
 // Recorder collects HAR entries from one chromedp target. Start it before
@@ -194,6 +200,7 @@ func (r *Recorder) handle(ev any) {
 		rq.reqExtra = append(rq.reqExtra, ev)
 	case *network.EventResponseReceived:
 		r.last = time.Now()
+		r.adopt(ev.RequestID)
 		if h := r.current(ev.RequestID); h != nil && !h.ended {
 			h.resp = ev.Response
 			h.respAt = ev.Timestamp.Float64()
@@ -205,6 +212,7 @@ func (r *Recorder) handle(ev any) {
 		}
 	case *network.EventResponseReceivedExtraInfo:
 		r.last = time.Now()
+		r.adopt(ev.RequestID)
 		rq := r.reqs[ev.RequestID]
 		if rq == nil {
 			rq = &request{}
@@ -213,6 +221,7 @@ func (r *Recorder) handle(ev any) {
 		rq.respExtra = append(rq.respExtra, ev)
 	case *network.EventLoadingFinished:
 		r.last = time.Now()
+		r.adopt(ev.RequestID)
 		if h := r.current(ev.RequestID); h != nil && !h.ended {
 			h.finished = ev
 			h.end = ev.Timestamp.Float64()
@@ -221,6 +230,7 @@ func (r *Recorder) handle(ev any) {
 		}
 	case *network.EventLoadingFailed:
 		r.last = time.Now()
+		r.adopt(ev.RequestID)
 		if h := r.current(ev.RequestID); h != nil && !h.ended {
 			h.failed = ev
 			h.end = ev.Timestamp.Float64()
@@ -228,6 +238,50 @@ func (r *Recorder) handle(ev any) {
 			r.startFetch(ev.RequestID, h, false)
 		}
 	}
+}
+
+// adopt takes request id over from opts.From when this recorder has not
+// seen it start (called with r.mu held; From's lock is taken inside it,
+// never the other way round).
+func (r *Recorder) adopt(id network.RequestID) {
+	if r.opts.From == nil {
+		return
+	}
+	mine := r.reqs[id]
+	if mine != nil && len(mine.hops) > 0 {
+		return
+	}
+	got := r.opts.From.give(id)
+	if got == nil {
+		return
+	}
+	if mine != nil { // ExtraInfo that came first
+		got.reqExtra = append(got.reqExtra, mine.reqExtra...)
+		got.respExtra = append(got.respExtra, mine.respExtra...)
+	}
+	r.reqs[id] = got
+	r.hops = append(r.hops, got.hops...)
+}
+
+// give hands request id, started here and not ended, over to another
+// recorder (adopt): it is no longer this one's.
+func (r *Recorder) give(id network.RequestID) *request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rq := r.reqs[id]
+	if rq == nil || len(rq.hops) == 0 || rq.current().ended {
+		return nil
+	}
+	delete(r.reqs, id)
+	kept := r.hops[:0]
+	for _, h := range r.hops {
+		if h.req != rq {
+			kept = append(kept, h)
+		}
+	}
+	clear(r.hops[len(kept):])
+	r.hops = kept
+	return rq
 }
 
 func (rq *request) current() *hop {

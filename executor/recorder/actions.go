@@ -254,6 +254,9 @@ type element struct {
 	backend cdp.BackendNodeID
 	object  cdpruntime.RemoteObjectID
 	frame   *childFrame // the child frame it is in; nil: the top document
+	// ctx reaches the element's document: the page's session, or an
+	// out-of-process frame's own.
+	ctx context.Context
 }
 
 // resolve finds the one visible element a target names, in the top
@@ -270,6 +273,9 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 		var e *event.StepError
 		if frame, root, e = s.frameDocument(t.Frame); e != nil {
 			return element{}, nil, e
+		}
+		if frame.sess != nil {
+			ctx = frame.sess
 		}
 	}
 	var ids []cdp.BackendNodeID
@@ -314,7 +320,7 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 			return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
 		}`)
 		if err == nil && vis {
-			found = append(found, element{backend: id, object: r.Object.ObjectID, frame: frame})
+			found = append(found, element{backend: id, object: r.Object.ObjectID, frame: frame, ctx: ctx})
 		}
 	}
 	switch {
@@ -332,16 +338,17 @@ func (s *session) resolve(t flow.Target) (element, *event.Target, *event.StepErr
 	}
 	resolved := &event.Target{Ref: s.refs.ref(key, el.backend), Frame: t.Frame, Role: t.Role, Name: t.Name, Selector: t.CSS}
 	if t.CSS != "" {
-		if role, name, ok := s.axOf(el.backend); ok {
+		if role, name, ok := axOf(ctx, el.backend); ok {
 			resolved.Role, resolved.Name = role, name
 		}
 	}
 	return el, resolved, nil
 }
 
-// axOf is an element's accessibility role and name.
-func (s *session) axOf(id cdp.BackendNodeID) (role, name string, ok bool) {
-	res, err := chromedp.Call(s.pg.ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{
+// axOf is an element's accessibility role and name (ctx: the session
+// that reaches its document).
+func axOf(ctx context.Context, id cdp.BackendNodeID) (role, name string, ok bool) {
+	res, err := chromedp.Call(ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{
 		BackendNodeID: id, FetchRelatives: ptr(false)})
 	if err != nil || len(res.Nodes) == 0 {
 		return "", "", false
@@ -368,7 +375,7 @@ func (s *session) actionable(el element, editable bool) (elementState, *event.St
 	if el.frame != nil {
 		_, _ = chromedp.Call(s.pg.ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: el.frame.owner})
 	}
-	st, err := callOn[elementState](s.pg.ctx, el.object,
+	st, err := callOn[elementState](el.ctx, el.object,
 		`function(editable) { return window.__flightrec.state(this, editable); }`, editable)
 	if err != nil {
 		return st, stepErr(CodeStaleRef, "the element left the page; take a new snapshot", "the element is gone: %v", err)
@@ -395,7 +402,9 @@ func (s *session) actionable(el element, editable bool) (elementState, *event.St
 
 // perform does a step's action on a resolved, actionable element.
 func (s *session) perform(step flow.Step, el element, st elementState) *event.StepError {
-	ctx := s.pg.ctx
+	// The element's session: text typed into an out-of-process frame goes
+	// to that frame's widget.
+	ctx := el.ctx
 	switch step.Verb {
 	case flow.Click:
 		return s.click(st.X, st.Y)

@@ -19,7 +19,6 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/cdphar"
@@ -109,6 +108,7 @@ func (w *world) setMain(f cdp.FrameID) {
 type attachment struct {
 	cfg    AttachConfig
 	bctx   context.Context // the browser connection
+	raw    *rawTransport   // releases the frames paused for the recorder
 	st     *stream
 	refs   *refs
 	mask   wire.MaskRules
@@ -156,9 +156,12 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	}
 	// The connection outlives ctx: the recording is finished over it after
 	// the signal.
-	allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
+	// Over a websocket the recorder holds (rawTransport): it releases the
+	// out-of-process frames it pauses at their start.
+	raw := &rawTransport{}
+	allocCtx, cancelAlloc := chromedp.NewAllocatorContext(context.Background(), &rawAllocator{url: cdpURL, raw: raw})
 	defer cancelAlloc()
-	bctx, cancelB := chromedp.NewContext(allocCtx)
+	bctx, cancelB := chromedp.NewContext(allocCtx, quietUnknownSessions())
 	defer cancelB()
 	ver, err := chromedp.CallBrowser(bctx, browser.GetVersion, struct{}{})
 	if err != nil {
@@ -171,7 +174,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	if err != nil {
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
-	a := &attachment{cfg: cfg, bctx: bctx, st: newStream(c, rep.ID), refs: newRefs(),
+	a := &attachment{cfg: cfg, bctx: bctx, raw: raw, st: newStream(c, rep.ID), refs: newRefs(),
 		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{}}
 	a.mask = defaultMask(rep.Mask)
 	rules, _ := json.Marshal(a.mask)
@@ -366,6 +369,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			return nil
 		},
 		func() error { return s.enableLogs(ctx) },
+		func() error { return pauseFrames(ctx, a.raw) },
 		// The recorder's Debugger session must never stop the page: a
 		// debugger statement or a breakpoint of another client's pauses
 		// only the client that asked.
@@ -410,11 +414,12 @@ func (p *attachedPage) onEvent(ev any) {
 	}
 	switch ev := ev.(type) {
 	case *cdpruntime.EventBindingCalled:
-		switch ev.Name {
-		case domBinding:
-			s.onDOM(pg, ev.Payload)
-		case inputBinding:
-			p.a.steps.input(p, ev.ExecutionContextID, ev.Payload)
+		p.onBinding(nil, ev)
+	case *target.EventAttachedToTarget:
+		// An out-of-process frame (oopif.go), set up as the page is: the
+		// recorder's scripts in its isolated world, its input observed.
+		if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
+			startFrame(pg, ev, p.frameSetup(), &p.a.wg)
 		}
 	case *page.EventFrameRequestedNavigation:
 		if ev.FrameID == p.w.mainFrame() {
@@ -457,10 +462,49 @@ func (p *attachedPage) onEvent(ev any) {
 	}
 }
 
+// onBinding takes the recorder's bindings of the page, or of its
+// out-of-process frame r (nil: the page's session).
+func (p *attachedPage) onBinding(r *remoteFrame, ev *cdpruntime.EventBindingCalled) {
+	switch ev.Name {
+	case domBinding:
+		p.s.onDOM(p.pg, ev.Payload)
+	case inputBinding:
+		p.a.steps.input(p, r, ev.ExecutionContextID, ev.Payload)
+	}
+}
+
+// frameSetup sets up the page's out-of-process frames as the page:
+// the recorder's scripts and bindings in its isolated world.
+func (p *attachedPage) frameSetup() frameSetup {
+	s, pg := p.s, p.pg
+	return frameSetup{world: isolatedWorld, scripts: []string{p.a.helper, attachJS, p.a.rrweb},
+		bindings: []string{domBinding, inputBinding}, stepOf: p.a.steps.observed, pageRef: pg.id, raw: p.a.raw, parentHAR: pg.har,
+		onEvent: func(r *remoteFrame, ev any) {
+			switch ev := ev.(type) {
+			case *cdpruntime.EventBindingCalled:
+				p.onBinding(r, ev)
+			case *cdpruntime.EventConsoleAPICalled, *cdpruntime.EventExceptionThrown:
+				s.onConsoleEvent(pg, ev)
+			}
+		}}
+}
+
 func (w *world) mainFrame() cdp.FrameID {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.main
+}
+
+// stopDOM stops the recorder's scripts in the world id of the session
+// in ctx (0: it has none).
+func stopDOM(ctx context.Context, id cdpruntime.ExecutionContextID) {
+	if id == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: id,
+		Expression: `window.__flightrecStopDOM && window.__flightrecStopDOM()`})
 }
 
 // pageIDs names an attached page as the reference recorder names its
@@ -501,12 +545,11 @@ func (a *attachment) detachAll() {
 		s := p.s
 		s.drainNetwork(3 * time.Second)
 		s.frames.stop()
-		if id := p.w.id(); id != 0 {
-			ctx, cancel := context.WithTimeout(p.pg.ctx, time.Second)
-			_, _ = chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{ContextID: id,
-				Expression: `window.__flightrecStopDOM && window.__flightrecStopDOM()`})
-			cancel()
+		stopDOM(p.pg.ctx, p.w.id())
+		for _, r := range p.pg.remotes() {
+			stopDOM(r.ctx, func() cdpruntime.ExecutionContextID { id, _ := r.w.context(r.root()); return id }())
 		}
+		p.pg.closeRemotes()
 		close(s.cwork)
 		<-s.cdone
 		p.cancel()

@@ -36,7 +36,10 @@ type observation struct {
 	el   int64  // the element's id in attach.js
 	// world is the recorder's world the input was seen in (its frame's:
 	// el is that document's id); 0 for a goto.
-	world  cdpruntime.ExecutionContextID
+	world cdpruntime.ExecutionContextID
+	// remote is the out-of-process frame whose session world is in; nil:
+	// the page's session.
+	remote *remoteFrame
 	key    string
 	url    string
 	masked bool
@@ -85,7 +88,7 @@ func (s *stepper) observed() int { return int(s.last.Load()) }
 
 // input takes one report of attach.js from the world of the frame it
 // runs in (reader goroutine).
-func (s *stepper) input(p *attachedPage, world cdpruntime.ExecutionContextID, payload string) {
+func (s *stepper) input(p *attachedPage, remote *remoteFrame, world cdpruntime.ExecutionContextID, payload string) {
 	var in struct {
 		Type   string `json:"type"`
 		ID     int64  `json:"id"`
@@ -100,14 +103,14 @@ func (s *stepper) input(p *attachedPage, world cdpruntime.ExecutionContextID, pa
 		return
 	}
 	s.mu.Lock()
-	if o := s.newest; in.Type == "fill" && o != nil && o.verb == "fill" && o.p == p && o.world == world && o.el == in.ID && !o.closed {
+	if o := s.newest; in.Type == "fill" && o != nil && o.verb == "fill" && o.p == p && o.remote == remote && o.world == world && o.el == in.ID && !o.closed {
 		// The next input event of the same field is the same fill.
 		o.value = in.Value
 		s.mu.Unlock()
 		return
 	}
 	s.mu.Unlock()
-	o := &observation{p: p, verb: in.Type, el: in.ID, world: world, key: in.Key, value: in.Value, masked: in.Masked,
+	o := &observation{p: p, verb: in.Type, el: in.ID, world: world, remote: remote, key: in.Key, value: in.Value, masked: in.Masked,
 		fallback: event.Target{Role: in.Role, Name: in.Name}}
 	s.begin(o, time.UnixMilli(in.TS))
 	go s.resolve(o)
@@ -157,9 +160,16 @@ func (s *stepper) resolve(o *observation) {
 	ctx, cancel := context.WithTimeout(pg.ctx, 5*time.Second)
 	defer cancel()
 	// Asked in the world that saw the input: a child frame's element is
-	// its own document's, with a ref of the frame's (@f1e2).
+	// its own document's, with a ref of the frame's (@f1e2). An
+	// out-of-process frame's world is its own session's.
 	key := pg.id
 	frame, child := pg.worlds.frameOf(o.world)
+	pageCtx := ctx
+	if o.remote != nil {
+		frame, child = o.remote.root(), true
+		ctx, cancel = context.WithTimeout(o.remote.ctx, 5*time.Second)
+		defer cancel()
+	}
 	if child = child && frame != o.p.w.mainFrame(); child {
 		key += pg.worlds.key(frame)
 	}
@@ -174,12 +184,12 @@ func (s *stepper) resolve(o *observation) {
 		return
 	}
 	t.Ref = ps.refs.ref(key, d.Node.BackendNodeID)
-	if role, name, ok := ps.axOf(d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
+	if role, name, ok := axOf(ctx, d.Node.BackendNodeID); ok && role != "" && role != "generic" && role != "none" {
 		t.Role, t.Name = role, name
 	}
 	if child {
 		// The frame as a flow's target names it (frame "Payment card").
-		frames, _ := childFrames(ctx, pg.worlds)
+		frames, _ := childFrames(pageCtx, pg)
 		for _, f := range frames {
 			if f.id == frame {
 				t.Frame = f.label()

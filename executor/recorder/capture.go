@@ -39,6 +39,11 @@ type capture struct {
 	// of a page that went away.
 	opened func(tid, opener target.ID) string
 	closed func(tid target.ID)
+	// raw releases the pages the browser paused at their start (nil: it
+	// pauses none); waiting holds the sessions of the popups of followed
+	// pages that wait for their follow to be set up.
+	raw     *rawTransport
+	waiting map[target.ID]target.SessionID
 }
 
 type dlState struct {
@@ -55,9 +60,10 @@ type popup struct {
 	by   target.ID
 }
 
-func newCapture(dir string, first target.ID, opened func(tid, opener target.ID) string, closed func(tid target.ID)) *capture {
+func newCapture(dir string, first target.ID, raw *rawTransport, opened func(tid, opener target.ID) string, closed func(tid target.ID)) *capture {
 	return &capture{dir: dir, changed: make(chan struct{}), downloads: map[string]*dlState{},
-		popups: map[target.ID]*popup{}, openers: map[target.ID]bool{first: first != ""}, opened: opened, closed: closed}
+		popups: map[target.ID]*popup{}, openers: map[target.ID]bool{first: first != ""}, opened: opened, closed: closed,
+		raw: raw, waiting: map[target.ID]target.SessionID{}}
 }
 
 // start routes downloads to the scratch directory and listens to the
@@ -71,8 +77,12 @@ func (c *capture) start(ctx context.Context, stepOf func() int) error {
 		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: c.dir, EventsEnabled: &events}); err != nil {
 		return err
 	}
-	return chromedp.ListenBrowser(ctx, func(ev any) {
+	if err := chromedp.ListenBrowser(ctx, func(ev any) {
 		switch ev := ev.(type) {
+		case *target.EventAttachedToTarget:
+			if ev.WaitingForDebugger {
+				c.hold(ev)
+			}
 		case *target.EventTargetCreated:
 			c.onTarget(ev.TargetInfo, stepOf())
 		case *target.EventTargetInfoChanged:
@@ -82,7 +92,65 @@ func (c *capture) start(ctx context.Context, stepOf func() int) error {
 				c.closed(ev.TargetID)
 			}
 		}
-	})
+	}); err != nil || c.raw == nil {
+		return err
+	}
+	// New pages wait at their start until released (hold): a popup's
+	// document request is then its own page's first HAR entry, made after
+	// the recorder set up its Network domain.
+	_, err := chromedp.CallBrowser(ctx, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: true,
+		WaitForDebuggerOnStart: true, Flatten: ptr(true), Filter: target.Filter{{Type: "page"}}})
+	return err
+}
+
+// hold keeps the session of a paused popup of a followed page for its
+// follow to release (release), and releases any other page at once
+// (browser's reader goroutine: the release is a write, not a call).
+func (c *capture) hold(ev *target.EventAttachedToTarget) {
+	c.mu.Lock()
+	ours := ev.TargetInfo != nil && c.openers[ev.TargetInfo.OpenerID]
+	if ours {
+		c.waiting[ev.TargetInfo.TargetID] = ev.SessionID
+		c.notify()
+	}
+	c.mu.Unlock()
+	if !ours {
+		go c.raw.release(context.Background(), ev.SessionID)
+	}
+}
+
+// paused waits (at most wait) for page tid to be known paused at its
+// start, and says whether it is.
+func (c *capture) paused(tid target.ID, wait time.Duration) bool {
+	if c.raw == nil {
+		return false
+	}
+	deadline := time.After(wait)
+	for {
+		c.mu.Lock()
+		_, ok := c.waiting[tid]
+		ch := c.changed
+		c.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// release lets page tid, paused at its start, go on.
+func (c *capture) release(ctx context.Context, tid target.ID) {
+	c.mu.Lock()
+	sess, ok := c.waiting[tid]
+	delete(c.waiting, tid)
+	c.mu.Unlock()
+	if ok {
+		c.raw.release(ctx, sess)
+	}
 }
 
 // onTarget notes a page opened by the recorded tab (step ≥ 0), or a known

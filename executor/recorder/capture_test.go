@@ -138,6 +138,7 @@ func checkPopupPage(t *testing.T, base string, res recorder.Result, terms event.
 		t.Errorf("the Close click: page %q %s %+v, want done on %s", closeRC.Page, closeRC.Outcome, closeRC.Error, id)
 	}
 	kinds := map[event.Kind]int{}
+	popupDocs := 0
 	for _, e := range evs {
 		var p struct {
 			Page    string `json:"page"`
@@ -151,11 +152,16 @@ func checkPopupPage(t *testing.T, base string, res recorder.Result, terms event.
 		if e.Kind == event.KindHAR && e.Step != terms.Step && !onPopup[e.Step] {
 			t.Errorf("a request of the popup at step %d, which acted elsewhere", e.Step)
 		}
+		if e.Kind == event.KindHAR && e.Step == terms.Step && decode[event.HAR](t, e).Request.URL == shop+"/terms" {
+			popupDocs++
+		}
 	}
-	// (Not HAR: the popup's load is over before the recorder attaches to
-	// it, and the terms page requests nothing after; docs/design.md says
-	// so.)
-	for _, k := range []event.Kind{event.KindDOM, event.KindSnapshot, event.KindFrame} {
+	// The popup waited at its start until the recorder had set it up, so
+	// its document request is its own page's, in the step that opened it.
+	if popupDocs != 1 {
+		t.Errorf("the popup's document request is in the Terms step's HAR under page %s %d times, want once", id, popupDocs)
+	}
+	for _, k := range []event.Kind{event.KindHAR, event.KindDOM, event.KindSnapshot, event.KindFrame} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s event carries the popup's page %s (%v)", k, id, kinds)
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/flightrec/flightrec/event"
@@ -33,7 +35,10 @@ var frameRef = regexp.MustCompile(`^@f\d+e\d+$`)
 // Pay step's DOM view showing the frame's form with no card digit; the
 // frame's token request in the HAR; and no screencast frame showing a
 // bright pixel where the card field is (measured in a browser of its own).
-func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, res recorder.Result, evs []event.Envelope) {
+//
+// oopif says the payment origin is another site (demoapp's
+// CrossSitePayment): the frame must then be out of process.
+func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, oopif bool, res recorder.Result, evs []event.Envelope) {
 	t.Helper()
 	payOrigin := shop.PaymentURL()
 	fill, checkoutAt, pay := -1, -1, -1
@@ -115,6 +120,26 @@ func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, res recorde
 	if tokens != 1 {
 		t.Errorf("%s: %d token requests of the frame in the Pay step's HAR, want 1", res.Flow, tokens)
 	}
+	// The frame's document (on the page's session) and its first
+	// requests, made as its document commits: out of process the frame is
+	// paused at its start until the recorder has set up its session, so
+	// they are not missed; each once.
+	docs, script := 0, 0
+	for _, e := range evs {
+		if e.Kind != event.KindHAR {
+			continue
+		}
+		h := decode[event.HAR](t, e)
+		switch {
+		case strings.HasPrefix(h.Request.URL, payOrigin+"/pay/card?"):
+			docs++
+		case h.Request.URL == payOrigin+"/static/pay.js":
+			script++
+		}
+	}
+	if docs != 1 || script != 1 {
+		t.Errorf("%s: the card frame's document is in the HAR %d times, its script %d times; want each once", res.Flow, docs, script)
+	}
 
 	// Every screencast frame while the card field is on screen (from the
 	// first step after the checkout loaded to the end: the failing run
@@ -124,7 +149,7 @@ func checkCardFrame(t *testing.T, base string, shop *demoapp.Server, res recorde
 	if y := topScroll(t, evs, checkoutAt); y != 0 {
 		t.Fatalf("%s: the checkout scrolled to y=%d after step %d: the card field's measured place does not hold", res.Flow, y, checkoutAt)
 	}
-	field := cardFieldRect(t, shop.URL())
+	field := cardFieldRect(t, shop.URL(), payOrigin, oopif)
 	checked := 0
 	for _, e := range evs {
 		if e.Kind != event.KindFrame || e.Step <= checkoutAt {
@@ -199,7 +224,12 @@ func fetchImage(t *testing.T, base, cid string) image.Image {
 // the demo flows' viewport, in a browser of the test's own (not the
 // recorder's, whose masks are what is being checked): the field's border
 // box in the top page's CSS pixels.
-func cardFieldRect(t *testing.T, shopURL string) event.Rect {
+//
+// It also proves which kind of frame the payment frame is: with oopif a
+// frame target of the payment origin must attach to the tab (chromedp
+// auto-attaches them: an attached frame target is an out-of-process
+// iframe), and the field must not be in the tab's own documents.
+func cardFieldRect(t *testing.T, shopURL, payOrigin string, oopif bool) event.Rect {
 	t.Helper()
 	path, err := recorder.Browser("")
 	if err != nil {
@@ -210,10 +240,28 @@ func cardFieldRect(t *testing.T, shopURL string) event.Rect {
 	defer cancel()
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(alloc)
+	var mu sync.Mutex
+	var frameTargets []*target.Info
+	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(func(ev any) {
+		if ev, ok := ev.(*target.EventAttachedToTarget); ok && ev.TargetInfo.Type == "iframe" {
+			mu.Lock()
+			frameTargets = append(frameTargets, ev.TargetInfo)
+			mu.Unlock()
+		}
+	}))
 	defer cancelTab()
 	if err := chromedp.Do(tab); err != nil {
 		t.Fatal(err)
+	}
+	frameTarget := func() *target.Info {
+		mu.Lock()
+		defer mu.Unlock()
+		// The target's URL is empty when it attaches (before its
+		// document commits): the frame's own document says which it is.
+		if len(frameTargets) > 0 {
+			return frameTargets[len(frameTargets)-1]
+		}
+		return nil
 	}
 	eval := func(expr string) {
 		t.Helper()
@@ -242,21 +290,86 @@ func cardFieldRect(t *testing.T, shopURL string) event.Rect {
 	open(shopURL + "/checkout")
 	deadline := time.Now().Add(time.Minute)
 	for {
-		doc, err := chromedp.Call(tab, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(-1)), Pierce: ptr(true)})
-		if err == nil {
-			if n := findNode(doc.Root, "card-number"); n != nil {
-				bm, err := chromedp.Call(tab, dom.GetBoxModel, dom.GetBoxModelParams{NodeID: n.NodeID})
-				if err == nil && bm.Model != nil && len(bm.Model.Border) == 8 {
-					q := bm.Model.Border
-					return event.Rect{X: int(q[0]), Y: int(q[1]), W: int(q[4] - q[0]), H: int(q[5] - q[1])}
+		// In the page's process the field is in the pierced document; out
+		// of process it is in the frame target's own.
+		if r, ok := fieldIn(tab, 0, 0); ok {
+			if oopif {
+				t.Fatal("the card frame is in the page's process: the payment origin was meant to be cross-site (an out-of-process iframe)")
+			}
+			return r
+		}
+		if fr := frameTarget(); fr != nil {
+			if !oopif {
+				t.Fatalf("the card frame is out of process (%s), the test expected it in the page's", fr.URL)
+			}
+			fctx, cancel := chromedp.NewContext(tab, chromedp.WithTargetID(fr.TargetID))
+			defer cancel()
+			tree, err := chromedp.Call(fctx, page.GetFrameTree, struct{}{})
+			if err == nil && !strings.HasPrefix(tree.FrameTree.Frame.URL, payOrigin+"/") {
+				t.Fatalf("the out-of-process frame is %s, not the payment origin's", tree.FrameTree.Frame.URL)
+			}
+			if err == nil {
+				if x, y, ok := frameOffset(tab); ok {
+					if r, ok := fieldIn(fctx, x, y); ok {
+						return r
+					}
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the checkout's card field never appeared in its frame: %v", err)
+			t.Fatal("the checkout's card field never appeared in its frame")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// fieldIn is the card field's border box in the document ctx reaches,
+// moved by (dx, dy) (a frame's place in the top page).
+func fieldIn(ctx context.Context, dx, dy float64) (event.Rect, bool) {
+	doc, err := chromedp.Call(ctx, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(-1)), Pierce: ptr(true)})
+	if err != nil {
+		return event.Rect{}, false
+	}
+	n := findNode(doc.Root, "card-number")
+	if n == nil {
+		return event.Rect{}, false
+	}
+	bm, err := chromedp.Call(ctx, dom.GetBoxModel, dom.GetBoxModelParams{NodeID: n.NodeID})
+	if err != nil || bm.Model == nil || len(bm.Model.Border) != 8 {
+		return event.Rect{}, false
+	}
+	q := bm.Model.Border
+	return event.Rect{X: int(q[0] + dx), Y: int(q[1] + dy), W: int(q[4] - q[0]), H: int(q[5] - q[1])}, true
+}
+
+// frameOffset is the top-left corner of the card frame's content box in
+// the top page.
+func frameOffset(tab context.Context) (x, y float64, ok bool) {
+	doc, err := chromedp.Call(tab, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(-1))})
+	if err != nil {
+		return 0, 0, false
+	}
+	var find func(n *cdp.Node) *cdp.Node
+	find = func(n *cdp.Node) *cdp.Node {
+		if n.LocalName == "iframe" {
+			return n
+		}
+		for _, c := range n.Children {
+			if f := find(c); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	f := find(doc.Root)
+	if f == nil {
+		return 0, 0, false
+	}
+	bm, err := chromedp.Call(tab, dom.GetBoxModel, dom.GetBoxModelParams{NodeID: f.NodeID})
+	if err != nil || bm.Model == nil || len(bm.Model.Content) != 8 {
+		return 0, 0, false
+	}
+	return bm.Model.Content[0], bm.Model.Content[1], true
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -286,7 +399,7 @@ func findNode(n *cdp.Node, id string) *cdp.Node {
 // snapshots: the delta after the Apply click names the line that
 // changed (the gift card's status), and the full snapshot the flow asked
 // for lists the payment frame's elements with the frame's refs.
-func checkSnapshotViews(t *testing.T, res recorder.Result, evs []event.Envelope) {
+func checkSnapshotViews(t *testing.T, payOrigin string, res recorder.Result, evs []event.Envelope) {
 	t.Helper()
 	_, apply := receiptNamed(t, evs, "click", "Apply")
 	var deltas, fulls []event.Snapshot
@@ -320,7 +433,7 @@ func checkSnapshotViews(t *testing.T, res recorder.Result, evs []event.Envelope)
 		t.Fatalf("%s: %d full snapshots; snapshot step %d", res.Flow, len(fulls), snapStep)
 	}
 	full := fulls[0].Text
-	i := strings.Index(full, `frame "Payment card" (cross-origin frame: http://127.0.0.1:`)
+	i := strings.Index(full, `frame "Payment card" (cross-origin frame: `+payOrigin+`)`)
 	if i < 0 || !regexp.MustCompile(`(?m)^\s+textbox "Card number".* @f\d+e\d+$`).MatchString(full[i:]) ||
 		!regexp.MustCompile(`(?m)^\s+StaticText "Card number" @f\d+e\d+$`).MatchString(full[i:]) {
 		t.Errorf("%s: the full snapshot does not list the frame's elements with their refs:\n%s", res.Flow, full)

@@ -177,7 +177,7 @@ func (s *session) maskRects(pg *followedPage) ([]event.Rect, bool) {
 	if err == nil && rects != nil {
 		// A cross-origin frame's masks come from its own helper; when the
 		// frames cannot be listed the frame is dropped, not sent unmasked.
-		rects, err = frameMaskRects(ctx, pg.worlds, rects)
+		rects, err = frameMaskRects(ctx, pg, rects)
 		return rects, err == nil
 	}
 	// No helper (about:blank, an error page) or no answer: the frame is

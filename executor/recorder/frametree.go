@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -39,6 +40,23 @@ type childFrame struct {
 	// cross says the frame's origin is not the top document's: the top
 	// document's scripts cannot see into it.
 	cross bool
+	// sess is the CDP session of an out-of-process frame (a cross-site
+	// one: remoteFrame), nil for a frame in the page's process, which the
+	// page's own session reaches; w is the worlds it is evaluated in.
+	sess context.Context
+	w    *worlds
+}
+
+// on is ctx for the session that reaches f's document: ctx itself for a
+// frame in the page's process, else f's own session with ctx's deadline.
+func (f *childFrame) on(ctx context.Context) (context.Context, context.CancelFunc) {
+	if f == nil || f.sess == nil {
+		return ctx, func() {}
+	}
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(f.sess, d)
+	}
+	return context.WithTimeout(f.sess, 10*time.Second)
 }
 
 // label is how snapshots and receipts name the frame: its title, else
@@ -152,10 +170,12 @@ func (w *worlds) key(f cdp.FrameID) string {
 	return k
 }
 
-// childFrames lists the tab's child frames, depth first, with their
-// owners; a frame whose owner cannot be found (it is being torn down) is
-// left out.
-func childFrames(ctx context.Context, w *worlds) ([]*childFrame, error) {
+// childFrames lists pg's child frames, depth first, with their owners,
+// then its out-of-process frames (which the page's own frame tree does
+// not list); a frame whose owner cannot be found (it is being torn down)
+// is left out.
+func childFrames(ctx context.Context, pg *followedPage) ([]*childFrame, error) {
+	w := pg.worlds
 	res, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
 	tree := res.FrameTree
 	if err != nil || tree == nil || tree.Frame == nil {
@@ -171,7 +191,7 @@ func childFrames(ctx context.Context, w *worlds) ([]*childFrame, error) {
 			}
 			own, err := chromedp.Call(ctx, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: c.Frame.ID})
 			if err == nil && own.BackendNodeID != 0 {
-				f := &childFrame{id: c.Frame.ID, key: w.key(c.Frame.ID), origin: frameOrigin(c.Frame), owner: own.BackendNodeID}
+				f := &childFrame{id: c.Frame.ID, key: w.key(c.Frame.ID), origin: frameOrigin(c.Frame), owner: own.BackendNodeID, w: w}
 				f.cross = f.origin != top
 				if d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{BackendNodeID: own.BackendNodeID}); err == nil && d.Node != nil {
 					f.title = attribute(d.Node, "title")
@@ -182,7 +202,7 @@ func childFrames(ctx context.Context, w *worlds) ([]*childFrame, error) {
 		}
 	}
 	walk(tree)
-	return out, nil
+	return append(out, remoteFrames(ctx, pg, top)...), nil
 }
 
 // frameOrigin is a frame's origin, scheme://host[:port].
@@ -197,12 +217,14 @@ func frameOrigin(f *cdp.Frame) string {
 }
 
 // evaluateIn evaluates expr in a frame's main world (by value).
-func evaluateIn[T any](ctx context.Context, w *worlds, f *childFrame, expr string) (T, error) {
+func evaluateIn[T any](ctx context.Context, f *childFrame, expr string) (T, error) {
 	var out T
-	id, ok := w.context(f.id)
+	id, ok := f.w.context(f.id)
 	if !ok {
 		return out, errNoWorld
 	}
+	ctx, cancel := f.on(ctx)
+	defer cancel()
 	res, err := chromedp.Call(ctx, cdpruntime.Evaluate, cdpruntime.EvaluateParams{Expression: expr, ContextID: id,
 		ReturnByValue: ptr(true), AwaitPromise: ptr(true)})
 	if err != nil {
@@ -212,9 +234,9 @@ func evaluateIn[T any](ctx context.Context, w *worlds, f *childFrame, expr strin
 }
 
 // objectIn evaluates expr in a frame's main world and keeps the result as
-// a remote object (in group).
-func objectIn(ctx context.Context, w *worlds, f *childFrame, expr, group string) (cdpruntime.RemoteObjectID, error) {
-	id, ok := w.context(f.id)
+// a remote object (in group), in the session that reaches f (ctx: f.on).
+func objectIn(ctx context.Context, f *childFrame, expr, group string) (cdpruntime.RemoteObjectID, error) {
+	id, ok := f.w.context(f.id)
 	if !ok {
 		return "", errNoWorld
 	}
@@ -261,7 +283,7 @@ func ownerQuad(ctx context.Context, f *childFrame) (x0, y0, x1, y1 float64, ok b
 // frameDocument finds the one child frame whose title or origin is want
 // and returns its document's node, to search in.
 func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.StepError) {
-	frames, err := childFrames(s.pg.ctx, s.pg.worlds)
+	frames, err := childFrames(s.pg.ctx, s.pg)
 	if err != nil {
 		return nil, 0, stepErr(CodeBrowserError, "check that the browser is still running", "listing the frames: %v", err)
 	}
@@ -282,12 +304,19 @@ func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.St
 			"%d frames are titled or at %q", len(match), want)
 	}
 	f := match[0]
-	obj, err := objectIn(s.pg.ctx, s.pg.worlds, f, "document", "flightrec-frame")
+	ctx, cancel := f.on(s.pg.ctx)
+	defer cancel()
+	obj, err := objectIn(ctx, f, "document", "flightrec-frame")
 	if err != nil {
 		return nil, 0, stepErr(CodeStaleRef, "the frame is loading; it is retried", "reading frame %q: %v", want, err)
 	}
-	defer chromedp.Call(s.pg.ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-frame"})
-	n, err := chromedp.Call(s.pg.ctx, dom.RequestNode, dom.RequestNodeParams{ObjectID: obj})
+	defer chromedp.Call(ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-frame"})
+	if f.sess != nil {
+		// The frame's own session numbers its nodes from a document it
+		// was asked for.
+		_, _ = chromedp.Call(ctx, dom.GetDocument, dom.GetDocumentParams{Depth: ptr(int64(0))})
+	}
+	n, err := chromedp.Call(ctx, dom.RequestNode, dom.RequestNodeParams{ObjectID: obj})
 	if err != nil || n.NodeID == 0 {
 		return nil, 0, stepErr(CodeStaleRef, "the frame is loading; it is retried", "reading frame %q's document: %v", want, err)
 	}
@@ -299,20 +328,24 @@ func (s *session) frameDocument(want string) (*childFrame, cdp.NodeID, *event.St
 // (the top document's helper measures same-origin frames itself). A
 // frame whose helper cannot answer is masked whole: its content is
 // unknown, so all of it may be secret.
-func frameMaskRects(ctx context.Context, w *worlds, rects []event.Rect) ([]event.Rect, error) {
-	frames, err := childFrames(ctx, w)
+func frameMaskRects(ctx context.Context, pg *followedPage, rects []event.Rect) ([]event.Rect, error) {
+	frames, err := childFrames(ctx, pg)
 	if err != nil {
 		return nil, err
 	}
+	var boxes []event.Rect
 	for _, f := range frames {
 		if !f.cross {
 			continue
 		}
 		box, ok := ownerBox(ctx, f)
+		if ok {
+			boxes = append(boxes, box)
+		}
 		if !ok || box.W <= 0 || box.H <= 0 {
 			continue // not rendered: nothing of it is on screen
 		}
-		inner, err := evaluateIn[[]event.Rect](ctx, w, f, `window.__flightrec ? window.__flightrec.maskRects() : null`)
+		inner, err := evaluateIn[[]event.Rect](ctx, f, `window.__flightrec ? window.__flightrec.maskRects() : null`)
 		if err != nil || inner == nil {
 			rects = append(rects, box)
 			continue
@@ -323,8 +356,34 @@ func frameMaskRects(ctx context.Context, w *worlds, rects []event.Rect) ([]event
 			}
 		}
 	}
+	// An iframe whose document the top one cannot read and that no frame
+	// listed accounts for (an out-of-process frame still being set up, or
+	// one the recorder could not join) is masked whole: its content is
+	// unknown, so all of it may be secret.
+	opaque, err := evaluate[[]event.Rect](ctx, opaqueFramesJS)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opaque {
+		known := false
+		for _, b := range boxes {
+			known = known || (b.X >= o.X && b.Y >= o.Y && b.X+b.W <= o.X+o.W && b.Y+b.H <= o.Y+o.H)
+		}
+		if !known {
+			rects = append(rects, o)
+		}
+	}
 	return rects, nil
 }
+
+// opaqueFramesJS lists the viewport boxes (border box, rounded out) of
+// the top document's rendered iframes whose documents it cannot read.
+const opaqueFramesJS = `Array.from(document.querySelectorAll("iframe")).filter(f => {
+  try { return !f.contentDocument; } catch (e) { return true; }
+}).map(f => {
+  const r = f.getBoundingClientRect(), x = Math.floor(r.left), y = Math.floor(r.top);
+  return {x: x, y: y, w: Math.ceil(r.right) - x, h: Math.ceil(r.bottom) - y};
+}).filter(r => r.w > 0 && r.h > 0)`
 
 // clip is r cut to within box; ok is false when nothing is left.
 func clip(r, box event.Rect) (event.Rect, bool) {

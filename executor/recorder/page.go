@@ -37,10 +37,12 @@ type followedPage struct {
 	har    *cdphar.Recorder
 	worlds *worlds
 
-	mu     sync.Mutex
-	url    string       // the main frame's URL as last navigated
-	loader cdp.LoaderID // the main frame's document, as last loaded
-	closed bool
+	mu      sync.Mutex
+	remote  []*remoteFrame // its out-of-process frames (oopif.go)
+	pending int            // out-of-process frames being set up
+	url     string         // the main frame's URL as last navigated
+	loader  cdp.LoaderID   // the main frame's document, as last loaded
+	closed  bool
 }
 
 func newPage(id string, ctx context.Context, cancel context.CancelFunc, opener string) *followedPage {
@@ -138,7 +140,7 @@ func (s *session) setupPage(pg *followedPage, loaded bool) error {
 			return err
 		})
 	}
-	calls = append(calls, func() error { return s.enableLogs(ctx) })
+	calls = append(calls, func() error { return s.enableLogs(ctx) }, func() error { return pauseFrames(ctx, s.raw) })
 	if loaded {
 		// The document there now got none of the scripts: run them in it
 		// (each is idempotent, so a document that did get them is left
@@ -192,12 +194,34 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 			s.onScreencastFrame(pg, ev)
 		case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
 			s.cap.onEvent(ev, s.st.currentStep())
+		case *target.EventAttachedToTarget:
+			if ev.TargetInfo != nil && ev.TargetInfo.Type == "iframe" {
+				startFrame(pg, ev, s.frameSetup(pg), &s.following)
+			}
 		default:
 			if !pg.worlds.onEvent(ev) {
 				s.onConsoleEvent(pg, ev)
 			}
 		}
 	}
+}
+
+// frameSetup sets up pg's out-of-process frames as pg itself: the page
+// helper and rrweb in the main world, rrweb's binding, console output.
+func (s *session) frameSetup(pg *followedPage) frameSetup {
+	rules, _ := json.Marshal(s.mask)
+	helper := strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
+	return frameSetup{scripts: []string{helper, rrwebScript()}, bindings: []string{domBinding},
+		stepOf: s.st.currentStep, pageRef: pg.id, raw: s.raw, parentHAR: pg.har, onEvent: func(_ *remoteFrame, ev any) {
+			switch ev := ev.(type) {
+			case *cdpruntime.EventBindingCalled:
+				if ev.Name == domBinding {
+					s.onDOM(pg, ev.Payload)
+				}
+			case *cdpruntime.EventConsoleAPICalled, *cdpruntime.EventExceptionThrown:
+				s.onConsoleEvent(pg, ev)
+			}
+		}}
 }
 
 // noteDialog notes a dialog in the current step's effects.
@@ -245,13 +269,23 @@ func (s *session) opened(tid target.ID, opener target.ID) string {
 
 // follow attaches to a page another opened and sets it up like the
 // first; it joins s.pages once it records.
+//
+// A popup the browser paused at its start (capture.hold) is set up
+// before its document loads, then released: its document request is its
+// own first HAR entry, in the step that opened it.
 func (s *session) follow(id string, tid target.ID, opener string) {
 	defer s.following.Done()
+	// The target-created event comes before the attach of the paused
+	// page, as a rule: wait a little for it.
+	paused := s.cap.paused(tid, time.Second)
+	defer s.cap.release(s.first.ctx, tid)
 	ctx, cancel := chromedp.NewContext(s.first.ctx, chromedp.WithTargetID(tid))
 	pg := newPage(id, ctx, cancel, opener)
 	pg.target = tid
-	if err := chromedp.Do(ctx); err == nil {
-		err = s.setupPage(pg, true)
+	// chromedp's own set-up of a paused page can fail part way (it has
+	// no document to evaluate in yet); the session is there all the same.
+	if err := chromedp.Do(ctx); err == nil || (paused && chromedp.FromContext(ctx).Target != nil) {
+		_ = s.setupPage(pg, !paused)
 	}
 	s.mu.Lock()
 	s.pages = append(s.pages, pg)

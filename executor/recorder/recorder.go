@@ -167,6 +167,9 @@ type session struct {
 	// land there and nowhere else.
 	scratch string
 	cap     *capture
+	// raw sends what chromedp cannot: the release of a target paused at
+	// its start (nil: the recorder pauses none).
+	raw *rawTransport
 
 	// first is the page the run began in; pg the page steps act on now
 	// (read and switched by the run's goroutine alone).
@@ -211,13 +214,18 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 	if vp.Width == 0 {
 		vp = flow.DefaultViewport
 	}
+	// Over a websocket the recorder holds (rawTransport): it releases the
+	// out-of-process frames it pauses at their start.
+	raw := &rawTransport{}
 	opts := append(ChromiumOptions(path, profile),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.Flag("mute-audio", true),
-		chromedp.WindowSize(vp.Width, vp.Height))
+		chromedp.Flag("remote-debugging-address", "127.0.0.1"),
+		chromedp.WindowSize(vp.Width, vp.Height),
+		chromedp.WithDialer(rawDialer(raw)))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(allocCtx)
+	tab, cancelTab := chromedp.NewContext(allocCtx, quietUnknownSessions())
 	defer cancelTab()
 	if err := chromedp.Do(tab); err != nil {
 		return Result{}, fmt.Errorf("starting %s: %w", path, err)
@@ -238,7 +246,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
 	first := newPage("", tab, nil, "")
-	s := &session{cfg: cfg, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"),
+	s := &session{cfg: cfg, st: newStream(c, rep.ID), refs: newRefs(), scratch: filepath.Join(profile, "downloads"), raw: raw,
 		first: first, pg: first, pages: []*followedPage{first}, pageSeq: 1,
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
 		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, lastView: map[string]string{},
@@ -268,6 +276,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		res.BrowserCPU = cpu
 	}
 	for _, p := range s.allPages() {
+		p.closeRemotes()
 		if p.cancel != nil {
 			p.cancel()
 		}
@@ -336,7 +345,7 @@ func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
 // first page and starts its screencast.
 func (s *session) setup(vp flow.Viewport) error {
 	s.vp = event.Viewport{Width: vp.Width, Height: vp.Height}
-	s.cap = newCapture(s.scratch, s.first.target, s.opened, s.closed)
+	s.cap = newCapture(s.scratch, s.first.target, s.raw, s.opened, s.closed)
 	if err := s.cap.start(s.first.ctx, s.st.currentStep); err != nil {
 		return fmt.Errorf("setting up downloads and popups: %w", err)
 	}
@@ -353,11 +362,10 @@ func (s *session) drainNetwork(wait time.Duration) {
 	ctx, cancel := context.WithTimeout(s.first.ctx, wait)
 	defer cancel()
 	for _, p := range s.allPages() {
-		if p.har == nil {
-			continue
+		for _, h := range p.allHAR() {
+			_ = h.WaitIdle(ctx, 100*time.Millisecond)
+			s.sendHAR(h.Take(true))
 		}
-		_ = p.har.WaitIdle(ctx, 100*time.Millisecond)
-		s.sendHAR(p.har.Take(true))
 	}
 }
 
@@ -365,8 +373,8 @@ func (s *session) drainNetwork(wait time.Duration) {
 func (s *session) takeHAR() []cdphar.Taken {
 	var out []cdphar.Taken
 	for _, p := range s.allPages() {
-		if p.har != nil {
-			out = append(out, p.har.Take(false)...)
+		for _, h := range p.allHAR() {
+			out = append(out, h.Take(false)...)
 		}
 	}
 	return out

@@ -180,13 +180,13 @@ func (s *session) sendViews(v views, when string, step int) {
 // framesText is the text of the cross-origin frames (the top document's
 // innerText holds none of a frame's), each under a line naming it.
 func (s *session) framesText() string {
-	frames, _ := childFrames(s.pg.ctx, s.pg.worlds)
+	frames, _ := childFrames(s.pg.ctx, s.pg)
 	var b strings.Builder
 	for _, f := range frames {
 		if !f.cross {
 			continue
 		}
-		text, err := evaluateIn[string](s.pg.ctx, s.pg.worlds, f, `document.body ? document.body.innerText : ""`)
+		text, err := evaluateIn[string](s.pg.ctx, f, `document.body ? document.body.innerText : ""`)
 		if err != nil {
 			continue
 		}
@@ -274,7 +274,7 @@ func (s *session) fullView() (string, error) {
 }
 
 func (s *session) axView(full bool) (string, error) {
-	frames, _ := childFrames(s.pg.ctx, s.pg.worlds)
+	frames, _ := childFrames(s.pg.ctx, s.pg)
 	var b strings.Builder
 	if err := s.writeAXTree(&b, nil, frames, 0, map[cdp.FrameID]bool{}, full); err != nil {
 		return "", err
@@ -310,7 +310,9 @@ func (s *session) writeAXTree(b *strings.Builder, f *childFrame, frames []*child
 		p.FrameID, key = f.id, key+f.key
 		done[f.id] = true
 	}
-	res, err := chromedp.Call(s.pg.ctx, accessibility.GetFullAXTree, p)
+	ctx, cancel := f.on(s.pg.ctx)
+	defer cancel()
+	res, err := chromedp.Call(ctx, accessibility.GetFullAXTree, p)
 	if err != nil {
 		return err
 	}
@@ -507,8 +509,10 @@ func (s *session) maskedNodes(f *childFrame) (masked map[cdp.BackendNodeID]bool,
 	out := map[cdp.BackendNodeID]bool{}
 	const expr = `window.__flightrec ? window.__flightrec.maskedElements() : []`
 	var list cdpruntime.RemoteObjectID
+	ctx, cancel := f.on(s.pg.ctx)
+	defer cancel()
 	if f != nil {
-		obj, err := objectIn(s.pg.ctx, s.pg.worlds, f, `window.__flightrec ? window.__flightrec.maskedElements() : null`, "flightrec-mask")
+		obj, err := objectIn(ctx, f, `window.__flightrec ? window.__flightrec.maskedElements() : null`, "flightrec-mask")
 		if err != nil {
 			return out, true
 		}
@@ -520,8 +524,8 @@ func (s *session) maskedNodes(f *childFrame) (masked map[cdp.BackendNodeID]bool,
 		}
 		list = res.Result.ObjectID
 	}
-	defer chromedp.Call(s.pg.ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-mask"})
-	props, err := chromedp.Call(s.pg.ctx, cdpruntime.GetProperties, cdpruntime.GetPropertiesParams{
+	defer chromedp.Call(ctx, cdpruntime.ReleaseObjectGroup, cdpruntime.ReleaseObjectGroupParams{ObjectGroup: "flightrec-mask"})
+	props, err := chromedp.Call(ctx, cdpruntime.GetProperties, cdpruntime.GetPropertiesParams{
 		ObjectID: list, OwnProperties: ptr(true)})
 	if err != nil {
 		return out, f != nil
@@ -533,7 +537,7 @@ func (s *session) maskedNodes(f *childFrame) (masked map[cdp.BackendNodeID]bool,
 		if _, err := strconv.Atoi(p.Name); err != nil {
 			continue
 		}
-		d, err := chromedp.Call(s.pg.ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: p.Value.ObjectID, Depth: ptr(int64(-1))})
+		d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: p.Value.ObjectID, Depth: ptr(int64(-1))})
 		if err != nil || d.Node == nil {
 			continue
 		}

@@ -66,6 +66,7 @@ import (
 	"net/http"
 	"net/mail"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,15 @@ type Options struct {
 	// (Start sets it to a second loopback port of its own); "" loads it
 	// from the storefront's own origin.
 	PaymentOrigin string
+	// CrossSitePayment makes Start name the payment provider's port
+	// http://localhost:PORT while the storefront is http://127.0.0.1:PORT
+	// (both loopback): another site to the browser, as a real payment
+	// provider is, so Chromium renders the card frame in a process of its
+	// own (an out-of-process iframe), reachable over CDP only through a
+	// session of the frame's own. Without it the provider is another port
+	// of the same host: another origin of the same site, in the page's
+	// process.
+	CrossSitePayment bool
 }
 
 //go:embed templates/*.html
@@ -279,6 +289,11 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("demoapp: the payment provider's port: %w", err)
 	}
 	opts.PaymentOrigin = "http://" + payLn.Addr().String()
+	if opts.CrossSitePayment {
+		// The listener is on loopback; localhost names it for the browser,
+		// which resolves localhost to loopback itself.
+		opts.PaymentOrigin = "http://localhost:" + strconv.Itoa(payLn.Addr().(*net.TCPAddr).Port)
+	}
 	h := Handler(opts)
 	s := &Server{url: "http://" + ln.Addr().String(), payURL: opts.PaymentOrigin, done: make(chan struct{}),
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
