@@ -54,6 +54,15 @@ const (
 	clusterSealed  = "cluster/sealed/"  // + <id>.json: the root and verdict once sealed and published
 )
 
+// ClusterObjects names every object cluster mode keeps for recording id:
+// its lease, its open document, its batches and seal (a prefix), and its
+// sealed document. Removing a recording removes them with it
+// (objblobs.Options.RecordingObjects), so retention leaves nothing of a
+// removed recording in the bucket.
+func ClusterObjects(id string) []string {
+	return []string{clusterBatches + id + "/", clusterOpen + id + ".json", clusterSealed + id + ".json", clusterLeases + "/" + id}
+}
+
 // proxiedHeader marks a request one node passed to another, so that a
 // request is proxied at most once (a lease moving meanwhile answers 503,
 // and the client retries).

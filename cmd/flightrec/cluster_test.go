@@ -1019,6 +1019,27 @@ func collectsAfterSeal(t *testing.T, e *clusterEnv) {
 		t.Fatalf("finish: %+v %v", fin, err)
 	}
 	sealKey := fmt.Sprintf("cluster/batches/%s/%020d", rep.ID, 31)
+	// Every object cluster mode keeps for the recording is one that
+	// removing it removes (ingest.ClusterObjects, objblobs'
+	// RecordingObjects): retention leaves nothing of it behind.
+	covered := 0
+	for info, err := range e.obj.List(ctx, "cluster/") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(info.Key, rep.ID) {
+			continue
+		}
+		if !slices.ContainsFunc(ingest.ClusterObjects(rep.ID), func(name string) bool {
+			return info.Key == name || strings.HasSuffix(name, "/") && strings.HasPrefix(info.Key, name)
+		}) {
+			t.Errorf("cluster mode keeps %s, which removing the recording would leave", info.Key)
+		}
+		covered++
+	}
+	if covered < 3 { // the lease, the seal, the sealed document at least
+		t.Errorf("only %d cluster objects of the recording were found", covered)
+	}
 	left := func() []string {
 		var keys []string
 		for _, prefix := range []string{"cluster/batches/" + rep.ID + "/", "cluster/open/" + rep.ID + ".json"} {

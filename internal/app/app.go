@@ -183,7 +183,7 @@ func (c StoreConfig) openStore() (*store.Store, error) {
 
 // blobOptions are the shared blob store's options.
 func (c StoreConfig) blobOptions() objblobs.Options {
-	return objblobs.Options{Grace: c.BlobGCGrace, Refs: store.ManifestRefs}
+	return objblobs.Options{Grace: c.BlobGCGrace, Refs: store.ManifestRefs, RecordingObjects: ingest.ClusterObjects}
 }
 
 // OpenBlobs opens the blob store on the object store target names

@@ -89,6 +89,12 @@ type Options struct {
 	// published while it waited. Without it, a sweep during which a
 	// recording was published deletes nothing.
 	Refs func(manifest []byte) ([]cid.Cid, error)
+	// RecordingObjects names what else a recording keeps in the store
+	// beside its published files (cluster mode's lease, batches, seal and
+	// documents: ingest.ClusterObjects): a key, or every key under a
+	// prefix ending in "/". RemoveRecordingFiles removes them too, so a
+	// removed recording leaves nothing of itself in the bucket.
+	RecordingObjects func(id string) []string
 }
 
 func (o Options) withDefaults() Options {

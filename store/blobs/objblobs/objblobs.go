@@ -718,7 +718,34 @@ func (s *Store) RemoveRecordingFiles(id string) error {
 			return fmt.Errorf("store: unpublish %s: %w", id, err)
 		}
 	}
+	if s.opts.RecordingObjects != nil {
+		for _, name := range s.opts.RecordingObjects(id) {
+			if err := s.removeObjects(ctx, name); err != nil {
+				return fmt.Errorf("store: remove %s's objects: %w", id, err)
+			}
+		}
+	}
 	return s.ReleaseHolds(id, "")
+}
+
+// removeObjects removes key, or every key under it when it ends in "/"
+// (a missing one is not an error).
+func (s *Store) removeObjects(ctx context.Context, key string) error {
+	if !strings.HasSuffix(key, "/") {
+		if err := s.obj.Delete(ctx, key); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	for info, err := range s.obj.List(ctx, key) {
+		if err != nil {
+			return err
+		}
+		if err := s.obj.Delete(ctx, info.Key); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecordingFile reads a file PutRecordingFile stored; a missing one is

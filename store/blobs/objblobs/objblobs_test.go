@@ -162,3 +162,37 @@ func TestOutage(t *testing.T) {
 		t.Fatalf("String %q", s.String())
 	}
 }
+
+// TestRemoveRecordingObjects: removing a recording's files removes what
+// Options.RecordingObjects names for it too (keys, and every key under a
+// prefix), and nothing of another recording.
+func TestRemoveRecordingObjects(t *testing.T) {
+	ctx := context.Background()
+	obj, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := func(id string) []string { return []string{"side/" + id + "/", "doc/" + id + ".json", "missing/" + id} }
+	s, err := objblobs.OpenWith(ctx, obj, objblobs.Options{RecordingObjects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"rec1", "rec2"} {
+		if err := s.PutRecordingFile(id, "ROOT", []byte("root")); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"side/" + id + "/a", "side/" + id + "/b/c", "doc/" + id + ".json"} {
+			if _, err := obj.Put(ctx, key, bytes.NewReader([]byte(key)), int64(len(key)), objstore.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.RemoveRecordingFiles("rec1"); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string]int{"side/rec1/": 0, "doc/rec1": 0, "recordings/rec1/": 0, "side/rec2/": 2, "doc/rec2": 1, "recordings/rec2/": 1} {
+		if n := count(t, obj, prefix); n != want {
+			t.Errorf("%s: %d objects after removing rec1, want %d", prefix, n, want)
+		}
+	}
+}
