@@ -360,7 +360,9 @@ func ignoreMissing(stmt string, err error) error {
 		(strings.HasSuffix(stmt, " FROM recordings") || strings.HasSuffix(stmt, " FROM recordings_by_id")) {
 		return nil
 	}
-	if errors.As(err, &ex) && ex.Code == 15 && strings.HasPrefix(stmt, addStepKindSQL) { // DUPLICATE_COLUMN
+	// 18.16 says ILLEGAL_COLUMN (44), current releases DUPLICATE_COLUMN (15).
+	if errors.As(err, &ex) && (ex.Code == 44 || ex.Code == 15) && strings.HasPrefix(stmt, addStepKindSQL) &&
+		strings.Contains(ex.Message, "already exists") {
 		return nil
 	}
 	return err
