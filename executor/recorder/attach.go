@@ -405,6 +405,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		wait = time.Second
 	}
 	sess := a.takePaused(ti.TargetID, wait)
+	paused := sess != ""
 	release := func() {
 		a.raw.release(a.bctx, sess)
 		sess = ""
@@ -412,10 +413,10 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	defer release()
 	// chromedp's own set-up of a paused page can fail part way (it has no
 	// document to evaluate in yet); the session is there all the same.
-	if err := chromedp.Do(ctx); err != nil && (sess == "" || chromedp.FromContext(ctx).Target == nil) {
+	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
 		return fail(err)
 	}
-	if sess != "" {
+	if paused {
 		// A page target's main frame has the target's id: known before
 		// its frame tree is read, which waits until it runs.
 		p.w.setMain(cdp.FrameID(ti.TargetID))
@@ -455,12 +456,19 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		}
 	}
 	release()
+	// A page that was paused is recorded from here whatever fails: a
+	// popup may close while the rest is set up, and what it loaded is in
+	// its HAR already.
+	main := cdp.FrameID(ti.TargetID)
 	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
-	if err != nil {
+	switch {
+	case err == nil:
+		main = tree.FrameTree.Frame.ID
+		p.w.setMain(main)
+		pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
+	case !paused:
 		return fail(err)
 	}
-	p.w.setMain(tree.FrameTree.Frame.ID)
-	pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
 	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
 		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
 	}
@@ -478,13 +486,13 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			return err
 		},
 	} {
-		if err := call(); err != nil {
+		if err := call(); err != nil && !paused {
 			return fail(fmt.Errorf("setting up the page: %w", err))
 		}
 	}
 	// The document already open gets the scripts now: rrweb starts with a
 	// full snapshot of the page as it is.
-	p.injectNow(tree.FrameTree.Frame.ID)
+	p.injectNow(main)
 	startFrames(s, pg)
 	s.snapshots("after")
 	s.ensureFrame(a.st.currentStep())
