@@ -49,6 +49,16 @@ func receiptNamed(t *testing.T, evs []event.Envelope, verb, name string) (event.
 // policy that keeps downloads, the PDF is a blob the receipt names.
 func TestDemoPopupAndDownload(t *testing.T) {
 	testenv.RequireChromium(t)
+	// The recorder's scratch space (its profile, where downloads land)
+	// is made under TMPDIR: it must be gone after each run.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	scratchGone := func(when string) {
+		t.Helper()
+		if left, _ := filepath.Glob(filepath.Join(tmp, "flightrec-chromium-*")); len(left) > 0 {
+			t.Errorf("%s: the recorder's scratch space is still there: %v", when, left)
+		}
+	}
 	pol := t.TempDir()
 	if err := os.WriteFile(filepath.Join(pol, "keep.rego"), []byte(`package flightrec.redact
 keep_downloads := true if input.recording.project == "`+keepProject+`"
@@ -100,7 +110,9 @@ keep_downloads := true if input.recording.project == "`+keepProject+`"
 	if hits := running.Hits([]string{string(pdf)}, []string{"the receipt PDF"}); f.CID != "" || len(hits) > 0 {
 		t.Errorf("the default policy kept the download (cid %q):\n  %s", f.CID, strings.Join(hits, "\n  "))
 	}
+	scratchGone("downloads hashed only")
 	checkKeptDownload(t, srv.Base, shop)
+	scratchGone("downloads kept")
 
 	// The cart socket's messages are on its handshake's HAR entry: the
 	// page's hello, the count, the extra message (redacted), and the
