@@ -27,11 +27,14 @@ const (
 	KindScreenshot Kind = "screenshot"
 	KindCheck      Kind = "check"
 	KindMeta       Kind = "meta"
+	// KindDownload carries a downloaded file's bytes, sent only when the
+	// recording's policy keeps downloads (plan keep_downloads).
+	KindDownload Kind = "download"
 )
 
 // Kinds lists every kind in a stable order (used for per-kind counts).
 var Kinds = []Kind{KindReceipt, KindSnapshot, KindDOM, KindHAR, KindConsole,
-	KindFrame, KindVideo, KindScreenshot, KindCheck, KindMeta}
+	KindFrame, KindVideo, KindScreenshot, KindCheck, KindMeta, KindDownload}
 
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {
@@ -167,6 +170,8 @@ func binaryField(k Kind) string {
 		return "image"
 	case KindVideo:
 		return "chunk"
+	case KindDownload:
+		return "data"
 	}
 	return ""
 }
@@ -179,6 +184,8 @@ func hasBinary(p any) bool {
 		return p.Image != nil
 	case *Video:
 		return p.Chunk != nil
+	case *Download:
+		return p.Data != nil
 	}
 	return false
 }
@@ -191,6 +198,8 @@ func setBinary(p any, b []byte) {
 		p.Image = b
 	case *Video:
 		p.Chunk = b
+	case *Download:
+		p.Data = b
 	}
 }
 
@@ -244,6 +253,8 @@ func newPayload(k Kind) any {
 		return new(Check)
 	case KindMeta:
 		return new(Meta)
+	case KindDownload:
+		return new(Download)
 	}
 	panic("event: no payload type for kind " + string(k))
 }

@@ -1,6 +1,8 @@
 package event
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 )
@@ -80,6 +82,35 @@ type File struct {
 	// State is "completed", or "canceled" when the download did not end
 	// (then Size is what arrived and SHA256 is empty).
 	State string `json:"state,omitempty"`
+	// CID names the file's bytes, kept as a blob by a download event of
+	// the same step, when the policy keeps downloads (keep_downloads);
+	// empty otherwise (hash only).
+	CID string `json:"cid,omitempty"`
+}
+
+// Download is a downloaded file's bytes, sent only when the recording's
+// policy keeps downloads. On the wire Data holds the bytes (base64 in
+// JSON); stored and served, DataCID replaces them. The step's receipt
+// describes the file in effects.files, naming the same CID.
+type Download struct {
+	Name    string `json:"name"`
+	MIME    string `json:"mime,omitempty"`
+	SHA256  string `json:"sha256"`
+	Data    []byte `json:"data,omitempty"`
+	DataCID string `json:"data_cid,omitempty"`
+}
+
+func (d *Download) validate() *Error {
+	if d.DataCID != "" {
+		return errf("data_cid", "is set by the server; send the bytes in data")
+	}
+	if len(d.Data) == 0 {
+		return errf("data", "is required (base64 bytes)")
+	}
+	if sum := sha256.Sum256(d.Data); hex.EncodeToString(sum[:]) != d.SHA256 {
+		return errf("sha256", "must be the hex sha256 of data")
+	}
+	return nil
 }
 
 // Navigation is a page change caused by a step.

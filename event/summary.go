@@ -54,6 +54,8 @@ func Summarize(d *Decoded) Summary {
 		s.Level, s.Text, s.URL = p.Level, p.Text, p.URL
 	case *Snapshot:
 		s.URL = p.Origin
+	case *Download:
+		s.Text = p.Name
 	case *Check:
 		s.Action = "check:" + p.Type
 		s.Text = p.Target
@@ -115,6 +117,8 @@ func Binary(d *Decoded) (field string, data []byte) {
 		return "image", p.Image
 	case *Video:
 		return "chunk", p.Chunk
+	case *Download:
+		return "data", p.Data
 	}
 	return "", nil
 }

@@ -443,7 +443,7 @@ func (s *Service) Open(ctx context.Context, req wire.OpenRequest) (wire.OpenRepl
 		s.onOpen(meta)
 	}
 	mask := plan.MaskRules()
-	return wire.OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask}, nil
+	return wire.OpenReply{ID: meta.ID, PlanDigest: meta.PlanDigest, Mask: &mask, KeepDownloads: plan.KeepDownloads}, nil
 }
 
 // lookup finds an open recording, or says why there is none.

@@ -59,6 +59,12 @@ type Plan struct {
 	// DropUnmaskedFrames drops a frame or screenshot that arrives with no
 	// mask rectangles while a masked field is on the page.
 	DropUnmaskedFrames bool `json:"drop_unmasked_frames"`
+	// KeepDownloads keeps a downloaded file's bytes as a blob (a download
+	// event; the receipt's effects.files entry names its CID). Off, the
+	// default, a download is described by name, size, type and sha256
+	// only, and a download event is dropped. Omitted when false, so the
+	// digests of plans made before it are unchanged.
+	KeepDownloads bool `json:"keep_downloads,omitempty"`
 }
 
 // MaskRules returns the plan's masking rules.

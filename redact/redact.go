@@ -111,6 +111,8 @@ func (r *Redactor) Redact(d *event.Decoded) (Result, error) {
 		return r.redactFrame(d)
 	case event.KindVideo:
 		return r.redactVideo(d)
+	case event.KindDownload:
+		return r.redactDownload(d)
 	default: // receipt, snapshot, console, check, meta
 		return r.redactText(d)
 	}

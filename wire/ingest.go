@@ -19,6 +19,10 @@ type OpenReply struct {
 	// frames it sends: it computes each frame's mask rectangles from
 	// them, and the server paints those rectangles before storing.
 	Mask *MaskRules `json:"mask,omitempty"`
+	// KeepDownloads says the plan keeps downloaded files' bytes: the
+	// executor sends each as a download event (the server drops them
+	// otherwise).
+	KeepDownloads bool `json:"keep_downloads,omitempty"`
 }
 
 // OwnerHeader, on the replies to an open and an append in cluster mode,

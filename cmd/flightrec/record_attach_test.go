@@ -338,10 +338,13 @@ func TestRecordAttachDoesNotInterfere(t *testing.T) {
 	endpoint, shop, _ := attachFixture(t)
 	bin := binary(t)
 
-	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
+	// The runs end with the Terms popup, which the recorder pauses at its
+	// start: the driving client's run must not notice, while the recorder
+	// is attached or after it was killed.
+	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
 	rec := startAttach(t, bin, endpoint, t.TempDir())
-	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
-	if fmt.Sprint(alone) != fmt.Sprint(watched) {
+	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
+	if !strings.HasPrefix(alone.Popup, "Terms of sale") || fmt.Sprint(alone) != fmt.Sprint(watched) {
 		t.Errorf("the run differs with the recorder attached:\n alone   %+v\n watched %+v", alone, watched)
 	}
 	if err := rec.cmd.Process.Kill(); err != nil {
@@ -351,7 +354,7 @@ func TestRecordAttachDoesNotInterfere(t *testing.T) {
 	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
 		t.Fatalf("after the recorder's SIGKILL the browser answers %v with %d pages", ok, pages)
 	}
-	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop)
+	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
 	if fmt.Sprint(alone) != fmt.Sprint(after) {
 		t.Errorf("the run differs after the recorder was killed:\n alone %+v\n after %+v", alone, after)
 	}

@@ -94,6 +94,10 @@ func (s *session) runStep(n int, step flow.Step) stepOutcome {
 	s.mu.Unlock()
 	eff.SnapshotDelta = s.refs.delta()
 	eff.Popups, eff.Pages, eff.Files = popups, pages, files
+	// Kept bytes go before the receipt that names their CIDs.
+	for _, d := range s.cap.takeKept(n) {
+		s.st.emit(event.KindDownload, ended, d)
+	}
 	for _, f := range files {
 		eff.Downloads = append(eff.Downloads, f.Name)
 	}

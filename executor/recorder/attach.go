@@ -121,8 +121,15 @@ type attachment struct {
 	seen   map[target.ID]bool // attached or being attached
 	seq    int                // the last page number given (the first page attached is 1)
 	closed bool               // detaching: no more attaches
-	wg     sync.WaitGroup     // attaches under way
-	ready  atomic.Bool
+	// paused holds the sessions of new pages the browser paused at their
+	// start for the recorder (held by hold, released by attach); gaveUp
+	// the pages whose attach stopped waiting for theirs (then a late
+	// pause is released at once).
+	paused  map[target.ID]target.SessionID
+	gaveUp  map[target.ID]bool
+	changed chan struct{}  // closed and replaced when paused changes
+	wg      sync.WaitGroup // attaches under way
+	ready   atomic.Bool
 }
 
 // attachedPage is one page target being recorded: a followedPage (its
@@ -175,7 +182,8 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
 	a := &attachment{cfg: cfg, bctx: bctx, raw: raw, st: newStream(c, rep.ID), refs: newRefs(),
-		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{}}
+		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{},
+		paused: map[target.ID]target.SessionID{}, gaveUp: map[target.ID]bool{}, changed: make(chan struct{})}
 	a.mask = defaultMask(rep.Mask)
 	rules, _ := json.Marshal(a.mask)
 	a.helper = strings.Replace(pageJS, "const rules = __RULES__;", "const rules = "+string(rules)+";", 1)
@@ -234,6 +242,14 @@ func (a *attachment) run(ctx context.Context) error {
 	if _, err := chromedp.CallBrowser(a.bctx, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err != nil {
 		return fmt.Errorf("listening for the browser's pages: %w", err)
 	}
+	// New pages (popups, tabs) wait at their start until the recorder
+	// has their Network domain and scripts in place (hold, attach), so
+	// their document request is their own first HAR entry. The wait is
+	// the driving client's too: attach releases at once after those.
+	if _, err := chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: true,
+		WaitForDebuggerOnStart: true, Flatten: ptr(true), Filter: target.Filter{{Type: "page"}}}); err != nil {
+		return fmt.Errorf("pausing the browser's new pages: %w", err)
+	}
 	infos, err := chromedp.Targets(a.bctx)
 	if err != nil {
 		return fmt.Errorf("listing the browser's pages: %w", err)
@@ -265,6 +281,54 @@ func (a *attachment) onBrowserEvent(ev any) {
 		a.consider(ev.TargetInfo)
 	case *target.EventTargetInfoChanged:
 		a.consider(ev.TargetInfo)
+	case *target.EventAttachedToTarget:
+		if ev.WaitingForDebugger {
+			a.hold(ev)
+		}
+	}
+}
+
+// hold keeps the session of a new page paused at its start for its
+// attach to release, and releases at once a page the recorder will not
+// attach (or whose attach gave up waiting). Reader goroutine: the
+// release is a write, not a call.
+func (a *attachment) hold(ev *target.EventAttachedToTarget) {
+	ti := ev.TargetInfo
+	a.mu.Lock()
+	keep := ti != nil && a.wanted(ti) && !a.closed && !a.gaveUp[ti.TargetID]
+	if keep {
+		a.paused[ti.TargetID] = ev.SessionID
+		close(a.changed)
+		a.changed = make(chan struct{})
+	}
+	a.mu.Unlock()
+	if !keep {
+		go a.raw.release(context.Background(), ev.SessionID)
+	}
+}
+
+// takePaused waits (at most wait) for page tid's paused session and takes
+// it ("" if the page is not paused for the recorder; a pause that comes
+// later is released at once).
+func (a *attachment) takePaused(tid target.ID, wait time.Duration) target.SessionID {
+	deadline := time.After(wait)
+	for {
+		a.mu.Lock()
+		sess, ok := a.paused[tid]
+		delete(a.paused, tid)
+		ch := a.changed
+		if !ok && wait == 0 {
+			a.gaveUp[tid] = true
+		}
+		a.mu.Unlock()
+		if ok || wait == 0 {
+			return sess
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			wait = 0 // one last look, then give up
+		}
 	}
 }
 
@@ -333,22 +397,39 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		cancel()
 		return nil, err
 	}
-	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
-	if err != nil {
+	// A page created since the attach began (a popup, a new tab) is
+	// paused at its start, as a rule: its target event comes just before
+	// the pause's.
+	var wait time.Duration
+	if a.ready.Load() {
+		wait = time.Second
+	}
+	sess := a.takePaused(ti.TargetID, wait)
+	paused := sess != ""
+	release := func() {
+		a.raw.release(a.bctx, sess)
+		sess = ""
+	}
+	defer release()
+	// chromedp's own set-up of a paused page can fail part way (it has no
+	// document to evaluate in yet); the session is there all the same.
+	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
 		return fail(err)
 	}
-	p.w.setMain(tree.FrameTree.Frame.ID)
-	pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
-	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
-		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
+	if paused {
+		// A page target's main frame has the target's id: known before
+		// its frame tree is read, which waits until it runs.
+		p.w.setMain(cdp.FrameID(ti.TargetID))
 	}
-	if s.vp.Width == 0 {
-		s.vp = event.Viewport{Width: 1280, Height: 800}
-	}
+	// What must precede the page's first request: the HAR's Network
+	// domain, and the isolated world's bindings and scripts (with the
+	// Runtime and Page events they report through). Then a paused page
+	// goes on at once; the reads and screenshots come after.
+	var err error
 	if pg.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}); err != nil {
 		return fail(err)
 	}
-	for _, call := range []func() error{
+	early := []func() error{
 		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
 		func() error { _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); return err },
 		func() error {
@@ -368,6 +449,33 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			}
 			return nil
 		},
+	}
+	for _, call := range early {
+		if err := call(); err != nil {
+			return fail(fmt.Errorf("setting up the page: %w", err))
+		}
+	}
+	release()
+	// A page that was paused is recorded from here whatever fails: a
+	// popup may close while the rest is set up, and what it loaded is in
+	// its HAR already.
+	main := cdp.FrameID(ti.TargetID)
+	tree, err := chromedp.Call(ctx, page.GetFrameTree, struct{}{})
+	switch {
+	case err == nil:
+		main = tree.FrameTree.Frame.ID
+		p.w.setMain(main)
+		pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
+	case !paused:
+		return fail(err)
+	}
+	if m, err := chromedp.Call(ctx, page.GetLayoutMetrics, struct{}{}); err == nil && m.CSSLayoutViewport != nil {
+		s.vp = event.Viewport{Width: int(m.CSSLayoutViewport.ClientWidth), Height: int(m.CSSLayoutViewport.ClientHeight)}
+	}
+	if s.vp.Width == 0 {
+		s.vp = event.Viewport{Width: 1280, Height: 800}
+	}
+	for _, call := range []func() error{
 		func() error { return s.enableLogs(ctx) },
 		func() error { return pauseFrames(ctx, a.raw) },
 		// The recorder's Debugger session must never stop the page: a
@@ -378,13 +486,13 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 			return err
 		},
 	} {
-		if err := call(); err != nil {
+		if err := call(); err != nil && !paused {
 			return fail(fmt.Errorf("setting up the page: %w", err))
 		}
 	}
 	// The document already open gets the scripts now: rrweb starts with a
 	// full snapshot of the page as it is.
-	p.injectNow(tree.FrameTree.Frame.ID)
+	p.injectNow(main)
 	startFrames(s, pg)
 	s.snapshots("after")
 	s.ensureFrame(a.st.currentStep())
@@ -537,9 +645,17 @@ func (a *attachment) pageList() []*attachedPage {
 // detachAll sends what every page gathered, stops the recorder's scripts
 // in them and detaches: the pages and the browser go on.
 func (a *attachment) detachAll() {
+	// New pages no longer wait for the recorder, and none still does: a
+	// pause that comes now is released at once (hold).
+	_, _ = chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{Flatten: ptr(true)})
 	a.mu.Lock()
 	a.closed = true
+	held := a.paused
+	a.paused = map[target.ID]target.SessionID{}
 	a.mu.Unlock()
+	for _, sess := range held {
+		a.raw.release(a.bctx, sess)
+	}
 	a.wg.Wait()
 	for _, p := range a.pageList() {
 		s := p.s

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
 
 	"github.com/flightrec/flightrec/event"
 )
@@ -25,9 +28,11 @@ import (
 // Downloads land in the recorder's scratch directory (never the user's:
 // Browser.setDownloadBehavior allowAndName names each file by its guid
 // there), are hashed when complete and deleted; only their description
-// (event.File) is sent.
+// (event.File) is sent, and, when the plan keeps downloads (keep), their
+// bytes in a download event, read from the scratch file before it goes.
 type capture struct {
-	dir string // scratch: removed with the run
+	dir  string // scratch: removed with the run
+	keep bool   // the plan keeps downloads' bytes
 
 	mu        sync.Mutex
 	changed   chan struct{}       // closed and replaced on every change
@@ -49,7 +54,8 @@ type capture struct {
 type dlState struct {
 	step      int
 	file      event.File
-	finishing bool // finish is under way
+	data      []byte // the bytes kept (keep), until takeKept
+	finishing bool   // finish is under way
 	done      bool
 }
 
@@ -60,8 +66,8 @@ type popup struct {
 	by   target.ID
 }
 
-func newCapture(dir string, first target.ID, raw *rawTransport, opened func(tid, opener target.ID) string, closed func(tid target.ID)) *capture {
-	return &capture{dir: dir, changed: make(chan struct{}), downloads: map[string]*dlState{},
+func newCapture(dir string, keep bool, first target.ID, raw *rawTransport, opened func(tid, opener target.ID) string, closed func(tid target.ID)) *capture {
+	return &capture{dir: dir, keep: keep, changed: make(chan struct{}), downloads: map[string]*dlState{},
 		popups: map[target.ID]*popup{}, openers: map[target.ID]bool{first: first != ""}, opened: opened, closed: closed,
 		raw: raw, waiting: map[target.ID]target.SessionID{}}
 }
@@ -206,21 +212,38 @@ func (c *capture) onEvent(ev any, step int) {
 	}
 }
 
-// finish describes a download that ended and deletes its file.
+// maxKeptDownload bounds the bytes of a download kept as a blob: its
+// event, base64, stays under the event limit (16 MiB). A larger file is
+// described by its hash only.
+const maxKeptDownload = 8 << 20
+
+// finish describes a download that ended, keeps its bytes when the plan
+// says so, and deletes its file.
 func (c *capture) finish(guid string, state browser.DownloadProgressState, received int64) {
 	f := event.File{State: string(state), Size: received}
 	path := filepath.Join(c.dir, filepath.Base(guid))
+	var data []byte
 	if state == browser.DownloadProgressStateCompleted {
 		if fh, err := os.Open(path); err == nil {
 			h := sha256.New()
 			head := make([]byte, 512)
 			n, _ := io.ReadFull(fh, head)
 			h.Write(head[:n])
-			size, err := io.Copy(h, fh)
+			var kept bytes.Buffer
+			var rest io.Writer = h
+			if c.keep {
+				kept.Write(head[:n])
+				rest = io.MultiWriter(h, &kept)
+			}
+			size, err := io.Copy(rest, fh)
 			fh.Close()
 			if err == nil {
 				f.Size, f.SHA256 = int64(n)+size, hex.EncodeToString(h.Sum(nil))
 				f.MIME = http.DetectContentType(head[:n])
+				if c.keep && f.Size > 0 && f.Size <= maxKeptDownload {
+					data = kept.Bytes()
+					f.CID = blobCID(h.Sum(nil))
+				}
 			}
 		}
 	}
@@ -228,9 +251,37 @@ func (c *capture) finish(guid string, state browser.DownloadProgressState, recei
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.downloads[guid]
-	d.file.State, d.file.Size, d.file.SHA256, d.file.MIME = f.State, f.Size, f.SHA256, f.MIME
+	d.file.State, d.file.Size, d.file.SHA256, d.file.MIME, d.file.CID = f.State, f.Size, f.SHA256, f.MIME, f.CID
+	d.data = data
 	d.done = true
 	c.notify()
+}
+
+// blobCID is the CID the server names a blob of this sha256 digest by
+// (store/blobs: CIDv1, raw codec, sha2-256), so a receipt can name the
+// blob its step's download event becomes.
+func blobCID(digest []byte) string {
+	mh, err := multihash.Encode(digest, multihash.SHA2_256)
+	if err != nil {
+		panic(err) // a 32-byte sha2-256 digest always encodes
+	}
+	return cid.NewCidV1(cid.Raw, mh).String()
+}
+
+// takeKept returns the bytes kept of step's ended downloads, once, as
+// download events.
+func (c *capture) takeKept(step int) []event.Download {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []event.Download
+	for _, d := range c.downloads {
+		if d.step == step && d.data != nil {
+			out = append(out, event.Download{Name: d.file.Name, MIME: d.file.MIME, SHA256: d.file.SHA256, Data: d.data})
+			d.data = nil
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (c *capture) notify() {

@@ -1,17 +1,27 @@
 package recorder_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/executor/recorder"
+	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/internal/testenv/appserver"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -34,10 +44,28 @@ func receiptNamed(t *testing.T, evs []event.Envelope, verb, name string) (event.
 
 // TestDemoPopupAndDownload records the passing demo flow in real Chromium:
 // the Terms click's receipt lists the popup it opened, and the receipt
-// download is described by name, size, MIME type and the PDF's sha256.
+// download is described by name, size, MIME type and the PDF's sha256,
+// its bytes kept nowhere (the default policy). Recorded again under a
+// policy that keeps downloads, the PDF is a blob the receipt names.
 func TestDemoPopupAndDownload(t *testing.T) {
 	testenv.RequireChromium(t)
-	srv := appserver.Start(t)
+	// The recorder's scratch space (its profile, where downloads land)
+	// is made under TMPDIR: it must be gone after each run.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	scratchGone := func(when string) {
+		t.Helper()
+		if left, _ := filepath.Glob(filepath.Join(tmp, "flightrec-chromium-*")); len(left) > 0 {
+			t.Errorf("%s: the recorder's scratch space is still there: %v", when, left)
+		}
+	}
+	pol := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pol, "keep.rego"), []byte(`package flightrec.redact
+keep_downloads := true if input.recording.project == "`+keepProject+`"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := appserver.Start(t, func(c *app.Config) { c.Policy = pol })
 	// The socket's extra message carries a secret: redaction must erase
 	// it (by its JSON key) before anything is written.
 	const secret = "wsSecretPw7781"
@@ -70,6 +98,21 @@ func TestDemoPopupAndDownload(t *testing.T) {
 	if len(dl.Effects.Downloads) != 1 || dl.Effects.Downloads[0] != f.Name {
 		t.Errorf("effects.downloads %v, want [%s]", dl.Effects.Downloads, f.Name)
 	}
+	// Hash only: no CID, no download event, the PDF's bytes nowhere in
+	// the data directory.
+	for _, e := range evs {
+		if e.Kind == event.KindDownload {
+			t.Errorf("a download event (seq %d) under the default policy", e.Seq)
+		}
+	}
+	running := testenv.Corpus{}
+	running.AddFiles(t, srv.App.Store.Dir(), "running")
+	if hits := running.Hits([]string{string(pdf)}, []string{"the receipt PDF"}); f.CID != "" || len(hits) > 0 {
+		t.Errorf("the default policy kept the download (cid %q):\n  %s", f.CID, strings.Join(hits, "\n  "))
+	}
+	scratchGone("downloads hashed only")
+	checkKeptDownload(t, srv.Base, shop)
+	scratchGone("downloads kept")
 
 	// The cart socket's messages are on its handshake's HAR entry: the
 	// page's hello, the count, the extra message (redacted), and the
@@ -173,5 +216,49 @@ func checkPopupPage(t *testing.T, base string, res recorder.Result, terms event.
 		if onPopup[st.Step] && st.Action != "switch" && !strings.Contains(st.Target, "(page "+id+")") {
 			t.Errorf("timeline step %d (on the popup) reads %q: the page is not named", st.Step, st.Target)
 		}
+	}
+}
+
+// keepProject is the project whose recordings keep downloads in
+// TestDemoPopupAndDownload's policy.
+const keepProject = "keep-downloads"
+
+// checkKeptDownload records the passing flow under the policy that keeps
+// downloads: the receipt's file names a CID, the recording serves that
+// blob, and it is the PDF.
+func checkKeptDownload(t *testing.T, base, shop string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := recorder.Record(ctx, recorder.Config{Chromium: testenv.RequireChromium(t), Project: keepProject},
+		testenv.DemoFlow(t, "checkout-passes").Expand(shop), client.New(base))
+	if err != nil || res.Verdict != "pass" {
+		t.Fatalf("recording with downloads kept: %v, verdict %s %+v", err, res.Verdict, res.Failed)
+	}
+	indexed(t, base, res.ID, res.Total)
+	evs := allEvents(t, base, res.ID)
+	dl, _ := receiptNamed(t, evs, "click", "Download receipt")
+	if dl.Effects == nil || len(dl.Effects.Files) != 1 {
+		t.Fatalf("the download step's effects: %+v", dl.Effects)
+	}
+	f := dl.Effects.Files[0]
+	pdf := demoapp.ReceiptPDF(strings.TrimSuffix(strings.TrimPrefix(f.Name, "receipt-"), ".pdf"), 4900)
+	kept := 0
+	for _, e := range evs {
+		if e.Kind == event.KindDownload {
+			if d := decode[event.Download](t, e); d.DataCID != f.CID || d.Name != f.Name || len(d.Data) != 0 {
+				t.Errorf("download event %+v, want its bytes as blob %s", d, f.CID)
+			}
+			kept++
+		}
+	}
+	resp, err := http.Get(base + "/v1/recordings/" + res.ID + "/blobs/" + f.CID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if kept != 1 || f.CID == "" || resp.StatusCode != http.StatusOK || !bytes.Equal(body, pdf) || blobs.SumString(body) != f.CID {
+		t.Errorf("%d download events; file %+v; GET its blob: %d, %d bytes, the PDF %v", kept, f, resp.StatusCode, len(body), bytes.Equal(body, pdf))
 	}
 }

@@ -161,8 +161,10 @@ type session struct {
 	cfg  Config
 	st   *stream
 	mask wire.MaskRules
-	refs *refs
-	maps *sourceMaps
+	// keepDownloads: the plan keeps downloads' bytes (open reply).
+	keepDownloads bool
+	refs          *refs
+	maps          *sourceMaps
 	// scratch is the run's own directory (removed with it): downloads
 	// land there and nowhere else.
 	scratch string
@@ -251,7 +253,7 @@ func Record(ctx context.Context, cfg Config, fl *flow.Flow, c *client.Client) (R
 		consoleErrors: map[int]int{}, dialogs: map[int][]event.Dialog{}, exceptions: map[int]string{},
 		misses: map[int][]replayMiss{}, replayed: map[string][]string{}, lastView: map[string]string{},
 		cwork: make(chan func(), 1024), cdone: make(chan struct{})}
-	s.mask = defaultMask(rep.Mask)
+	s.mask, s.keepDownloads = defaultMask(rep.Mask), rep.KeepDownloads
 	s.maps = newSourceMaps()
 	go s.consoleWorker()
 	res := Result{ID: rep.ID, Flow: fl.Name}
@@ -345,7 +347,7 @@ func (s *session) run(fl *flow.Flow, vp flow.Viewport, res *Result) error {
 // first page and starts its screencast.
 func (s *session) setup(vp flow.Viewport) error {
 	s.vp = event.Viewport{Width: vp.Width, Height: vp.Height}
-	s.cap = newCapture(s.scratch, s.first.target, s.raw, s.opened, s.closed)
+	s.cap = newCapture(s.scratch, s.keepDownloads, s.first.target, s.raw, s.opened, s.closed)
 	if err := s.cap.start(s.first.ctx, s.st.currentStep); err != nil {
 		return fmt.Errorf("setting up downloads and popups: %w", err)
 	}

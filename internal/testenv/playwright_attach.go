@@ -19,22 +19,24 @@ type AttachRun struct {
 	Actions [][2]string `json:"actions"`
 	Results []string    `json:"results"`
 	Shown   string      `json:"shown"`
+	Popup   string      `json:"popup,omitempty"` // the Terms popup's title (with "terms")
 }
 
 // PlaywrightAttachCheckout runs internal/testenv/playwright/attach-checkout.js:
 // playwright-core connects over CDP to the running browser at endpoint
 // and drives the demo storefront at base through the failing gift-card
-// checkout on the browser's first page. It returns the report and how
+// checkout on the browser's first page (then, with extra "terms", opens
+// and closes the Terms popup). It returns the report and how
 // long the script ran (for benchmarks; tests assert no time).
 // Skipped or failed as PlaywrightCheckout says without node or the package.
-func PlaywrightAttachCheckout(t testing.TB, endpoint, base string) (AttachRun, time.Duration) {
+func PlaywrightAttachCheckout(t testing.TB, endpoint, base string, extra ...string) (AttachRun, time.Duration) {
 	t.Helper()
 	node, _ := requirePlaywright(t, "playwright-core")
 	dir := PlaywrightDir()
 	// A guard against a hung browser, not a timed assertion.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "attach-checkout.js"), endpoint, base)
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(dir, "attach-checkout.js"), endpoint, base}, extra...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
 	var stdout, stderr bytes.Buffer

@@ -50,6 +50,10 @@ default pseudonymize := false
 
 default drop_unmasked_frames := true
 
+# A downloaded file's bytes are kept as a blob only when this is true;
+# by default a download is kept as its name, size, type and sha256.
+default keep_downloads := false
+
 plan := {
 	"drop_headers": drop_headers,
 	"drop_cookies": drop_cookies,
@@ -65,4 +69,5 @@ plan := {
 	"drop_body_mimes": drop_body_mimes,
 	"pseudonymize": pseudonymize,
 	"drop_unmasked_frames": drop_unmasked_frames,
+	"keep_downloads": keep_downloads,
 }

@@ -247,6 +247,21 @@ func TestMigration(t *testing.T) {
 	}
 	again.Close()
 
+	// Version 4's step on a version 3 steps table (no n_download) adds
+	// the column; on this one, which has it, the same step is forgiven.
+	if err := db.execDDL(t.Context(), "ALTER TABLE steps DROP COLUMN n_download"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		stmt := migrations[3][0]
+		if err := ignoreMissing(stmt, db.execDDL(t.Context(), stmt)); err != nil {
+			t.Fatalf("migration 4: %v", err)
+		}
+	}
+	if n := count(t, db, `SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = 'steps' AND name = 'n_download'`); n != 1 {
+		t.Errorf("steps has %d n_download columns after migration 4, want 1", n)
+	}
+
 	if err := db.recordVersion(t.Context(), schemaVersion+1); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // released step, and make every step idempotent (IF NOT EXISTS; 18.16 has
 // no ADD COLUMN IF NOT EXISTS, so a column step must check system.columns),
 // since two processes may run the same step at once.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // table is one table of the schema, described once for both the
 // single-server DDL (migrations) and the cluster DDL (ClusterDDL).
@@ -168,7 +168,8 @@ var (
 // version 2 created them. A new event kind needs a migration that adds its
 // column (TestStepKinds keeps this list and event.Kinds together).
 var stepKinds = []event.Kind{event.KindReceipt, event.KindSnapshot, event.KindDOM, event.KindHAR, event.KindConsole,
-	event.KindFrame, event.KindVideo, event.KindScreenshot, event.KindCheck, event.KindMeta}
+	event.KindFrame, event.KindVideo, event.KindScreenshot, event.KindCheck, event.KindMeta,
+	event.KindDownload} // version 4
 
 // stepColumns are the steps table's columns: a step's totals as the
 // timeline reports them, its receipt's summary, and a count per kind.
@@ -278,7 +279,16 @@ var migrations = [][]string{
 			recordingsMetaTable.columnList() + " FROM recordings_by_id",
 		"DROP TABLE IF EXISTS recordings_by_id",
 	},
+	{
+		// The download kind's count. A database migrated from version 1
+		// or 2 here has it already (migration 1 creates steps with every
+		// kind of stepKinds): see ignoreMissing.
+		addStepKindSQL + "download UInt64",
+	},
 }
+
+// addStepKindSQL begins a migration adding a kind's n_<kind> column.
+const addStepKindSQL = "ALTER TABLE steps ADD COLUMN n_"
 
 // legacyRecordingsSQL is schema version 1's recordings table, as released.
 const legacyRecordingsSQL = `CREATE TABLE IF NOT EXISTS recordings
@@ -341,11 +351,18 @@ func (db *DB) migrate(ctx context.Context) error {
 
 // ignoreMissing forgives a copy out of an old version's table (version
 // 1's recordings, version 2's recordings_by_id) that another process,
-// migrating at the same time, has already copied and dropped.
+// migrating at the same time, has already copied and dropped, and a kind's
+// column that the steps table has already (created with it, or added by
+// another process).
 func ignoreMissing(stmt string, err error) error {
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) && (ex.Code == 60 || ex.Code == 218) && // UNKNOWN_TABLE, TABLE_IS_DROPPED
 		(strings.HasSuffix(stmt, " FROM recordings") || strings.HasSuffix(stmt, " FROM recordings_by_id")) {
+		return nil
+	}
+	// 18.16 says ILLEGAL_COLUMN (44), current releases DUPLICATE_COLUMN (15).
+	if errors.As(err, &ex) && (ex.Code == 44 || ex.Code == 15) && strings.HasPrefix(stmt, addStepKindSQL) &&
+		strings.Contains(ex.Message, "already exists") {
 		return nil
 	}
 	return err

@@ -98,7 +98,7 @@ func summarize(r *store.EventRow, rng *rand.Rand) {
 		r.Action = "check:state"
 		r.Text = "GET /api/orders?last=1"
 		r.Outcome = []string{"passed", "failed"}[rng.IntN(2)]
-	case event.KindFrame, event.KindScreenshot, event.KindVideo:
+	case event.KindFrame, event.KindScreenshot, event.KindVideo, event.KindDownload:
 		r.CID = fmt.Sprintf("bafkrei%052x", rng.Uint64())
 		r.Size += 20_000 + rng.Int64N(40_000)
 	}

@@ -44,12 +44,16 @@ type Server struct {
 	Close func()
 }
 
-// Start starts a Server for t.
-func Start(t testing.TB) *Server {
+// Start starts a Server for t; each of with changes its configuration
+// first (a policy directory, say).
+func Start(t testing.TB, with ...func(*app.Config)) *Server {
 	t.Helper()
 	var cfg app.Config
 	cfg.Store.Data = t.TempDir()
 	cfg.Ingest.Limits = ingest.DefaultLimits
+	for _, w := range with {
+		w(&cfg)
+	}
 	buf := &LogBuffer{}
 	a, err := app.New(cfg, slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {

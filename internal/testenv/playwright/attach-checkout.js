@@ -4,7 +4,11 @@
 // flightrec record --attach records it (internal/testenv's
 // PlaywrightAttachCheckout runs it).
 //
-//   node attach-checkout.js CDP_URL BASE_URL
+//   node attach-checkout.js CDP_URL BASE_URL [terms]
+//
+// With "terms" it then opens the Terms page in a popup from a script (no
+// input, so no inferred step), waits for it to load, reports its title as
+// "popup" and closes it.
 //
 // It uses the browser's first page, runs the same actions as the flow
 // checkout-with-gift-card-fails, and prints one JSON object on stdout: the
@@ -19,7 +23,7 @@ const { chromium } = require("playwright-core");
 const { EMAIL, PASSWORD, CARD, GIFT } = require("./demo-shop");
 
 async function main() {
-  const [cdp, base] = process.argv.slice(2);
+  const [cdp, base, extra] = process.argv.slice(2);
   if (!cdp || !base) {
     process.stderr.write("usage: node attach-checkout.js CDP_URL BASE_URL\n");
     process.exit(2);
@@ -55,7 +59,17 @@ async function main() {
   await act("click", 'button "Pay"', () => page.getByRole("button", { name: "Pay" }).click());
   await page.getByText("Payment failed").waitFor();
   const shown = (await page.locator("#pay-error").textContent()) || "";
-  process.stdout.write(JSON.stringify({ actions, results, shown: shown.trim() }) + "\n");
+  let popup;
+  if (extra === "terms") {
+    const [p] = await Promise.all([
+      page.waitForEvent("popup"),
+      page.evaluate(() => { window.open("/terms", "terms"); }),
+    ]);
+    await p.waitForLoadState("load");
+    popup = await p.title();
+    await p.close();
+  }
+  process.stdout.write(JSON.stringify({ actions, results, shown: shown.trim(), popup }) + "\n");
   // Leave the browser as found: only this client's connection closes.
   process.exit(0);
 }
