@@ -2,6 +2,8 @@ package clickhouse
 
 import (
 	"fmt"
+	"net"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -64,6 +66,7 @@ func TestClusterDeleteReplicaDown(t *testing.T) {
 	c.KillReplica(0)
 	c.KillReplica(3)
 	if err := db.DeleteRecordings(ctx, ids[:4]); err != nil {
+		dumpMutations(t, c, db.database, 1, 2)
 		t.Fatalf("delete with a replica of each shard down: %v", err)
 	}
 	evs, err := db.Events(ctx, store.EventQuery{Recording: "gone-a", Limit: 100})
@@ -79,7 +82,8 @@ func TestClusterDeleteReplicaDown(t *testing.T) {
 }
 
 // waitReplicasHold waits until every replica of each shard holds the
-// same events in its local table and the shards hold want between them.
+// same events in its local table, the shards hold want between them, and
+// no replica has a replication task queued (every table's parts fetched).
 func waitReplicasHold(t *testing.T, c *devcluster.Cluster, database string, want uint64) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
@@ -106,6 +110,12 @@ func replicasHold(t *testing.T, c *devcluster.Cluster, database string, want uin
 			return fmt.Errorf("shard %d: replica %d holds %d events, replica 1 %d", r.Shard, r.Replica, n, have)
 		}
 		perShard[r.Shard] = n
+		// Every table's parts, not only the events': a part that only
+		// a replica about to die has (its peer's fetch still queued)
+		// holds up a mutation on the peer until it returns.
+		if q, err := queued(t, r.Addr(), database); err != nil || q > 0 {
+			return fmt.Errorf("shard %d replica %d: %d replication tasks queued (%v)", r.Shard, r.Replica, q, err)
+		}
 	}
 	var total uint64
 	for _, n := range perShard {
@@ -117,6 +127,19 @@ func replicasHold(t *testing.T, c *devcluster.Cluster, database string, want uin
 	return nil
 }
 
+// queued counts the replication tasks (fetches, merges, mutations) a
+// replica has not done yet for database's tables.
+func queued(t *testing.T, addr, database string) (uint64, error) {
+	cn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
+	if err != nil {
+		return 0, err
+	}
+	defer cn.Close()
+	var n uint64
+	err = cn.QueryRow(t.Context(), "SELECT count() FROM system.replication_queue WHERE database = ?", database).Scan(&n)
+	return n, err
+}
+
 func localCount(t *testing.T, addr, database string) (uint64, error) {
 	cn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
 	if err != nil {
@@ -126,4 +149,21 @@ func localCount(t *testing.T, addr, database string) (uint64, error) {
 	var n uint64
 	err = cn.QueryRow(t.Context(), "SELECT count() FROM "+database+".events_local FINAL").Scan(&n)
 	return n, err
+}
+
+// dumpMutations logs, from the replicas live, what a stalled deletion
+// waits for: the mutations not done, the replication queue's entries and
+// each table's replica state (a failure's evidence, as 18.16 gives it).
+func dumpMutations(t *testing.T, c *devcluster.Cluster, database string, live ...int) {
+	for _, i := range live {
+		host, port, _ := net.SplitHostPort(c.ClickHouse[i].Addr())
+		for _, q := range []string{
+			"SELECT table, mutation_id, command, parts_to_do, is_done FROM system.mutations WHERE database = '" + database + "' AND is_done = 0",
+			"SELECT table, type, new_part_name, num_tries, last_exception, postpone_reason, is_currently_executing FROM system.replication_queue WHERE database = '" + database + "'",
+			"SELECT table, is_leader, is_readonly, is_session_expired, queue_size, active_replicas, total_replicas FROM system.replicas WHERE database = '" + database + "'",
+		} {
+			out, err := exec.Command("clickhouse-client", "--host", host, "--port", port, "--query", q).CombinedOutput()
+			t.Logf("replica %d: %s\n%s%v", i, q, out, err)
+		}
+	}
 }
