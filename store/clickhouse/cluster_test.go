@@ -130,24 +130,22 @@ func replicasHold(t *testing.T, c *devcluster.Cluster, database string, want uin
 // queued counts the replication tasks (fetches, merges, mutations) a
 // replica has not done yet for database's tables.
 func queued(t *testing.T, addr, database string) (uint64, error) {
-	cn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
-	if err != nil {
-		return 0, err
-	}
-	defer cn.Close()
-	var n uint64
-	err = cn.QueryRow(t.Context(), "SELECT count() FROM system.replication_queue WHERE database = ?", database).Scan(&n)
-	return n, err
+	return countAt(t, addr, "SELECT count() FROM system.replication_queue WHERE database = ?", database)
 }
 
 func localCount(t *testing.T, addr, database string) (uint64, error) {
+	return countAt(t, addr, "SELECT count() FROM "+database+".events_local FINAL")
+}
+
+// countAt runs a count query on the one server at addr.
+func countAt(t *testing.T, addr, query string, args ...any) (uint64, error) {
 	cn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
 	if err != nil {
 		return 0, err
 	}
 	defer cn.Close()
 	var n uint64
-	err = cn.QueryRow(t.Context(), "SELECT count() FROM "+database+".events_local FINAL").Scan(&n)
+	err = cn.QueryRow(t.Context(), query, args...).Scan(&n)
 	return n, err
 }
 
