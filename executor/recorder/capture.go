@@ -259,7 +259,9 @@ func (c *capture) finish(guid string, state browser.DownloadProgressState, recei
 
 // blobCID is the CID the server names a blob of this sha256 digest by
 // (store/blobs: CIDv1, raw codec, sha2-256), so a receipt can name the
-// blob its step's download event becomes.
+// blob its step's download event becomes. It repeats blobs.FromDigest on
+// purpose: an executor imports only event and wire (executor/imports_test),
+// and those take no CID library.
 func blobCID(digest []byte) string {
 	mh, err := multihash.Encode(digest, multihash.SHA2_256)
 	if err != nil {
