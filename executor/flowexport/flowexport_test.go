@@ -133,3 +133,42 @@ func TestFrameTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestPopupActionsMayClose: an action on a popup may close it (a Close
+// button calling window.close()), so the spec takes the page closing as
+// the action's result there; on the main page a click is a plain click.
+func TestPopupActionsMayClose(t *testing.T) {
+	doc := map[string]any{"request": map[string]any{"method": "GET", "url": "http://app.test:8080/shop"},
+		"response": map[string]any{"status": 200, "content": map[string]any{"mimeType": "text/html"}}}
+	click := func(name string) event.Receipt {
+		return event.Receipt{Action: event.Action{Verb: "click", Target: &event.Target{Role: "button", Name: name}}, Outcome: "done"}
+	}
+	switchTo := func(page string) event.Receipt {
+		args, _ := json.Marshal(map[string]string{"page": page})
+		return event.Receipt{Action: event.Action{Verb: "switch", Args: args}, Outcome: "done"}
+	}
+	rec := recording(t, nil,
+		0, "har", doc,
+		1, "receipt", click("Terms"),
+		2, "receipt", switchTo(flow.PagePopup),
+		3, "receipt", click("Close"),
+		4, "receipt", switchTo(flow.PageMain),
+		5, "receipt", click("Pay"),
+	)
+	x, err := flowexport.Build(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := string(x.Playwright())
+	for _, w := range []string{
+		`await page.getByRole("button", { name: "Terms", exact: true }).click();`,
+		`await closable(page, () => page.getByRole("button", { name: "Close", exact: true }).click());`,
+		`await page.getByRole("button", { name: "Pay", exact: true }).click();`,
+		"async function closable(p: Page",
+		"import { test, expect, type Page }",
+	} {
+		if !strings.Contains(spec, w) {
+			t.Errorf("the spec lacks %s:\n%s", w, spec)
+		}
+	}
+}

@@ -36,7 +36,11 @@ func (x *Export) Playwright() []byte {
 		b.WriteString("// It asserts the steps up to the first failed one and that the requests that failed there answer\n" +
 			"// without a server error: it fails there until the bug is fixed. The recording's later steps are listed, not asserted.\n")
 	}
-	b.WriteString("import { test, expect } from '@playwright/test';\n\n")
+	if x.switches() {
+		b.WriteString("import { test, expect, type Page } from '@playwright/test';\n\n")
+	} else {
+		b.WriteString("import { test, expect } from '@playwright/test';\n\n")
+	}
 	fmt.Fprintf(&b, "const BASE_URL = (process.env.BASE_URL ?? %s).replace(/\\/+$/, '');\n\n", jsStr(orUnknown(x.Origin)))
 	if len(x.Params) > 0 {
 		b.WriteString("// param is a value the recording masked, from the environment.\n" +
@@ -44,6 +48,12 @@ func (x *Export) Playwright() []byte {
 			"  if (value === undefined) {\n" +
 			"    throw new Error(`set the environment variable ${name}: the recording masked this value (see the header)`);\n" +
 			"  }\n  return value;\n}\n\n")
+	}
+	if x.switches() {
+		b.WriteString("// closable acts on a popup whose action may close it (a Close button calling\n" +
+			"// window.close()): the page closing is then the action's result, not a failure.\n" +
+			"async function closable(p: Page, action: () => Promise<unknown>): Promise<void> {\n" +
+			"  try {\n    await action();\n  } catch (e) {\n    if (!p.isClosed()) throw e;\n  }\n}\n\n")
 	}
 	if x.usesPattern() {
 		b.WriteString("function escapeRegExp(s: string): string {\n  return s.replace(/[.*+?^${}()|[\\]\\\\]/g, '\\\\$&');\n}\n\n")
@@ -126,7 +136,13 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 	case flow.Goto:
 		act(fmt.Sprintf("await page.goto(%s);", x.jsURL(fs.URL, s.Param)))
 	case flow.Click:
-		act(fmt.Sprintf("await %s.click();", locator(fs.Target)))
+		if x.onPopup(i) {
+			// window.close() in the click's handler can close the page
+			// before Playwright has the click's answer.
+			act(fmt.Sprintf("await closable(page, () => %s.click());", locator(fs.Target)))
+		} else {
+			act(fmt.Sprintf("await %s.click();", locator(fs.Target)))
+		}
 	case flow.Check:
 		act(fmt.Sprintf("await %s.check();", locator(fs.Target)))
 	case flow.Fill:
@@ -134,10 +150,14 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 	case flow.Select:
 		act(fmt.Sprintf("await %s.selectOption(%s);", locator(fs.Target), x.jsValue(fs.Value, s.Param)))
 	case flow.Press:
-		if fs.Target == nil {
-			act(fmt.Sprintf("await page.keyboard.press(%s);", jsStr(fs.Key)))
+		stmt := fmt.Sprintf("page.keyboard.press(%s)", jsStr(fs.Key))
+		if fs.Target != nil {
+			stmt = fmt.Sprintf("%s.press(%s)", locator(fs.Target), jsStr(fs.Key))
+		}
+		if x.onPopup(i) {
+			act(fmt.Sprintf("await closable(page, () => %s);", stmt))
 		} else {
-			act(fmt.Sprintf("await %s.press(%s);", locator(fs.Target), jsStr(fs.Key)))
+			act("await " + stmt + ";")
 		}
 	case flow.Wait:
 		switch w := fs.Wait; {
@@ -181,9 +201,6 @@ func (x *Export) stepTS(b *bytes.Buffer, i int, s Step) {
 // otherwise.
 var playwrightRoles = map[string]string{"image": "img"}
 
-// locator is a target's Playwright locator; an element in a child frame
-// is found through frameLocator, by the frame element's title or, for an
-// origin, by its src.
 // switches says whether a step switches pages.
 func (x *Export) switches() bool {
 	for _, s := range x.Steps {
@@ -194,6 +211,20 @@ func (x *Export) switches() bool {
 	return false
 }
 
+// onPopup says whether step i acts on a popup: a switch to a popup came
+// before it, with no switch back to the main page since.
+func (x *Export) onPopup(i int) bool {
+	for k := i - 1; k >= 0; k-- {
+		if fs := x.Steps[k].Flow; fs != nil && fs.Verb == flow.Switch {
+			return fs.Page != flow.PageMain
+		}
+	}
+	return false
+}
+
+// locator is a target's Playwright locator; an element in a child frame
+// is found through frameLocator, by the frame element's title or, for an
+// origin, by its src.
 func locator(t *flow.Target) string {
 	scope := "page"
 	if f := t.Frame; f != "" {
