@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,61 @@ func openOnCluster(t *testing.T, c *devcluster.Cluster, params string) *DB {
 func TestClusterConformance(t *testing.T) {
 	c := startCluster(t)
 	indextest.Run(t, func(t *testing.T) store.Index { return openOnCluster(t, c, "") })
+	t.Run("older schema", func(t *testing.T) { testClusterOlderColumns(t, c) })
+}
+
+// testClusterOlderColumns: a cluster whose steps tables predate n_download
+// (made by an older `clickhouse ddl`) is refused at Open with the
+// statements that add the column, and those statements, run as given,
+// followed by the schema applied again, make it open.
+func testClusterOlderColumns(t *testing.T, c *devcluster.Cluster) {
+	ctx := t.Context()
+	database := "flightrec_" + devcluster.RandomHex(6)
+	dsn, err := c.CreateDatabase(ctx, database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The older schema: the column absent from both tables.
+	for _, stmt := range []string{
+		fmt.Sprintf("ALTER TABLE %s.steps_local ON CLUSTER %s DROP COLUMN n_download", database, db.cluster),
+		fmt.Sprintf("DROP TABLE %s.steps ON CLUSTER %s", database, db.cluster),
+		fmt.Sprintf("CREATE TABLE %s.steps ON CLUSTER %s AS %s.steps_local ENGINE = Distributed(%s, %s, steps_local, %s)",
+			database, db.cluster, database, db.cluster, database, stepsTable.shardKey),
+	} {
+		if err := db.conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	_, err = Open(ctx, dsn)
+	if err == nil {
+		t.Fatal("an index without steps.n_download opened")
+	}
+	_, fix, ok := strings.Cut(err.Error(), "run: ")
+	fix, _, ok2 := strings.Cut(fix, "; then apply the schema again")
+	if !ok || !ok2 || !strings.Contains(fix, "ADD COLUMN n_download UInt64") {
+		t.Fatalf("the refusal names no fix: %v", err)
+	}
+	for _, stmt := range strings.Split(fix, "; ") {
+		if err := db.conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if _, err := c.CreateDatabase(ctx, database); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("after the named fix: %v", err)
+	}
+	defer again.Close()
+	if err := again.IndexEvents(ctx, "after-fix", rows("after-fix", 1, 3), 3); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestClusterDeleteReplicaDown: with one replica of each shard down,

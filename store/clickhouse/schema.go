@@ -436,7 +436,57 @@ func (db *DB) checkClusterTables(ctx context.Context) error {
 			}
 		}
 	}
+	if err := db.checkClusterColumns(ctx); err != nil {
+		return err
+	}
 	return db.checkClusterSettings(ctx)
+}
+
+// checkClusterColumns refuses a cluster whose tables lack a column this
+// binary writes (a cluster created by an older `clickhouse ddl`: the steps
+// table gained n_download in schema version 4), naming the statements that
+// add them. A single server migrates itself; a cluster's DDL is the
+// operator's. A Replicated table takes ALTER … ON CLUSTER; a Distributed
+// one does not on 18.16 (Code 371: "isn't replicated, but shard is
+// replicated"), and holds no data, so it is dropped and made again by the
+// printed DDL.
+func (db *DB) checkClusterColumns(ctx context.Context) error {
+	rows, err := db.conn.Query(ctx, `SELECT table, name FROM system.columns WHERE database = ?`, db.database)
+	if err != nil {
+		return fmt.Errorf("list columns: %w", err)
+	}
+	defer rows.Close()
+	have := map[[2]string]bool{}
+	for rows.Next() {
+		var table, name string
+		if err := rows.Scan(&table, &name); err != nil {
+			return fmt.Errorf("list columns: %w", err)
+		}
+		have[[2]string{table, name}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list columns: %w", err)
+	}
+	var fixes, stale []string
+	for _, t := range tables {
+		dist := false
+		for _, c := range t.columns {
+			if !have[[2]string{t.name + "_local", c[0]}] {
+				fixes = append(fixes, fmt.Sprintf("ALTER TABLE %s.%s_local ON CLUSTER %s ADD COLUMN %s %s",
+					db.database, t.name, db.cluster, c[0], c[1]))
+			}
+			dist = dist || !have[[2]string{t.name, c[0]}]
+		}
+		if dist {
+			stale = append(stale, fmt.Sprintf("DROP TABLE %s.%s ON CLUSTER %s", db.database, t.name, db.cluster))
+		}
+	}
+	if len(fixes)+len(stale) > 0 {
+		return fmt.Errorf("the cluster's tables lack columns this binary writes (their schema is older than version %d): run: %s; "+
+			"then apply the schema again with `flightrec clickhouse ddl --cluster %s --database %s | clickhouse-client --multiquery`",
+			schemaVersion, strings.Join(append(fixes, stale...), "; "), db.cluster, db.database)
+	}
+	return nil
 }
 
 // clusterSettings are the server settings the index needs on a cluster,
