@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,23 +226,26 @@ func (p *Projector) Project(ctx context.Context, id string) error {
 // Lag counts what the rebuild has still to index. Appends that arrive
 // during the rebuild are projected by it or by the next pass; reads see a
 // partial index until it returns. progress, when set, is called after
-// each recording.
+// each recording. On an index shared with other nodes it drops and
+// projects again each recording published or held here, never the rows
+// of those open on other nodes (Store.rebuildSet).
 func (p *Projector) Rebuild(ctx context.Context, progress func(done, total int)) (recordings int, err error) {
 	p.pass.Lock()
 	defer p.pass.Unlock()
-	if err := p.idx.Reset(ctx); err != nil {
-		return 0, fmt.Errorf("rebuild: reset: %w", err)
-	}
-	ids, err := p.st.IDs()
+	ids, shared, err := p.st.rebuildSet(ctx, p.idx)
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
 	p.mu.Lock()
-	for _, r := range p.recs {
-		// The index is empty: every cursor is 0, every log is read from
-		// its start, and every row is written again (from the store
-		// below, or the newer one ingest queued).
-		r.cursor, r.loaded, r.pos, r.pending = 0, true, Pos{}, true
+	for id, r := range p.recs {
+		// The rows of what is rebuilt are gone (on a shared index, those
+		// of ids alone, every recording this process projects among
+		// them): its cursor is 0, its log is read from its start, and
+		// its row is written again (from the store below, or the newer
+		// one ingest queued).
+		if _, rebuilt := slices.BinarySearch(ids, id); !shared || rebuilt {
+			r.cursor, r.loaded, r.pos, r.pending = 0, true, Pos{}, true
+		}
 	}
 	p.mu.Unlock()
 	added := map[string]bool{}

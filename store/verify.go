@@ -281,14 +281,14 @@ func (s *Store) VerifyIndex(ctx context.Context, idx Index, rep *VerifyReport) e
 }
 
 // Reindex rebuilds the index from the logs and manifests: it drops every
-// row, then projects every recording from its first record.
+// row, then projects every recording of this data directory from its
+// first record. On an index shared with other nodes (shared mode) it
+// drops nothing else's: it rebuilds each recording published or held
+// here, and leaves those open on other nodes alone (rebuildSet).
 func (s *Store) Reindex(ctx context.Context, idx Index, progress func(done, total int)) error {
-	if err := idx.Reset(ctx); err != nil {
-		return fmt.Errorf("reindex: reset: %w", err)
-	}
-	ids, err := s.IDs()
+	ids, _, err := s.rebuildSet(ctx, idx)
 	if err != nil {
-		return err
+		return fmt.Errorf("reindex: %w", err)
 	}
 	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
 	for i, id := range ids {

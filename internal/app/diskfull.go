@@ -56,9 +56,13 @@ func indexCorrupt(dir string, err error) *wire.Error {
 //
 // The index is reset here, as reindex does first anyway: a file SQLite
 // opens may still be malformed past its first page, which only a write
-// finds.
+// finds. In shared mode (Blobs set) it is not: the index is every node's,
+// and reindex rebuilds it recording by recording (store.Store.Reindex).
 func (c StoreConfig) OpenForReindex(ctx context.Context) (*store.Store, store.Index, error) {
 	st, idx, err := c.Open()
+	if err == nil && c.Blobs != "" {
+		return st, idx, nil
+	}
 	if err == nil {
 		if err = idx.Reset(ctx); err == nil {
 			return st, idx, nil
