@@ -41,6 +41,9 @@ type Store struct {
 	groupsMu  sync.Mutex // serializes groups/ writes
 	// readOnly is set by OpenStoreReadOnly: nothing on disk may change.
 	readOnly bool
+	// borrowed is set on a Scratch store: its blob store is another's,
+	// which closes it.
+	borrowed bool
 	// plainSegments stores sealed segments uncompressed, as stores
 	// written before compression did (tests of old stores set it).
 	plainSegments bool
@@ -126,8 +129,14 @@ func openStore(dir string, lo LogOptions, b blobs.Store) (*Store, error) {
 	return s, nil
 }
 
-// Close releases the blob store's open pack.
-func (s *Store) Close() error { return s.Blobs.Close() }
+// Close releases the blob store's open pack (a Scratch store's is left
+// to the store it was made from).
+func (s *Store) Close() error {
+	if s.borrowed {
+		return nil
+	}
+	return s.Blobs.Close()
+}
 
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }

@@ -77,6 +77,13 @@ func (s *Store) holdDerivedBlob(id string, c cid.Cid) error {
 	return nil
 }
 
+// Shared reports whether the blob store is shared with other nodes
+// (shared mode), and so the index too.
+func (s *Store) Shared() bool {
+	_, ok := s.Blobs.(SharedBlobs)
+	return ok
+}
+
 // SharedIDs lists the recordings published in a shared blob store (shared
 // false with the local one): a sweep's mark phase reads their references
 // too, and those of no finished recording that is not published (another
@@ -230,4 +237,18 @@ func (s *Store) readMetaFile(id string) ([]byte, error) {
 		return nil, fmt.Errorf("store: publish %s: %w", id, err)
 	}
 	return b, nil
+}
+
+// Scratch opens dir, a private scratch directory, as a data directory
+// over s's blob store, for a reader of a read-only store in shared mode
+// (audit scan): reading a recording another node published fetches its
+// meta.json and ROOT into the data directory, which a read-only one
+// refuses, so they go to dir instead. Its Close leaves the blob store
+// open: s closes it.
+func (s *Store) Scratch(dir string) (*Store, error) {
+	sc := &Store{dir: dir, Blobs: s.Blobs, LogOptions: s.LogOptions, borrowed: true}
+	if err := os.MkdirAll(sc.Layout().Recordings(), 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return sc, nil
 }

@@ -290,6 +290,27 @@ func (s *Store) Reindex(ctx context.Context, idx Index, progress func(done, tota
 	if err != nil {
 		return fmt.Errorf("reindex: %w", err)
 	}
+	return s.projectFromStart(ctx, idx, ids, progress)
+}
+
+// ReindexRewritten rebuilds the index after recordings ids were
+// rewritten (audit scan --fix), since their rows still hold what was
+// erased: the whole index on a single node (Reindex); on an index shared
+// with other nodes, whose reset would empty it under every node, the rows
+// of ids alone, deleted and projected again from their first records.
+func (s *Store) ReindexRewritten(ctx context.Context, idx Index, ids []string) error {
+	if !s.Shared() {
+		return s.Reindex(ctx, idx, nil)
+	}
+	if err := deleteRows(ctx, idx, ids); err != nil {
+		return fmt.Errorf("reindex: %w", err)
+	}
+	return s.projectFromStart(ctx, idx, ids, nil)
+}
+
+// projectFromStart projects recordings ids, whose rows are gone, from
+// their first records.
+func (s *Store) projectFromStart(ctx context.Context, idx Index, ids []string, progress func(done, total int)) error {
 	p := NewProjector(s, idx, slog.New(slog.DiscardHandler), nil)
 	for i, id := range ids {
 		row, last, err := s.RowOf(id)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -55,15 +56,18 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		return code
 	}
 	var st *store.Store
+	var idx store.Index
 	var err error
 	if *fix {
+		// The blobs where --blobs says, so that a rewritten recording's
+		// go where every node reads them; the index its rows are rebuilt in.
 		var lock *store.DirLock
-		if lock, err = sc.Lock("audit scan --fix", ""); err != nil {
+		if st, idx, lock, err = sc.OpenForWrite("audit scan --fix"); err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
 		defer lock.Close()
-		st, err = store.OpenStore(sc.Data, store.LogOptions{})
+		defer idx.Close()
 	} else {
 		// A scan reads only: beside a running server too, changing nothing.
 		st, err = sc.OpenReadOnly()
@@ -78,11 +82,18 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
-	ids, err := st.IDs()
+	// In shared mode, the recordings other nodes published too.
+	ids, err := st.KnownIDs()
 	if err != nil {
 		printErr(errOut, *asJSON, err)
 		return exitFailure
 	}
+	readerOf, closeReaders, err := scanReaders(st)
+	if err != nil {
+		printErr(errOut, *asJSON, err)
+		return exitFailure
+	}
+	defer closeReaders()
 	// Pseudonyms matter only when fixing: the rewritten events must carry
 	// the ones ingest would have written. A scan makes no key.
 	key := bytes.Repeat([]byte{1}, 32)
@@ -94,19 +105,28 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 	}
 	findings := []scanFinding{}
 	fixed := []fixedRecording{}
+	unreadable := []unreadableRecording{}
+	cannot := func(id string, err error) {
+		unreadable = append(unreadable, unreadableRecording{Recording: id, Error: err.Error()})
+	}
 	scanned, events := 0, 0
 	for _, id := range ids {
-		meta, err := st.Meta(id)
-		if err != nil || (*project != "" && meta.Project != *project) {
+		rd := readerOf(id)
+		meta, err := rd.Meta(id)
+		if err != nil {
+			cannot(id, err)
 			continue
 		}
-		root, err := st.Root(id)
+		if *project != "" && meta.Project != *project {
+			continue
+		}
+		root, err := rd.Root(id)
 		if err != nil {
-			fmt.Fprintf(errOut, "recording %s: %v\n", id, err)
+			cannot(id, err)
 			continue
 		}
 		if root != "" {
-			if m, err := st.ReadManifest(root); err == nil {
+			if m, err := rd.ReadManifest(root); err == nil {
 				meta = m.Recording // the finished metadata (verdict, earlier re-redactions)
 			}
 		}
@@ -126,11 +146,11 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 			return exitFailure
 		}
 		scanned++
-		a, err := auditRecording(st, red, meta)
+		a, err := auditRecording(rd, red, meta)
 		events += a.events
 		findings = append(findings, a.findings...)
 		if err != nil {
-			fmt.Fprintf(errOut, "recording %s: %v\n", id, err)
+			cannot(id, err)
 			continue
 		}
 		if !*fix || !a.changed {
@@ -148,15 +168,21 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		fixed = append(fixed, f)
 	}
 	if len(fixed) > 0 {
-		if err := recordFixes(ctx, st, sc, fixed); err != nil {
+		if err := recordFixes(ctx, st, idx, fixed); err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
 	}
 	if *asJSON {
-		printJSON(out, map[string]any{"recordings": scanned, "events": events, "findings": findings, "fixed": fixed})
+		printJSON(out, map[string]any{"recordings": scanned, "events": events, "findings": findings, "fixed": fixed, "unreadable": unreadable})
 	} else {
 		fmt.Fprintf(out, "scanned %d recordings, %d events: %d findings\n", scanned, events, len(findings))
+		if len(unreadable) > 0 {
+			fmt.Fprintf(out, "could not read %d recordings (not scanned):\n", len(unreadable))
+			for _, u := range unreadable {
+				fmt.Fprintf(out, "  %s: %s\n", u.Recording, u.Error)
+			}
+		}
 		for _, f := range findings {
 			fmt.Fprintf(out, "  %s seq %d (step %d, %s): %s at %s %s\n", f.Recording, f.Seq, f.Step, f.Kind, f.Rule, f.Channel, f.Pointer)
 		}
@@ -164,10 +190,50 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 			fmt.Fprintf(out, "re-redacted %s: root %s → %s (%s)\n", f.Recording, f.OldRoot, f.NewRoot, strings.Join(f.Rules, ", "))
 		}
 	}
-	if len(findings) > 0 && !*fix {
+	switch {
+	case len(findings) > 0 && !*fix:
 		return exitFound
+	case len(unreadable) > 0:
+		return exitFailure // "no findings" is not true of what was not read
 	}
 	return exitOK
+}
+
+// unreadableRecording is a recording audit scan could not read, and why.
+type unreadableRecording struct {
+	Recording string `json:"recording"`
+	Error     string `json:"error"`
+}
+
+// scanReaders returns the store audit scan reads each recording through:
+// st, except that a read-only scan in shared mode reads the recordings
+// other nodes published (not in this data directory) through a private
+// scratch directory, since fetching them writes their meta.json and ROOT
+// (store.Store.Scratch). done removes the scratch directory.
+func scanReaders(st *store.Store) (readerOf func(id string) *store.Store, done func(), err error) {
+	if !st.Shared() || !st.ReadOnly() {
+		return func(string) *store.Store { return st }, func() {}, nil
+	}
+	local, err := st.IDs()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "flightrec-audit-scan-")
+	if err != nil {
+		return nil, nil, err
+	}
+	scratch, err := st.Scratch(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	readerOf = func(id string) *store.Store {
+		if _, here := slices.BinarySearch(local, id); here {
+			return st
+		}
+		return scratch
+	}
+	return readerOf, func() { scratch.Close(); os.RemoveAll(dir) }, nil
 }
 
 // fixedRecording is one recording audit scan --fix rewrote.
@@ -199,8 +265,8 @@ func reseal(st *store.Store, a audited, root string) (fixedRecording, error) {
 
 // recordFixes writes an audit entry per rewritten recording and rebuilds
 // the index, whose rows still hold what was erased (the index's
-// secure_delete overwrites the freed pages).
-func recordFixes(ctx context.Context, st *store.Store, sc app.StoreConfig, fixed []fixedRecording) error {
+// secure_delete overwrites the freed pages): store.ReindexRewritten.
+func recordFixes(ctx context.Context, st *store.Store, idx store.Index, fixed []fixedRecording) error {
 	lg, err := audit.Open(st.Dir())
 	if err != nil {
 		return err
@@ -211,12 +277,11 @@ func recordFixes(ctx context.Context, st *store.Store, sc app.StoreConfig, fixed
 			return err
 		}
 	}
-	idx, err := app.OpenIndex(sc.Index, sc.Data)
-	if err != nil {
-		return err
+	ids := make([]string, len(fixed))
+	for i, f := range fixed {
+		ids[i] = f.Recording
 	}
-	defer idx.Close()
-	return st.Reindex(ctx, idx, nil)
+	return st.ReindexRewritten(ctx, idx, ids)
 }
 
 // audited is what today's policy would change in one stored recording:
