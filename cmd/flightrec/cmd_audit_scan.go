@@ -168,7 +168,7 @@ func runAuditScan(ctx context.Context, args []string, out, errOut io.Writer) int
 		fixed = append(fixed, f)
 	}
 	if len(fixed) > 0 {
-		if err := recordFixes(ctx, st, idx, fixed); err != nil {
+		if err := recordFixes(ctx, st, idx, sc, fixed); err != nil {
 			printErr(errOut, *asJSON, err)
 			return exitFailure
 		}
@@ -266,12 +266,12 @@ func reseal(st *store.Store, a audited, root string) (fixedRecording, error) {
 // recordFixes writes an audit entry per rewritten recording and rebuilds
 // the index, whose rows still hold what was erased (the index's
 // secure_delete overwrites the freed pages): store.ReindexRewritten.
-func recordFixes(ctx context.Context, st *store.Store, idx store.Index, fixed []fixedRecording) error {
-	lg, err := audit.Open(st.Dir())
+func recordFixes(ctx context.Context, st *store.Store, idx store.Index, sc app.StoreConfig, fixed []fixedRecording) error {
+	lg, closeLog, err := sc.OpenAuditLog()
 	if err != nil {
 		return err
 	}
-	defer lg.Close()
+	defer closeLog()
 	for _, f := range fixed {
 		if _, err := lg.Append(audit.ReRedact(f.Recording, f.Project, f.OldRoot, f.NewRoot, f.Rules)); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/app"
 	"github.com/flightrec/flightrec/internal/testenv"
@@ -96,8 +97,9 @@ type scanReport struct {
 // opened read-only), and names the published recording it could not
 // read (its published meta is damaged) instead of leaving it out
 // silently. audit scan --fix then rewrites X (published anew, so every
-// node reads the new root) and rebuilds the shared index's rows of X
-// alone: the rows of O, a recording open on another node, stay.
+// node reads the new root), rebuilds the shared index's rows of X alone
+// (the rows of O, a recording open on another node, stay), and its audit
+// entry reaches the bucket, as a server's do.
 func TestAuditScanShared(t *testing.T) {
 	ctx := context.Background()
 	srv := testenv.S3(t)
@@ -188,6 +190,12 @@ func TestAuditScanShared(t *testing.T) {
 	defer stA.Close()
 	if root, err := stA.PublishedRoot(x); err != nil || root != rep.Fixed[0].NewRoot {
 		t.Fatalf("the published root of %s: %q %v, want the new one", x, root, err)
+	}
+	// The re_redact entry is in C's chain in the bucket, where audit
+	// verify from any node reads it.
+	chains, err := audit.VerifyChains(ctx, srv.Store(t, "deploy"))
+	if err != nil || !chains.OK || len(chains.Chains) != 1 || chains.Entries != 1 {
+		t.Fatalf("the deployment's audit chains after --fix: %+v %v, want C's one re_redact entry", chains, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flightrec/flightrec/access"
+	"github.com/flightrec/flightrec/audit"
 	"github.com/flightrec/flightrec/ingest"
 	"github.com/flightrec/flightrec/playback/attest"
 	"github.com/flightrec/flightrec/retention"
@@ -149,6 +151,27 @@ func (c StoreConfig) stateDoc(key string, file statedoc.Doc) (statedoc.Doc, func
 		return nil, nil, fmt.Errorf("--blobs: %w", err)
 	}
 	return statedoc.Object(obj, key), closerOf(obj), nil
+}
+
+// OpenAuditLog opens the data directory's audit log for a command that
+// appends to it (audit scan --fix): in shared mode its entries are
+// copied to the deployment's object store as a server's are, so that
+// audit verify from any node sees them. close closes the log and what
+// else it opened.
+func (c StoreConfig) OpenAuditLog() (lg *audit.Log, close func() error, err error) {
+	var replica objstore.Store
+	closeReplica := func() error { return nil }
+	if c.Blobs != "" {
+		if replica, err = objstore.Open(c.Blobs, c.BlobCredentials); err != nil {
+			return nil, nil, fmt.Errorf("--blobs: %w", err)
+		}
+		closeReplica = closerOf(replica)
+	}
+	if lg, err = audit.OpenWith(c.Data, audit.Options{Replica: replica}); err != nil {
+		closeReplica()
+		return nil, nil, err
+	}
+	return lg, func() error { return errors.Join(lg.Close(), closeReplica()) }, nil
 }
 
 // closerOf is obj's Close, or nothing to do.
