@@ -20,9 +20,16 @@ import (
 type sharedRebuild struct {
 	// project are rebuilt from their first record (their rows deleted
 	// first): every recording published in the shared blob store and
-	// every one in this data directory, minus stale copies of recordings
-	// another node removed.
+	// every finished one in this data directory, minus stale copies of
+	// recordings another node removed.
 	project []string
+	// overlay are the recordings open in this data directory: projected
+	// again from their first record over their rows, which are kept
+	// (rows are idempotent on seq, and a cursor never moves back). In
+	// cluster mode another node may have taken one over while this one
+	// was stopped, and its projector's cursor is past the rows a delete
+	// would remove.
+	overlay []string
 	// drop are indexed recordings that exist nowhere any more (finished,
 	// neither published nor here, and no hold record of them left): their
 	// rows are deleted.
@@ -51,26 +58,32 @@ func (s *Store) planSharedRebuild(ctx context.Context, idx Index) (plan sharedRe
 		if known[id] {
 			continue
 		}
-		if root, err := s.localRoot(id); err != nil {
+		root, err := s.localRoot(id)
+		if err != nil {
 			return plan, true, err
-		} else if root != "" {
-			// Finished here and not published: sealed here and not yet
-			// published (its holds remain), or removed by another node
-			// (this copy is a stale cache).
-			gone, err := s.RemovedElsewhere(id)
-			if err != nil {
-				return plan, true, err
-			}
-			if gone {
-				plan.drop = append(plan.drop, id)
-				continue
-			}
+		}
+		if root == "" {
+			plan.overlay = append(plan.overlay, id)
+			known[id] = true
+			continue
+		}
+		// Finished here and not published: sealed here and not yet
+		// published (its holds remain), or removed by another node (this
+		// copy is a stale cache).
+		gone, err := s.RemovedElsewhere(id)
+		if err != nil {
+			return plan, true, err
+		}
+		if gone {
+			plan.drop = append(plan.drop, id)
+			continue
 		}
 		known[id] = true
 	}
-	plan.project = make([]string, 0, len(known))
 	for id := range known {
-		plan.project = append(plan.project, id)
+		if !slices.Contains(plan.overlay, id) {
+			plan.project = append(plan.project, id)
+		}
 	}
 	slices.Sort(plan.project)
 	err = eachIndexed(ctx, idx, func(row RecordingRow) error {
@@ -130,9 +143,10 @@ func deleteRows(ctx context.Context, idx Index, ids []string) error {
 }
 
 // rebuildSet empties what a rebuild rebuilds and returns the recordings
-// to project from their first record: on a shared index, the rows of
-// planSharedRebuild's recordings (shared true); else the whole index, and
-// every recording of this data directory.
+// to project from their first record, sorted: on a shared index
+// (shared true), planSharedRebuild's (the rows of those to project and
+// drop deleted, those of the open ones here kept); else the whole index
+// is emptied, and every recording of this data directory is returned.
 func (s *Store) rebuildSet(ctx context.Context, idx Index) (ids []string, shared bool, err error) {
 	plan, shared, err := s.planSharedRebuild(ctx, idx)
 	if err != nil {
@@ -142,7 +156,9 @@ func (s *Store) rebuildSet(ctx context.Context, idx Index) (ids []string, shared
 		if err := deleteRows(ctx, idx, append(plan.drop, plan.project...)); err != nil {
 			return nil, true, fmt.Errorf("delete the rows to rebuild: %w", err)
 		}
-		return plan.project, true, nil
+		ids = append(plan.project, plan.overlay...)
+		slices.Sort(ids)
+		return ids, true, nil
 	}
 	if err := idx.Reset(ctx); err != nil {
 		return nil, false, fmt.Errorf("reset: %w", err)
