@@ -226,9 +226,9 @@ func (p *Projector) Project(ctx context.Context, id string) error {
 // Lag counts what the rebuild has still to index. Appends that arrive
 // during the rebuild are projected by it or by the next pass; reads see a
 // partial index until it returns. progress, when set, is called after
-// each recording. On an index shared with other nodes it drops and
-// projects again each recording published or held here, never the rows
-// of those open on other nodes (Store.rebuildSet).
+// each recording. On an index shared with other nodes it projects again
+// each recording published or held here, and never touches the rows of
+// those open on other nodes (Store.rebuildSet).
 func (p *Projector) Rebuild(ctx context.Context, progress func(done, total int)) (recordings int, err error) {
 	p.pass.Lock()
 	defer p.pass.Unlock()
@@ -238,11 +238,12 @@ func (p *Projector) Rebuild(ctx context.Context, progress func(done, total int))
 	}
 	p.mu.Lock()
 	for id, r := range p.recs {
-		// The rows of what is rebuilt are gone (on a shared index, those
-		// of ids alone, every recording this process projects among
-		// them): its cursor is 0, its log is read from its start, and
-		// its row is written again (from the store below, or the newer
-		// one ingest queued).
+		// What is rebuilt (everything; on a shared index, ids, among
+		// them every recording this process projects) is read again
+		// from its start, its rows being gone (or, for one open here on
+		// a shared index, kept: rows are idempotent on seq): its cursor
+		// is 0, and its row is written again (from the store below, or
+		// the newer one ingest queued).
 		if _, rebuilt := slices.BinarySearch(ids, id); !shared || rebuilt {
 			r.cursor, r.loaded, r.pos, r.pending = 0, true, Pos{}, true
 		}
