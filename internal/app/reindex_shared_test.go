@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
@@ -24,7 +25,8 @@ import (
 // per step, cursor); once Y goes on and finishes, every event of it is
 // indexed exactly once. (Before, both reset the shared index and
 // projected the local recordings only: X vanished, and Y's first half was
-// lost for good behind B's projector's cursor.)
+// lost for good behind B's projector's cursor.) The row of Z, a finished
+// recording removed everywhere, goes.
 func TestSharedReindex(t *testing.T) {
 	srv := testenv.S3(t)
 	dsn := testenv.ClickHouse(t)
@@ -46,6 +48,13 @@ func TestSharedReindex(t *testing.T) {
 	acked(t, appendBatch(t, baseB, y, ys[:half]))
 	waitCursor(t, appB.Index, y, uint64(half))
 
+	// Z: finished in the index, but removed everywhere (published
+	// nowhere, held nowhere, in no data directory): its rows go.
+	z := store.RecordingRow{RecordingMeta: store.RecordingMeta{ID: store.NewRecordingID(time.Now()), Project: "shop"}, State: store.StateFinished}
+	if err := appB.Index.PutRecording(ctx, z); err != nil {
+		t.Fatal(err)
+	}
+
 	snapshot := func() string {
 		found, err := appB.Index.Search(ctx, store.SearchQuery{Recordings: []string{x}, Limit: store.MaxSearchPage})
 		if err != nil {
@@ -57,7 +66,9 @@ func TestSharedReindex(t *testing.T) {
 		}
 		ids := []string{}
 		for _, r := range listed {
-			ids = append(ids, r.ID)
+			if r.ID != z.ID {
+				ids = append(ids, r.ID)
+			}
 		}
 		slices.Sort(ids)
 		return snapshotIndex(t, appB.Index, x) + snapshotIndex(t, appB.Index, y) + mustJSON(found) + mustJSON(ids)
@@ -83,6 +94,9 @@ func TestSharedReindex(t *testing.T) {
 	}
 	if after := snapshot(); after != before {
 		t.Fatalf("reindex from another node changed the shared index:\nbefore %s\nafter  %s", before, after)
+	}
+	if row, err := appB.Index.Recording(ctx, z.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the row of a recording removed everywhere after reindex: %+v %v", row, err)
 	}
 
 	// flightrec reindex --server B, while Y is open on B.
