@@ -39,6 +39,22 @@ type replicaAddr struct {
 // their wait go where load_balancing = in_order reads). A shard with no
 // live replica is an error.
 func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
+	shards, err := db.liveShards(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Conn, len(shards))
+	for i, s := range shards {
+		out[i] = s[0]
+	}
+	return out, nil
+}
+
+// liveShards returns, for each shard of the cluster, connections to its
+// replicas that answer, in replica order (the first is liveReplicas'
+// one); with every false, only that first one (sparing a ping per
+// replica). A shard with no live replica is an error.
+func (db *DB) liveShards(ctx context.Context, every bool) ([][]driver.Conn, error) {
 	rows, err := db.conn.Query(ctx, `SELECT shard_num, replica_num, host_address, port FROM system.clusters
 		WHERE cluster = ? ORDER BY shard_num, replica_num`, db.cluster)
 	if err != nil {
@@ -62,13 +78,13 @@ func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
 	if len(all) == 0 {
 		return nil, fmt.Errorf("cluster %s is not in system.clusters: add it to <remote_servers> on every server", db.cluster)
 	}
-	var out []driver.Conn
+	var out [][]driver.Conn
 	for i := 0; i < len(all); {
 		shard := all[i].shard
-		var live driver.Conn
+		var live []driver.Conn
 		var errs []error
 		for ; i < len(all) && all[i].shard == shard; i++ {
-			if live != nil {
+			if len(live) > 0 && !every {
 				continue
 			}
 			c, err := db.replicaConn(ctx, all[i].addr)
@@ -76,9 +92,9 @@ func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", all[i].addr, err))
 				continue
 			}
-			live = c
+			live = append(live, c)
 		}
-		if live == nil {
+		if len(live) == 0 {
 			return nil, fmt.Errorf("no replica of shard %d answers: %w", shard, errors.Join(errs...))
 		}
 		out = append(out, live)
