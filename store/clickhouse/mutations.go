@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // waitMutations polls system.mutations until no mutation of the index's
@@ -32,16 +30,16 @@ func (db *DB) waitMutations(ctx context.Context) error {
 	in := strings.Join(tables, ", ")
 	delay := 5 * time.Millisecond
 	for {
-		shards := [][]driver.Conn{{db.conn}}
+		shards := []liveShard{{first: db.conn}}
 		if db.cluster != "" {
 			var err error
-			if shards, err = db.liveShards(ctx, true); err != nil {
+			if shards, err = db.liveShards(ctx); err != nil {
 				return fmt.Errorf("wait for mutations: %w", err)
 			}
 		}
 		pending := 0
-		for _, replicas := range shards {
-			n, err := db.pendingMutations(ctx, replicas, in)
+		for _, shard := range shards {
+			n, err := db.pendingMutations(ctx, shard, in)
 			if err != nil {
 				return fmt.Errorf("wait for mutations: %w", err)
 			}
@@ -70,10 +68,10 @@ type mutation struct {
 }
 
 // pendingMutations counts the mutations of the tables in (quoted, comma
-// separated) not done on a shard's first live replica, replicas[0],
-// leaving out those waiting only for stranded parts.
-func (db *DB) pendingMutations(ctx context.Context, replicas []driver.Conn, in string) (int, error) {
-	rows, err := replicas[0].Query(ctx, `SELECT table, parts_to_do, block_numbers.partition_id, block_numbers.number
+// separated) not done on a shard's first live replica, leaving out those
+// waiting only for stranded parts.
+func (db *DB) pendingMutations(ctx context.Context, shard liveShard, in string) (int, error) {
+	rows, err := shard.first.Query(ctx, `SELECT table, parts_to_do, block_numbers.partition_id, block_numbers.number
 		FROM system.mutations WHERE database = ? AND table IN (`+in+`) AND is_done = 0`, db.database)
 	if err != nil {
 		return 0, err
@@ -101,7 +99,7 @@ func (db *DB) pendingMutations(ctx context.Context, replicas []driver.Conn, in s
 	if len(muts) == 0 || db.cluster == "" {
 		return len(muts), nil
 	}
-	stranded, err := db.strandedParts(ctx, replicas, in)
+	stranded, err := db.strandedParts(ctx, shard, in)
 	if err != nil {
 		return 0, err
 	}
@@ -156,8 +154,8 @@ func parsePart(name string) (part, bool) {
 // parts written to a replica that died before its peers fetched them.
 // The peer's mutation waits for them ("No active replica has part") until
 // that replica returns, and no read sees their rows meanwhile.
-func (db *DB) strandedParts(ctx context.Context, replicas []driver.Conn, in string) (map[string][]part, error) {
-	rows, err := replicas[0].Query(ctx, `SELECT table, new_part_name FROM system.replication_queue
+func (db *DB) strandedParts(ctx context.Context, shard liveShard, in string) (map[string][]part, error) {
+	rows, err := shard.first.Query(ctx, `SELECT table, new_part_name FROM system.replication_queue
 		WHERE database = ? AND table IN (`+in+`) AND type = 'GET_PART' AND num_tries > 0`, db.database)
 	if err != nil {
 		return nil, err
@@ -182,8 +180,12 @@ func (db *DB) strandedParts(ctx context.Context, replicas []driver.Conn, in stri
 		return nil, nil
 	}
 	// A part another live replica holds is not stranded: the fetch will
-	// get it.
-	for _, r := range replicas[1:] {
+	// get it. (The replicas before the first live one are down.)
+	for _, addr := range shard.rest {
+		r, err := db.replicaConn(ctx, addr)
+		if err != nil {
+			continue // down: it serves no read
+		}
 		held, err := r.Query(ctx, `SELECT table, name FROM system.parts WHERE database = ? AND table IN (`+in+`)
 			AND active AND name IN (`+strings.Join(names, ", ")+`)`, db.database)
 		if err != nil {

@@ -33,6 +33,17 @@ func TestS3ReusesConnections(t *testing.T) {
 	ctx := t.Context()
 	const workers, perWorker = 24, 10
 	body := bytes.Repeat([]byte("x"), 4096)
+	// getThen gets an object and reads it with read before closing it.
+	getThen := func(read func(io.Reader) error) func(w, i int) error {
+		return func(w, i int) error {
+			rc, _, err := s.Get(ctx, key(w, i))
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			return read(rc)
+		}
+	}
 	ops := []struct {
 		name string
 		do   func(w, i int) error
@@ -54,15 +65,10 @@ func TestS3ReusesConnections(t *testing.T) {
 			}
 			return nil
 		}},
-		{"get, read to the end", func(w, i int) error {
-			rc, _, err := s.Get(ctx, key(w, i))
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			_, err = io.Copy(io.Discard, rc)
+		{"get, read to the end", getThen(func(r io.Reader) error {
+			_, err := io.Copy(io.Discard, r)
 			return err
-		}},
+		})},
 		{"get range, read its length", func(w, i int) error {
 			rc, err := s.GetRange(ctx, key(w, i), 100, 1000)
 			if err != nil {
@@ -72,15 +78,10 @@ func TestS3ReusesConnections(t *testing.T) {
 			_, err = io.ReadFull(rc, make([]byte, 1000))
 			return err
 		}},
-		{"get, closed half read", func(w, i int) error {
-			rc, _, err := s.Get(ctx, key(w, i))
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			_, err = io.ReadFull(rc, make([]byte, 10))
+		{"get, closed half read", getThen(func(r io.Reader) error {
+			_, err := io.ReadFull(r, make([]byte, 10))
 			return err
-		}},
+		})},
 		{"list", func(w, i int) error {
 			for _, err := range s.List(ctx, fmt.Sprintf("reuse/%d/", w)) {
 				if err != nil {
