@@ -94,14 +94,15 @@ func TestClusterDeleteReplicaDown(t *testing.T) {
 		}
 		return err
 	})
-	dumpMutations(t, c, db.database, 1)
 
 	doomed := append(ids[:4:4], lone)
 	if err := db.DeleteRecordings(ctx, doomed); err != nil {
 		dumpMutations(t, c, db.database, 1, 2)
 		t.Fatalf("delete with a replica of each shard down: %v", err)
 	}
-	// It returned while the peer's mutations still wait for lone's parts.
+	// It returned while the peer's mutations still wait for lone's parts
+	// (logged: the mutations and the queue they wait on).
+	dumpMutations(t, c, db.database, 1)
 	if n, err := countAt(t, peer, "SELECT count() FROM system.mutations WHERE database = ? AND is_done = 0", db.database); err != nil || n == 0 {
 		t.Fatalf("the peer has %d mutations not done (%v): the test did not strand a part", n, err)
 	}

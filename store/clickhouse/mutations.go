@@ -111,7 +111,9 @@ func (db *DB) pendingMutations(ctx context.Context, shard liveShard, in string) 
 				n++
 			}
 		}
-		if m.partsToDo > n {
+		// Without a stranded part it is waited for as on one server,
+		// until is_done (parts_to_do may reach 0 before it).
+		if n == 0 || m.partsToDo > n {
 			pending++
 		}
 	}
