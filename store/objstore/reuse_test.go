@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/store/objstore"
@@ -126,3 +130,40 @@ func TestS3ReusesConnections(t *testing.T) {
 }
 
 func key(w, i int) string { return fmt.Sprintf("reuse/%d/%d", w, i) }
+
+// TestS3CloseStalledBody: Close reads a short remainder to keep its
+// connection, but a server that stops sending mid-body does not hold it:
+// Close returns, and the connection is dropped.
+func TestS3CloseStalledBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.Header().Set("ETag", `"e"`)
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the rest never comes
+	}))
+	defer srv.Close()
+	s, err := objstore.NewS3(objstore.S3Config{
+		Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "bucket", Region: "us-east-1", Insecure: true,
+		Credentials: objstore.Credentials{AccessKeyID: "k", SecretAccessKey: "s"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := s.Get(t.Context(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(rc, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error)
+	go func() { closed <- rc.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close waits on a server that stopped sending")
+	}
+}

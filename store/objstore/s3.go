@@ -561,9 +561,13 @@ func (b *s3Body) Read(p []byte) (int, error) {
 // Close reads what is left of a short remainder first: net/http keeps a
 // connection for the next request only once its body was read to the end,
 // and re-dialing costs more than reading a few kilobytes. A longer
-// remainder is left, and its connection closed.
+// remainder is left, and its connection closed; so is a server that stops
+// sending, after drainTime (closing the body ends the read), so that
+// Close never waits on it.
 func (b *s3Body) Close() error {
+	stop := time.AfterFunc(drainTime, func() { _ = b.rc.Close() })
 	_, _ = io.CopyN(io.Discard, b.rc, drainLimit)
+	stop.Stop()
 	return b.rc.Close()
 }
 
@@ -571,8 +575,10 @@ const (
 	// maxIdlePerHost is how many idle connections to the server the
 	// client keeps (see NewS3).
 	maxIdlePerHost = 64
-	// drainLimit is the most a Close reads to keep its connection.
+	// drainLimit and drainTime bound what a Close reads to keep its
+	// connection.
 	drainLimit = 64 << 10
+	drainTime  = time.Second
 )
 
 var _ Store = (*S3)(nil)
