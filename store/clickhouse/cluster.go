@@ -39,6 +39,29 @@ type replicaAddr struct {
 // their wait go where load_balancing = in_order reads). A shard with no
 // live replica is an error.
 func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
+	shards, err := db.liveShards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Conn, len(shards))
+	for i, s := range shards {
+		out[i] = s.first
+	}
+	return out, nil
+}
+
+// liveShard is a shard's first replica that answers, and the addresses
+// of the replicas after it (not asked yet: most callers need only the
+// first, and a ping to a dead server may take the dial timeout).
+type liveShard struct {
+	first driver.Conn
+	rest  []string
+}
+
+// liveShards returns each shard of the cluster's first live replica
+// (liveReplicas) and the replicas after it. A shard with no live replica
+// is an error.
+func (db *DB) liveShards(ctx context.Context) ([]liveShard, error) {
 	rows, err := db.conn.Query(ctx, `SELECT shard_num, replica_num, host_address, port FROM system.clusters
 		WHERE cluster = ? ORDER BY shard_num, replica_num`, db.cluster)
 	if err != nil {
@@ -62,13 +85,14 @@ func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
 	if len(all) == 0 {
 		return nil, fmt.Errorf("cluster %s is not in system.clusters: add it to <remote_servers> on every server", db.cluster)
 	}
-	var out []driver.Conn
+	var out []liveShard
 	for i := 0; i < len(all); {
 		shard := all[i].shard
-		var live driver.Conn
+		var live liveShard
 		var errs []error
 		for ; i < len(all) && all[i].shard == shard; i++ {
-			if live != nil {
+			if live.first != nil {
+				live.rest = append(live.rest, all[i].addr)
 				continue
 			}
 			c, err := db.replicaConn(ctx, all[i].addr)
@@ -76,9 +100,9 @@ func (db *DB) liveReplicas(ctx context.Context) ([]driver.Conn, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", all[i].addr, err))
 				continue
 			}
-			live = c
+			live.first = c
 		}
-		if live == nil {
+		if live.first == nil {
 			return nil, fmt.Errorf("no replica of shard %d answers: %w", shard, errors.Join(errs...))
 		}
 		out = append(out, live)

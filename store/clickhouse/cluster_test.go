@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -104,6 +105,14 @@ func testClusterOlderColumns(t *testing.T, c *devcluster.Cluster) {
 // … ON CLUSTER would wait for the dead ones until the DDL timeout and then
 // fail); the replicas that were down delete the same rows when they
 // return, and the recording kept keeps its events everywhere.
+//
+// One recording ("lone") is written, on purpose, only to the replica that
+// then dies: its peer fetches nothing until then (SYSTEM STOP FETCHES),
+// so afterwards the peer's fetch fails ("No active replica has part") and
+// its mutations would wait for the dead replica. DeleteRecordings returns
+// all the same (an error would be its mutation timeout), no read through
+// the cluster sees the deleted recordings, and once the replicas return
+// their rows are gone from every replica.
 func TestClusterDeleteReplicaDown(t *testing.T) {
 	c := startCluster(t)
 	db := openOnCluster(t, c, "")
@@ -115,26 +124,163 @@ func TestClusterDeleteReplicaDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Every replica has the rows before one of each shard goes down.
+	// Every replica has these rows before one of each shard goes down.
 	waitReplicasHold(t, c, db.database, 5*50)
+
+	// lone lives on shard 1, whose writes go to its first replica (0,
+	// in_order) while replica 1 fetches nothing.
+	lone := idOnShard(t, c, 0, "lone")
+	peer := c.ClickHouse[1].Addr()
+	execAt(t, peer, "SYSTEM STOP FETCHES")
+	if err := db.IndexEvents(ctx, lone, rows(lone, 1, 50), 50); err != nil {
+		t.Fatal(err)
+	}
 	// The first replica of shard 1 (where reads and writes go first) and
 	// the second of shard 2.
 	c.KillReplica(0)
 	c.KillReplica(3)
-	if err := db.DeleteRecordings(ctx, ids[:4]); err != nil {
+	execAt(t, peer, "SYSTEM START FETCHES")
+	// The case itself: the peer tried to fetch lone's events and could
+	// not, as only the dead replica has them.
+	waitFor(t, "the peer's failed fetch of lone's part", func() error {
+		n, err := countAt(t, peer, `SELECT count() FROM system.replication_queue WHERE database = ?
+			AND table = 'events_local' AND type = 'GET_PART' AND num_tries > 0`, db.database)
+		if err == nil && n == 0 {
+			err = errors.New("no GET_PART tried")
+		}
+		return err
+	})
+
+	doomed := append(ids[:4:4], lone)
+	if err := db.DeleteRecordings(ctx, doomed); err != nil {
 		dumpMutations(t, c, db.database, 1, 2)
 		t.Fatalf("delete with a replica of each shard down: %v", err)
 	}
-	evs, err := db.Events(ctx, store.EventQuery{Recording: "gone-a", Limit: 100})
-	if err != nil || len(evs) != 0 {
-		t.Fatalf("after the delete, gone-a has %d events (%v)", len(evs), err)
+	// It returned while the peer's mutations still wait for lone's parts
+	// (logged: the mutations and the queue they wait on).
+	dumpMutations(t, c, db.database, 1)
+	if n, err := countAt(t, peer, "SELECT count() FROM system.mutations WHERE database = ? AND is_done = 0", db.database); err != nil || n == 0 {
+		t.Fatalf("the peer has %d mutations not done (%v): the test did not strand a part", n, err)
 	}
+	for _, id := range doomed {
+		if n := visible(t, db, id); n != 0 {
+			t.Fatalf("after the delete, a read through the cluster sees %d rows of %s", n, id)
+		}
+	}
+
+	// While the replicas return, reads through the cluster watch for
+	// lone's rows: the returning replica holds its unmutated parts until
+	// it applies the mutation (its window, logged).
+	watch := watchRows(t, db, lone)
 	for _, i := range []int{0, 3} {
 		if err := c.StartReplica(i); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitReplicasHold(t, c, db.database, 50)
+	for _, id := range doomed {
+		for _, r := range c.ClickHouse {
+			if n, err := countAt(t, r.Addr(), "SELECT count() FROM "+db.database+".events_local WHERE recording = ?", id); err != nil || n != 0 {
+				t.Errorf("replica %d of shard %d holds %d events of %s after it returned (%v)", r.Replica, r.Shard, n, id, err)
+			}
+		}
+	}
+	watch(t)
+}
+
+// idOnShard returns an id starting with prefix whose rows the Distributed
+// tables send to shard index (0 is the first): cityHash64 modulo the
+// shards, each of weight 1.
+func idOnShard(t *testing.T, c *devcluster.Cluster, index uint64, prefix string) string {
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		n, err := countAt(t, c.ClickHouse[0].Addr(), "SELECT toUInt64(cityHash64(?) % 2)", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == index {
+			return id
+		}
+	}
+}
+
+// visible counts a recording's rows in every table, read through the
+// Distributed tables as the index reads.
+func visible(t *testing.T, db *DB, id string) uint64 {
+	var total uint64
+	for _, m := range mutable {
+		total += count(t, db, fmt.Sprintf("SELECT count() FROM %s.%s WHERE %s = ?", db.database, m.table, m.column), id)
+	}
+	return total
+}
+
+// watchRows reads id's rows through the cluster until the returned
+// function is called, which logs what the reads saw: how many reads
+// found rows and over how long.
+func watchRows(t *testing.T, db *DB, id string) func(*testing.T) {
+	stop := make(chan struct{})
+	done := make(chan string)
+	go func() {
+		start := time.Now()
+		var reads, seen, failed int
+		var first, last time.Duration
+		for {
+			select {
+			case <-stop:
+				done <- fmt.Sprintf("%d reads of %s through the cluster while its replicas returned: %d saw rows (first at %v, last at %v), %d failed",
+					reads, id, seen, first, last, failed)
+				return
+			default:
+			}
+			var n uint64
+			err := db.conn.QueryRow(t.Context(), "SELECT count() FROM "+db.database+".events WHERE recording = ?", id).Scan(&n)
+			reads++
+			switch {
+			case err != nil:
+				failed++
+			case n > 0:
+				if seen == 0 {
+					first = time.Since(start)
+				}
+				seen++
+				last = time.Since(start)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func(t *testing.T) {
+		close(stop)
+		t.Log(<-done)
+	}
+}
+
+// execAt runs a statement on the one server at addr.
+func execAt(t *testing.T, addr, stmt string) {
+	cn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cn.Close()
+	if err := cn.Exec(t.Context(), stmt); err != nil {
+		t.Fatalf("%s on %s: %v", stmt, addr, err)
+	}
+}
+
+// waitFor retries check until it succeeds, failing the test after a
+// generous deadline.
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // waitReplicasHold waits until every replica of each shard holds the
@@ -142,17 +288,7 @@ func TestClusterDeleteReplicaDown(t *testing.T) {
 // no replica has a replication task queued (every table's parts fetched).
 func waitReplicasHold(t *testing.T, c *devcluster.Cluster, database string, want uint64) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		err := replicasHold(t, c, database, want)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitFor(t, "replicas converge", func() error { return replicasHold(t, c, database, want) })
 }
 
 func replicasHold(t *testing.T, c *devcluster.Cluster, database string, want uint64) error {

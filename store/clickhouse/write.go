@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/flightrec/flightrec/store"
 )
 
@@ -466,7 +464,10 @@ var mutable = []struct{ table, column string }{
 
 // DeleteRecording removes a recording's rows from every table and returns
 // once ClickHouse has applied the deletions, so no later read sees them.
-// Deleting an unknown recording is not an error.
+// Deleting an unknown recording is not an error. On a cluster with a
+// replica down, rows only that replica holds (stranded parts:
+// waitMutations) are deleted when it returns, and reads may see them in
+// the moment before (docs/design.md § ClickHouse).
 //
 // Deletions are mutations, which on 18.16 rewrite every part of the table
 // whatever it holds: delete many recordings with one DeleteRecordings call.
@@ -518,52 +519,6 @@ func (db *DB) localTable(name string) string {
 		return name
 	}
 	return fmt.Sprintf("%s.%s_local", db.database, name)
-}
-
-// waitMutations polls system.mutations until no mutation of the index's
-// tables is pending. 18.16 has no mutations_sync setting, and ALTER …
-// DELETE returns as soon as the mutation is queued.
-func (db *DB) waitMutations(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, db.mutationTimeout)
-	defer cancel()
-	names := make([]string, len(mutable))
-	for i, m := range mutable {
-		names[i] = quoteString(m.table)
-		if db.cluster != "" {
-			names[i] = quoteString(m.table + "_local")
-		}
-	}
-	q := fmt.Sprintf("SELECT count() FROM system.mutations WHERE database = ? AND table IN (%s) AND is_done = 0",
-		strings.Join(names, ", "))
-	delay := 5 * time.Millisecond
-	for {
-		// On a cluster: the replicas the mutations went to (onShards);
-		// a replica that was down applies them when it returns.
-		conns := []driver.Conn{db.conn}
-		if db.cluster != "" {
-			var err error
-			if conns, err = db.liveReplicas(ctx); err != nil {
-				return fmt.Errorf("wait for mutations: %w", err)
-			}
-		}
-		var pending uint64
-		for _, c := range conns {
-			var n uint64
-			if err := c.QueryRow(ctx, q, db.database).Scan(&n); err != nil {
-				return fmt.Errorf("wait for mutations: %w", err)
-			}
-			pending += n
-		}
-		if pending == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for mutations: %d still pending: %w", pending, ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 200*time.Millisecond)
-	}
 }
 
 // Reset drops every row of every table; the schema stays.

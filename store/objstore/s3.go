@@ -80,6 +80,9 @@ type S3Config struct {
 	// PartSize is the multipart upload's part size (default and minimum
 	// 16 MiB); larger objects, and objects of unknown size, go up in parts.
 	PartSize uint64
+	// Dial, when set, opens the connections to the server instead of a
+	// net.Dialer bounded by DialTimeout (a test counts them with it).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 const minPartSize = 16 << 20
@@ -191,7 +194,15 @@ func NewS3(cfg S3Config) (*S3, error) {
 		return nil, err
 	}
 	tr.DialContext = (&net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.Dial != nil {
+		tr.DialContext = cfg.Dial
+	}
 	tr.ResponseHeaderTimeout = cfg.ResponseTimeout
+	// A connection finished with is kept for the next request only while
+	// fewer than this many to the server are idle: minio-go's 16 made a
+	// node with more requests in flight (its ingest, collection and blob
+	// writes) close and re-dial the rest.
+	tr.MaxIdleConnsPerHost = maxIdlePerHost
 	cr := cfg.Credentials
 	newClient := func(retries int) (*minio.Client, error) {
 		return minio.New(cfg.Endpoint, &minio.Options{
@@ -547,6 +558,27 @@ func (b *s3Body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *s3Body) Close() error { return b.rc.Close() }
+// Close reads what is left of a short remainder first: net/http keeps a
+// connection for the next request only once its body was read to the end,
+// and re-dialing costs more than reading a few kilobytes. A longer
+// remainder is left, and its connection closed; so is a server that stops
+// sending, after drainTime (closing the body ends the read), so that
+// Close never waits on it.
+func (b *s3Body) Close() error {
+	stop := time.AfterFunc(drainTime, func() { _ = b.rc.Close() })
+	_, _ = io.CopyN(io.Discard, b.rc, drainLimit)
+	stop.Stop()
+	return b.rc.Close()
+}
+
+const (
+	// maxIdlePerHost is how many idle connections to the server the
+	// client keeps (see NewS3).
+	maxIdlePerHost = 64
+	// drainLimit and drainTime bound what a Close reads to keep its
+	// connection.
+	drainLimit = 64 << 10
+	drainTime  = time.Second
+)
 
 var _ Store = (*S3)(nil)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestParseS3URL(t *testing.T) {
 	}
 	want := objstore.S3Config{Endpoint: "127.0.0.1:9000", Bucket: "my-bucket", Prefix: "some/prefix", Region: "eu-west-1",
 		Insecure: true, MaxRetries: 4, ResponseTimeout: 5 * time.Second}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("parsed %+v, want %+v", cfg, want)
 	}
 	if back, _ := objstore.ParseS3URL(cfg.URL()); back.Bucket != cfg.Bucket || back.Prefix != cfg.Prefix || back.Endpoint != cfg.Endpoint || !back.Insecure {
