@@ -520,13 +520,14 @@ func TestCancel(t *testing.T) {
 			}
 		}
 	}
-	start := time.Now()
 	err := Encode(ctx, Options{Start: t0, End: t0 + 20_000e9}, frames, nil, &bytes.Buffer{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Encode: %v, want context.Canceled", err)
 	}
-	if n > 52 || time.Since(start) > 20*time.Second {
-		t.Errorf("went on for %d frames, %v after cancel", n, time.Since(start))
+	// Frames taken after the cancel say whether it stopped; how long the
+	// 50 before took is the machine's load (a CI run under -race took 24 s).
+	if n > 52 {
+		t.Errorf("went on for %d frames after the cancel at frame 51", n-51)
 	}
 }
 
