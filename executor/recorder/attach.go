@@ -115,6 +115,7 @@ type attachment struct {
 	helper string // page.js with the plan's mask rules
 	rrweb  string
 	steps  *stepper
+	cap    *capture // the downloads the pages report (described, never read)
 
 	mu     sync.Mutex
 	pages  map[target.ID]*attachedPage
@@ -165,7 +166,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	// the signal.
 	// Over a websocket the recorder holds (rawTransport): it releases the
 	// out-of-process frames it pauses at their start.
-	raw := &rawTransport{}
+	raw := &rawTransport{holdPages: true}
 	allocCtx, cancelAlloc := chromedp.NewAllocatorContext(context.Background(), &rawAllocator{url: cdpURL, raw: raw})
 	defer cancelAlloc()
 	bctx, cancelB := chromedp.NewContext(allocCtx, quietUnknownSessions())
@@ -182,6 +183,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
 	a := &attachment{cfg: cfg, bctx: bctx, raw: raw, st: newStream(c, rep.ID), refs: newRefs(),
+		cap:   newCapture("", false, "", nil, nil, nil),
 		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{},
 		paused: map[target.ID]target.SessionID{}, gaveUp: map[target.ID]bool{}, changed: make(chan struct{})}
 	a.mask = defaultMask(rep.Mask)
@@ -303,6 +305,7 @@ func (a *attachment) hold(ev *target.EventAttachedToTarget) {
 	}
 	a.mu.Unlock()
 	if !keep {
+		a.raw.drop(ev.SessionID)
 		go a.raw.release(context.Background(), ev.SessionID)
 	}
 }
@@ -411,23 +414,42 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		sess = ""
 	}
 	defer release()
-	// chromedp's own set-up of a paused page can fail part way (it has no
-	// document to evaluate in yet); the session is there all the same.
-	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
-		return fail(err)
-	}
+	harOpts := cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}
+	// A paused page's HAR comes from the session the browser's auto-attach
+	// handed over, whose Network domain was enabled as it arrived
+	// (rawTransport.hold): the driving client may have released the page
+	// already. Its network events are the page's listener's too (a
+	// document request may start a goto step). The page is recorded from
+	// here whatever fails: a popup may close before the rest is set up,
+	// and what it loaded is in its HAR.
+	held := a.raw.pausedPage(sess)
 	if paused {
 		// A page target's main frame has the target's id: known before
 		// its frame tree is read, which waits until it runs.
 		p.w.setMain(cdp.FrameID(ti.TargetID))
+	}
+	if held != nil {
+		har := cdphar.StartOn(ctx, harOpts, held)
+		pg.har = har
+		held.to(func(ev any) {
+			p.onEvent(ev)
+			har.Handle(ev)
+		})
+	}
+	// chromedp's own set-up of a paused page can fail part way (it has no
+	// document to evaluate in yet); the session is there all the same.
+	if err := chromedp.Do(ctx); err != nil && held == nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
+		return fail(err)
 	}
 	// What must precede the page's first request: the HAR's Network
 	// domain, and the isolated world's bindings and scripts (with the
 	// Runtime and Page events they report through). Then a paused page
 	// goes on at once; the reads and screenshots come after.
 	var err error
-	if pg.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}); err != nil {
-		return fail(err)
+	if held == nil {
+		if pg.har, err = cdphar.Start(ctx, harOpts); err != nil {
+			return fail(err)
+		}
 	}
 	early := []func() error{
 		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
@@ -451,7 +473,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		},
 	}
 	for _, call := range early {
-		if err := call(); err != nil {
+		if err := call(); err != nil && held == nil {
 			return fail(fmt.Errorf("setting up the page: %w", err))
 		}
 	}
@@ -561,6 +583,8 @@ func (p *attachedPage) onEvent(ev any) {
 		}
 	case *page.EventJavascriptDialogOpening:
 		s.noteDialog(ev) // and left to the driving client to answer
+	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
+		p.a.cap.onEvent(ev, p.a.st.currentStep())
 	case *page.EventScreencastFrame:
 		s.onScreencastFrame(pg, ev)
 	default:
@@ -645,9 +669,8 @@ func (a *attachment) pageList() []*attachedPage {
 // detachAll sends what every page gathered, stops the recorder's scripts
 // in them and detaches: the pages and the browser go on.
 func (a *attachment) detachAll() {
-	// New pages no longer wait for the recorder, and none still does: a
-	// pause that comes now is released at once (hold).
-	_, _ = chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{Flatten: ptr(true)})
+	// No page waits for the recorder any more: a pause that comes now is
+	// released at once (hold).
 	a.mu.Lock()
 	a.closed = true
 	held := a.paused
@@ -657,9 +680,15 @@ func (a *attachment) detachAll() {
 		a.raw.release(a.bctx, sess)
 	}
 	a.wg.Wait()
-	for _, p := range a.pageList() {
+	pages := a.pageList()
+	for _, p := range pages {
+		p.s.drainNetwork(3 * time.Second)
+	}
+	// Auto-attach off once the pages' network is drained: it ends the
+	// auto-attached sessions, which a paused page's HAR reads.
+	_, _ = chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{Flatten: ptr(true)})
+	for _, p := range pages {
 		s := p.s
-		s.drainNetwork(3 * time.Second)
 		s.frames.stop()
 		stopDOM(p.pg.ctx, p.w.id())
 		for _, r := range p.pg.remotes() {
