@@ -438,8 +438,13 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 	}
 	// chromedp's own set-up of a paused page can fail part way (it has no
 	// document to evaluate in yet); the session is there all the same.
-	if err := chromedp.Do(ctx); err != nil && held == nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
-		return fail(err)
+	// Without one (the popup closed at once) a held page keeps its HAR
+	// alone: every call on ctx would attach anew.
+	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
+		if held == nil {
+			return fail(err)
+		}
+		return p, nil
 	}
 	// What must precede the page's first request: the HAR's Network
 	// domain, and the isolated world's bindings and scripts (with the
