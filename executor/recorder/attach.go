@@ -682,6 +682,7 @@ func (a *attachment) detachAll() {
 	a.paused = map[target.ID]target.SessionID{}
 	a.mu.Unlock()
 	for _, sess := range held {
+		a.raw.drop(sess)
 		a.raw.release(a.bctx, sess)
 	}
 	a.wg.Wait()
