@@ -147,9 +147,14 @@ type attachedPage struct {
 	cancel context.CancelFunc
 	opened bool // a popup: its first document is its opener's effect
 
+	// held: paused at its start, its HAR read from the auto-attached
+	// session (rawTransport.hold).
+	held bool
+
 	mu        sync.Mutex
 	documents int  // main-frame documents requested since attach
 	requested bool // the page itself asked the main frame to navigate
+	missed    bool // a held page's document came without its request (committed)
 }
 
 // Attach records the browser at cdpURL (http://host:port or a ws:// browser
@@ -429,6 +434,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		p.w.setMain(cdp.FrameID(ti.TargetID))
 	}
 	if held != nil {
+		p.held = true
 		har := cdphar.StartOn(ctx, harOpts, held)
 		pg.har = har
 		held.to(func(ev any) {
@@ -493,6 +499,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		main = tree.FrameTree.Frame.ID
 		p.w.setMain(main)
 		pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
+		p.committed(tree.FrameTree.Frame.URL)
 	case !paused:
 		return fail(err)
 	}
@@ -581,6 +588,7 @@ func (p *attachedPage) onEvent(ev any) {
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
 			p.w.setMain(ev.Frame.ID)
 			pg.navigated(ev.Frame.URL, ev.Frame.LoaderID)
+			p.committed(ev.Frame.URL)
 		}
 	case *page.EventNavigatedWithinDocument:
 		if ev.FrameID == p.w.mainFrame() {
@@ -596,6 +604,25 @@ func (p *attachedPage) onEvent(ev any) {
 		if !pg.worlds.onEvent(ev) {
 			s.onConsoleEvent(pg, ev)
 		}
+	}
+}
+
+// committed notes a main-frame document the page has. A held page's
+// document whose request the recorder did not see was requested before
+// the Network domain the recorder enabled as the page arrived was on (the
+// driving client released the page first): it is not in the HAR, and
+// nothing stands in for it (no status or body the recorder did not see).
+// The log says so, once.
+func (p *attachedPage) committed(url string) {
+	if !p.held || !strings.HasPrefix(url, "http") {
+		return
+	}
+	p.mu.Lock()
+	missed := p.documents == 0 && !p.missed
+	p.missed = p.missed || missed
+	p.mu.Unlock()
+	if missed && p.a.cfg.Log != nil {
+		fmt.Fprintf(p.a.cfg.Log, "page %s: %s was requested before the recorder could see it: its request is not in the HAR\n", p.pg.id, url)
 	}
 }
 
