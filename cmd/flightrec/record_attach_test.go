@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -333,20 +334,72 @@ func TestRecordAttachPlaywright(t *testing.T) {
 
 // TestRecordAttachDoesNotInterfere: the Playwright run's own actions and
 // outcome are the same with the recorder attached and without, and the
-// browser (and the run in it) survives the recorder's SIGKILL.
+// browser (and the run in it) survives the recorder's SIGKILL. The run
+// goes on with the Terms popup, which Playwright's own auto-attach pauses
+// and releases as the recorder's does: the popup's document request is in
+// the HAR under the popup's page all the same, once, with its body. It
+// ends with a receipt's download, which lands where Playwright put it with
+// the recorder attached too, and which the click's receipt describes
+// (name, size, state) without a hash (the bytes are the driving client's).
 func TestRecordAttachDoesNotInterfere(t *testing.T) {
 	endpoint, shop, _ := attachFixture(t)
-	bin := binary(t)
+	bin, data := binary(t), t.TempDir()
 
 	// The runs end with the Terms popup, which the recorder pauses at its
-	// start: the driving client's run must not notice, while the recorder
-	// is attached or after it was killed.
-	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
-	rec := startAttach(t, bin, endpoint, t.TempDir())
-	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
-	if !strings.HasPrefix(alone.Popup, "Terms of sale") || fmt.Sprint(alone) != fmt.Sprint(watched) {
+	// start, and a download: the driving client's run must not notice,
+	// while the recorder is attached or after it was killed.
+	alone, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms", "receipt")
+	rec := startAttach(t, bin, endpoint, data)
+	watched, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms", "receipt")
+	if !strings.HasPrefix(alone.Popup, "Terms of sale") || !alone.Download.Landed || alone.Download.Size == 0 ||
+		fmt.Sprint(alone) != fmt.Sprint(watched) {
 		t.Errorf("the run differs with the recorder attached:\n alone   %+v\n watched %+v", alone, watched)
 	}
+	res := rec.stop(syscall.SIGINT)
+	p := &serverProc{t: t, bin: bin, addr: freeAddr(t), data: data}
+	p.start()
+	var hars, receipts wire.EventPage
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/events?kind=har&limit=1000", &hars)
+	getJSON(t, "http://"+p.addr+"/v1/recordings/"+res.ID+"/events?kind=receipt&limit=1000", &receipts)
+	p.stop()
+	var terms []string
+	for _, e := range hars.Events {
+		var h event.HAR
+		if json.Unmarshal(e.Data, &h) == nil && strings.HasSuffix(h.Request.URL, "/terms") {
+			terms = append(terms, fmt.Sprintf("%s %d on page %q body %v", h.Request.Method, h.Response.Status, h.PageRef,
+				strings.Contains(h.Response.Content.Text, "Terms of sale")))
+		}
+	}
+	if want := `[GET 200 on page "p2" body true]`; fmt.Sprint(terms) != want {
+		t.Errorf("the popup's document in the HAR: %v, want %s\n%s", terms, want, rec.stderr.String())
+	}
+	// The order id differs from run to run: {order}, as the driver says.
+	orderID := regexp.MustCompile(`ord_[0-9a-f]+`)
+	var files []string
+	for _, e := range receipts.Events {
+		var r event.Receipt
+		if json.Unmarshal(e.Data, &r) != nil || r.Effects == nil || len(r.Effects.Files) == 0 {
+			continue
+		}
+		target := ""
+		if r.Action.Target != nil {
+			target = r.Action.Target.Name
+		}
+		for _, f := range r.Effects.Files {
+			files = append(files, orderID.ReplaceAllString(fmt.Sprintf("%s %q: %s %d type %q %s hash %q in %v",
+				r.Action.Verb, target, f.Name, f.Size, f.MIME, f.State, f.SHA256, r.Effects.Downloads), "{order}"))
+		}
+	}
+	// No type: the link has a download attribute, so the browser fetched
+	// the file outside the page's network (no response to take it from).
+	want := fmt.Sprintf(`[click "Download receipt": %[1]s %[2]d type "" completed hash "" in [%[1]s]]`,
+		watched.Download.Name, watched.Download.Size)
+	if fmt.Sprint(files) != want {
+		t.Errorf("the recording's downloads: %v, want %s", files, want)
+	}
+
+	// Killed: the browser and the next run go on as if it never was.
+	rec = startAttach(t, bin, endpoint, t.TempDir())
 	if err := rec.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +407,7 @@ func TestRecordAttachDoesNotInterfere(t *testing.T) {
 	if pages, ok := browserAlive(endpoint); !ok || pages == 0 {
 		t.Fatalf("after the recorder's SIGKILL the browser answers %v with %d pages", ok, pages)
 	}
-	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms")
+	after, _ := testenv.PlaywrightAttachCheckout(t, endpoint, shop, "terms", "receipt")
 	if fmt.Sprint(alone) != fmt.Sprint(after) {
 		t.Errorf("the run differs after the recorder was killed:\n alone %+v\n after %+v", alone, after)
 	}

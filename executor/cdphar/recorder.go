@@ -126,12 +126,46 @@ func Start(ctx context.Context, opts Options) (*Recorder, error) {
 	if err := chromedp.Listen(ctx, r.handle); err != nil {
 		return nil, fmt.Errorf("listening to the target: %w", err)
 	}
-	maxPost := int64(64 << 10)
+	maxPost := MaxPostData
 	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{MaxPostDataSize: &maxPost}); err != nil {
 		return nil, fmt.Errorf("enabling the Network domain: %w", err)
 	}
 	return r, nil
 }
+
+// MaxPostData is the Network domain's maxPostDataSize a Recorder enables
+// it with (larger request bodies are fetched with getRequestPostData).
+const MaxPostData = int64(64 << 10)
+
+// Caller runs a command on a CDP session (cdp.Session's Call).
+type Caller interface {
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// StartOn is Start for a session that chromedp does not hold and whose
+// Network domain the caller enabled itself (with MaxPostData): record
+// --attach enables it on the session the browser's auto-attach hands over
+// for a page paused at its start, the moment that session arrives, since
+// another client may release the page a moment later. The caller passes
+// the session's events to Handle; bodies are fetched through s on ctx.
+func StartOn(ctx context.Context, opts Options, s Caller) *Recorder {
+	r := newRecorder(ctx, opts)
+	r.fetch = func(ctx context.Context, id network.RequestID) ([]byte, bool, error) {
+		var res network.GetResponseBodyResult
+		err := s.Call(ctx, network.GetResponseBody.Method, network.GetResponseBodyParams{RequestID: id}, &res)
+		return res.Body, res.Base64encoded, err
+	}
+	r.fetchPost = func(ctx context.Context, id network.RequestID) ([]byte, error) {
+		var res network.GetRequestPostDataResult
+		err := s.Call(ctx, network.GetRequestPostData.Method, network.GetRequestPostDataParams{RequestID: id}, &res)
+		return res.PostData, err
+	}
+	return r
+}
+
+// Handle takes one event of a StartOn recorder's session (on the
+// caller's reader goroutine: it returns fast and runs no command).
+func (r *Recorder) Handle(ev any) { r.handle(ev) }
 
 func newRecorder(ctx context.Context, opts Options) *Recorder {
 	if opts.MaxBody == 0 {

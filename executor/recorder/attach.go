@@ -115,6 +115,7 @@ type attachment struct {
 	helper string // page.js with the plan's mask rules
 	rrweb  string
 	steps  *stepper
+	cap    *capture // the downloads the pages report (described, never read)
 
 	mu     sync.Mutex
 	pages  map[target.ID]*attachedPage
@@ -146,9 +147,14 @@ type attachedPage struct {
 	cancel context.CancelFunc
 	opened bool // a popup: its first document is its opener's effect
 
+	// held: paused at its start, its HAR read from the auto-attached
+	// session (rawTransport.hold).
+	held bool
+
 	mu        sync.Mutex
 	documents int  // main-frame documents requested since attach
 	requested bool // the page itself asked the main frame to navigate
+	missed    bool // a held page's document came without its request (committed)
 }
 
 // Attach records the browser at cdpURL (http://host:port or a ws:// browser
@@ -165,7 +171,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 	// the signal.
 	// Over a websocket the recorder holds (rawTransport): it releases the
 	// out-of-process frames it pauses at their start.
-	raw := &rawTransport{}
+	raw := &rawTransport{holdPages: true}
 	allocCtx, cancelAlloc := chromedp.NewAllocatorContext(context.Background(), &rawAllocator{url: cdpURL, raw: raw})
 	defer cancelAlloc()
 	bctx, cancelB := chromedp.NewContext(allocCtx, quietUnknownSessions())
@@ -182,6 +188,7 @@ func Attach(ctx context.Context, cfg AttachConfig, cdpURL string, c *client.Clie
 		return Result{}, fmt.Errorf("opening the recording: %w", err)
 	}
 	a := &attachment{cfg: cfg, bctx: bctx, raw: raw, st: newStream(c, rep.ID), refs: newRefs(),
+		cap:   newCapture("", false, "", nil, nil, nil),
 		pages: map[target.ID]*attachedPage{}, seen: map[target.ID]bool{},
 		paused: map[target.ID]target.SessionID{}, gaveUp: map[target.ID]bool{}, changed: make(chan struct{})}
 	a.mask = defaultMask(rep.Mask)
@@ -303,6 +310,7 @@ func (a *attachment) hold(ev *target.EventAttachedToTarget) {
 	}
 	a.mu.Unlock()
 	if !keep {
+		a.raw.drop(ev.SessionID)
 		go a.raw.release(context.Background(), ev.SessionID)
 	}
 }
@@ -411,23 +419,48 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		sess = ""
 	}
 	defer release()
-	// chromedp's own set-up of a paused page can fail part way (it has no
-	// document to evaluate in yet); the session is there all the same.
-	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
-		return fail(err)
-	}
+	harOpts := cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}
+	// A paused page's HAR comes from the session the browser's auto-attach
+	// handed over, whose Network domain was enabled as it arrived
+	// (rawTransport.hold): the driving client may have released the page
+	// already. Its network events are the page's listener's too (a
+	// document request may start a goto step). The page is recorded from
+	// here whatever fails: a popup may close before the rest is set up,
+	// and what it loaded is in its HAR.
+	held := a.raw.pausedPage(sess)
 	if paused {
 		// A page target's main frame has the target's id: known before
 		// its frame tree is read, which waits until it runs.
 		p.w.setMain(cdp.FrameID(ti.TargetID))
+	}
+	if held != nil {
+		p.held = true
+		har := cdphar.StartOn(ctx, harOpts, held)
+		pg.har = har
+		held.to(func(ev any) {
+			p.onEvent(ev)
+			har.Handle(ev)
+		})
+	}
+	// chromedp's own set-up of a paused page can fail part way (it has no
+	// document to evaluate in yet); the session is there all the same.
+	// Without one (the popup closed at once) a held page keeps its HAR
+	// alone: every call on ctx would attach anew.
+	if err := chromedp.Do(ctx); err != nil && (!paused || chromedp.FromContext(ctx).Target == nil) {
+		if held == nil {
+			return fail(err)
+		}
+		return p, nil
 	}
 	// What must precede the page's first request: the HAR's Network
 	// domain, and the isolated world's bindings and scripts (with the
 	// Runtime and Page events they report through). Then a paused page
 	// goes on at once; the reads and screenshots come after.
 	var err error
-	if pg.har, err = cdphar.Start(ctx, cdphar.Options{StepOf: a.steps.observed, PageRef: pg.id}); err != nil {
-		return fail(err)
+	if held == nil {
+		if pg.har, err = cdphar.Start(ctx, harOpts); err != nil {
+			return fail(err)
+		}
 	}
 	early := []func() error{
 		func() error { _, err := chromedp.Call(ctx, cdpruntime.Enable, struct{}{}); return err },
@@ -451,7 +484,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		},
 	}
 	for _, call := range early {
-		if err := call(); err != nil {
+		if err := call(); err != nil && held == nil {
 			return fail(fmt.Errorf("setting up the page: %w", err))
 		}
 	}
@@ -466,6 +499,7 @@ func (a *attachment) attach(ti *target.Info) (*attachedPage, error) {
 		main = tree.FrameTree.Frame.ID
 		p.w.setMain(main)
 		pg.navigated(tree.FrameTree.Frame.URL, tree.FrameTree.Frame.LoaderID)
+		p.committed(tree.FrameTree.Frame.URL)
 	case !paused:
 		return fail(err)
 	}
@@ -554,6 +588,7 @@ func (p *attachedPage) onEvent(ev any) {
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
 			p.w.setMain(ev.Frame.ID)
 			pg.navigated(ev.Frame.URL, ev.Frame.LoaderID)
+			p.committed(ev.Frame.URL)
 		}
 	case *page.EventNavigatedWithinDocument:
 		if ev.FrameID == p.w.mainFrame() {
@@ -561,12 +596,33 @@ func (p *attachedPage) onEvent(ev any) {
 		}
 	case *page.EventJavascriptDialogOpening:
 		s.noteDialog(ev) // and left to the driving client to answer
+	case *browser.EventDownloadWillBegin, *browser.EventDownloadProgress:
+		p.a.cap.onEvent(ev, p.a.st.currentStep())
 	case *page.EventScreencastFrame:
 		s.onScreencastFrame(pg, ev)
 	default:
 		if !pg.worlds.onEvent(ev) {
 			s.onConsoleEvent(pg, ev)
 		}
+	}
+}
+
+// committed notes a main-frame document the page has. A held page's
+// document whose request the recorder did not see was requested before
+// the Network domain the recorder enabled as the page arrived was on (the
+// driving client released the page first): it is not in the HAR, and
+// nothing stands in for it (no status or body the recorder did not see).
+// The log says so, once.
+func (p *attachedPage) committed(url string) {
+	if !p.held || !strings.HasPrefix(url, "http") {
+		return
+	}
+	p.mu.Lock()
+	missed := p.documents == 0 && !p.missed
+	p.missed = p.missed || missed
+	p.mu.Unlock()
+	if missed && p.a.cfg.Log != nil {
+		fmt.Fprintf(p.a.cfg.Log, "page %s: %s was requested before the recorder could see it: its request is not in the HAR\n", p.pg.id, url)
 	}
 }
 
@@ -645,21 +701,27 @@ func (a *attachment) pageList() []*attachedPage {
 // detachAll sends what every page gathered, stops the recorder's scripts
 // in them and detaches: the pages and the browser go on.
 func (a *attachment) detachAll() {
-	// New pages no longer wait for the recorder, and none still does: a
-	// pause that comes now is released at once (hold).
-	_, _ = chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{Flatten: ptr(true)})
+	// No page waits for the recorder any more: a pause that comes now is
+	// released at once (hold).
 	a.mu.Lock()
 	a.closed = true
 	held := a.paused
 	a.paused = map[target.ID]target.SessionID{}
 	a.mu.Unlock()
 	for _, sess := range held {
+		a.raw.drop(sess)
 		a.raw.release(a.bctx, sess)
 	}
 	a.wg.Wait()
-	for _, p := range a.pageList() {
+	pages := a.pageList()
+	for _, p := range pages {
+		p.s.drainNetwork(3 * time.Second)
+	}
+	// Auto-attach off once the pages' network is drained: it ends the
+	// auto-attached sessions, which a paused page's HAR reads.
+	_, _ = chromedp.CallBrowser(a.bctx, target.SetAutoAttach, target.SetAutoAttachParams{Flatten: ptr(true)})
+	for _, p := range pages {
 		s := p.s
-		s.drainNetwork(3 * time.Second)
 		s.frames.stop()
 		stopDOM(p.pg.ctx, p.w.id())
 		for _, r := range p.pg.remotes() {

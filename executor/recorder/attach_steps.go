@@ -321,6 +321,10 @@ func (s *stepper) finish(o, next *observation) {
 	case resolved = <-o.resolved:
 	case <-time.After(5 * time.Second):
 	}
+	// A download the step began is described once it ends (or as it
+	// stands after downloadWait), before the step's requests are taken:
+	// its type is the response's that became it.
+	files, _, _ := s.a.cap.effects(o.n, downloadWait)
 	s.takeHAR()
 	ended := time.Now()
 	s.mu.Lock()
@@ -350,7 +354,13 @@ func (s *stepper) finish(o, next *observation) {
 	if o.before && after {
 		eff.SnapshotDelta = s.a.refs.delta()
 	}
-	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" {
+	eff.Files = files
+	for i, f := range eff.Files {
+		eff.Downloads = append(eff.Downloads, f.Name)
+		eff.Files[i].MIME = responseType(entries, f.URL)
+	}
+	if eff.Navigation != nil || len(eff.Requests) > 0 || eff.ConsoleErrors > 0 || len(eff.Dialogs) > 0 || eff.SnapshotDelta != "" ||
+		len(eff.Files) > 0 {
 		rc.Effects = eff
 	}
 	rc.Outcome = event.OutcomeDone
@@ -379,6 +389,23 @@ func (s *stepper) finish(o, next *observation) {
 		}
 		fmt.Fprintln(log, line)
 	}
+}
+
+// downloadWait bounds how long a receipt waits for its step's downloads
+// to end.
+const downloadWait = 10 * time.Second
+
+// responseType is the MIME type the server gave the response to url
+// among entries ("" when none answered). A download's request ends
+// aborted, as the browser hands the response over to the download.
+func responseType(entries []cdphar.Taken, url string) string {
+	for _, e := range entries {
+		var h event.HAR
+		if e.URL == url && json.Unmarshal(e.Entry, &h) == nil && h.Response.Content.MimeType != "" {
+			return h.Response.Content.MimeType
+		}
+	}
+	return ""
 }
 
 func describeObserved(rc event.Receipt) string {

@@ -30,8 +30,14 @@ import (
 // there), are hashed when complete and deleted; only their description
 // (event.File) is sent, and, when the plan keeps downloads (keep), their
 // bytes in a download event, read from the scratch file before it goes.
+//
+// Without a directory (record --attach) the downloads are the driving
+// client's, saved where it said, which the recorder does not know (the
+// page's download events carry no path) and must not change: a download
+// is described from the events alone (name, URL, size, state), with no
+// hash and no bytes.
 type capture struct {
-	dir  string // scratch: removed with the run
+	dir  string // scratch: removed with the run ("": not the recorder's)
 	keep bool   // the plan keeps downloads' bytes
 
 	mu        sync.Mutex
@@ -223,7 +229,7 @@ func (c *capture) finish(guid string, state browser.DownloadProgressState, recei
 	f := event.File{State: string(state), Size: received}
 	path := filepath.Join(c.dir, filepath.Base(guid))
 	var data []byte
-	if state == browser.DownloadProgressStateCompleted {
+	if state == browser.DownloadProgressStateCompleted && c.dir != "" {
 		if fh, err := os.Open(path); err == nil {
 			h := sha256.New()
 			head := make([]byte, 512)
@@ -247,7 +253,9 @@ func (c *capture) finish(guid string, state browser.DownloadProgressState, recei
 			}
 		}
 	}
-	_ = os.Remove(path)
+	if c.dir != "" {
+		_ = os.Remove(path)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.downloads[guid]

@@ -20,13 +20,25 @@ type AttachRun struct {
 	Results []string    `json:"results"`
 	Shown   string      `json:"shown"`
 	Popup   string      `json:"popup,omitempty"` // the Terms popup's title (with "terms")
+	// Download is the receipt as Playwright saved it (with "receipt").
+	Download AttachDownload `json:"download"`
+}
+
+// AttachDownload is a download as the driving client saw it: its name
+// (the order id as {order}), its size, and whether the file is where
+// Playwright said it saved it.
+type AttachDownload struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Landed bool   `json:"landed"`
 }
 
 // PlaywrightAttachCheckout runs internal/testenv/playwright/attach-checkout.js:
 // playwright-core connects over CDP to the running browser at endpoint
 // and drives the demo storefront at base through the failing gift-card
 // checkout on the browser's first page (then, with extra "terms", opens
-// and closes the Terms popup). It returns the report and how
+// and closes the Terms popup; with "receipt", pays an order and downloads
+// its receipt). It returns the report and how
 // long the script ran (for benchmarks; tests assert no time).
 // Skipped or failed as PlaywrightCheckout says without node or the package.
 func PlaywrightAttachCheckout(t testing.TB, endpoint, base string, extra ...string) (AttachRun, time.Duration) {

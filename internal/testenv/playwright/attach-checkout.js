@@ -4,11 +4,16 @@
 // flightrec record --attach records it (internal/testenv's
 // PlaywrightAttachCheckout runs it).
 //
-//   node attach-checkout.js CDP_URL BASE_URL [terms]
+//   node attach-checkout.js CDP_URL BASE_URL [terms] [receipt]
 //
 // With "terms" it then opens the Terms page in a popup from a script (no
 // input, so no inferred step), waits for it to load, reports its title as
-// "popup" and closes it.
+// "popup" and closes it. With "receipt" it then pays an order that passes
+// (a new session, its cart and payment set up by the page's own fetches:
+// no input, so no step), opens its confirmation (a goto step), clicks
+// "Download receipt" (a click step) and reports the download as
+// Playwright saved it: "download" {name (the order id as {order}), size,
+// landed: the file is where Playwright says it put it}.
 //
 // It uses the browser's first page, runs the same actions as the flow
 // checkout-with-gift-card-fails, and prints one JSON object on stdout: the
@@ -18,12 +23,13 @@
 // running.
 "use strict";
 
+const fs = require("fs");
 const { chromium } = require("playwright-core");
 
 const { EMAIL, PASSWORD, CARD, GIFT } = require("./demo-shop");
 
 async function main() {
-  const [cdp, base, extra] = process.argv.slice(2);
+  const [cdp, base, ...extras] = process.argv.slice(2);
   if (!cdp || !base) {
     process.stderr.write("usage: node attach-checkout.js CDP_URL BASE_URL\n");
     process.exit(2);
@@ -60,7 +66,7 @@ async function main() {
   await page.getByText("Payment failed").waitFor();
   const shown = (await page.locator("#pay-error").textContent()) || "";
   let popup;
-  if (extra === "terms") {
+  if (extras.includes("terms")) {
     const [p] = await Promise.all([
       page.waitForEvent("popup"),
       page.evaluate(() => { window.open("/terms", "terms"); }),
@@ -69,7 +75,28 @@ async function main() {
     popup = await p.title();
     await p.close();
   }
-  process.stdout.write(JSON.stringify({ actions, results, shown: shown.trim(), popup }) + "\n");
+  let download;
+  if (extras.includes("receipt")) {
+    const next = await page.evaluate(async ({ email, password, card }) => {
+      const post = (path, body) => fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body) }).then((r) => r.json());
+      await post("/api/signin", { email, password });
+      await post("/api/cart", { sku: "KETTLE-1", qty: 1 });
+      return (await post("/api/checkout", { email, card })).next;
+    }, { email: EMAIL, password: PASSWORD, card: CARD });
+    const order = next.split("/").pop();
+    await act("goto", "url /orders/{order}", () => page.goto(base + next));
+    let saved;
+    await act("click", 'link "Download receipt"', async () => {
+      const [d] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download receipt" }).click()]);
+      saved = { name: d.suggestedFilename(), path: await d.path() };
+    });
+    if (saved) {
+      const landed = fs.existsSync(saved.path);
+      download = { name: saved.name.replace(order, "{order}"), size: landed ? fs.statSync(saved.path).size : 0, landed };
+    }
+  }
+  process.stdout.write(JSON.stringify({ actions, results, shown: shown.trim(), popup, download }) + "\n");
   // Leave the browser as found: only this client's connection closes.
   process.exit(0);
 }
