@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/jpeg" // screencast frames
 	_ "image/png"  // screenshots
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +21,7 @@ import (
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/store"
@@ -69,6 +73,10 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 		"%d differ from the one before in ≤ %d pixels (%d of them in none beyond JPEG noise), %d bytes, %.1f%% of the frames' bytes: "+
 		"keeping only the changed tiles of those would save at most that much",
 		fs.frames, fs.bytes, fs.same, fs.near, nearPixels, fs.noise, fs.nearBytes, 100*float64(fs.nearBytes)/float64(max(fs.bytes, 1)))
+	t.Logf("where near-identical frames differ: %s", strings.Join(fs.nearBoxes, "; "))
+	for _, r := range fs.runs {
+		t.Logf("frames, %s", r)
+	}
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
@@ -140,16 +148,29 @@ func deltas(xs []int64) []int64 {
 // near-identical (a caret's blink, a spinner's step).
 const nearPixels = 256
 
-// frameStats counts a recording's screencast frames against the frame
-// before each.
+// frameStats counts recordings' screencast frames against the frame
+// before each, and each run's against the first run's.
 type frameStats struct {
 	frames, same, near int
 	noise              int // of near: no pixel beyond JPEG's noise
 	bytes, nearBytes   int64
+	nearBoxes          []string // where near-identical frames differ (the first few)
+	stored             map[string]bool
+	firstRun           map[int][]image.Image // the first run's distinct frames by step
+	runs               []string
 }
 
 func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 	t.Helper()
+	if s.stored == nil {
+		s.stored, s.firstRun = map[string]bool{}, map[int][]image.Image{}
+	}
+	first := len(s.runs) == 0
+	var run struct {
+		frames, masked, fresh, freshNoise, freshNear int
+		freshBytes, maskedBytes                      int64
+	}
+	perStep := map[int]int{}
 	var prev image.Image
 	var prevCID string
 	_, err := st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
@@ -158,6 +179,18 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		}
 		s.frames++
 		s.bytes += r.BlobSize
+		run.frames++
+		perStep[r.Step]++
+		var fr event.Frame
+		if err := json.Unmarshal(r.Data, &fr); err != nil {
+			return err
+		}
+		if len(fr.Masks) > 0 {
+			run.masked++
+			run.maskedBytes += r.BlobSize
+		}
+		fresh := !s.stored[r.CID]
+		s.stored[r.CID] = true
 		if r.CID == prevCID {
 			s.same++
 			return nil
@@ -167,11 +200,34 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 			return err
 		}
 		if prev != nil && img.Bounds() == prev.Bounds() {
-			if n := pixelsDiffering(prev, img); n <= nearPixels {
+			if n, box := recorder.PixelsDiffering(prev, img); n <= nearPixels {
 				s.near++
 				s.nearBytes += r.BlobSize
 				if n == 0 {
 					s.noise++
+				} else if len(s.nearBoxes) < 12 {
+					s.nearBoxes = append(s.nearBoxes, fmt.Sprintf("step %d: %d px in %v", r.Step, n, box))
+				}
+			}
+		}
+		if first && fresh {
+			s.firstRun[r.Step] = append(s.firstRun[r.Step], img)
+		}
+		if fresh {
+			run.fresh++
+			run.freshBytes += r.BlobSize
+			if !first {
+				// The same page state as the first run's at this step?
+				least := -1
+				for _, f := range s.firstRun[r.Step] {
+					if n, _ := recorder.PixelsDiffering(f, img); least < 0 || n < least {
+						least = n
+					}
+				}
+				if least == 0 {
+					run.freshNoise++
+				} else if least > 0 && least <= nearPixels {
+					run.freshNear++
 				}
 			}
 		}
@@ -181,6 +237,14 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var steps []string
+	for n := 0; n <= slices.Max(slices.Collect(maps.Keys(perStep))); n++ {
+		steps = append(steps, fmt.Sprint(perStep[n]))
+	}
+	s.runs = append(s.runs, fmt.Sprintf("run %d: %d frames (per step %s), %d with masks (%s); %d not stored before (%s), "+
+		"%d of them the first run's page at that step within JPEG noise, %d within %d pixels of it",
+		len(s.runs)+1, run.frames, strings.Join(steps, " "), run.masked, kb(run.maskedBytes), run.fresh, kb(run.freshBytes),
+		run.freshNoise, run.freshNear, nearPixels))
 }
 
 func readImage(st *store.Store, c string) (image.Image, error) {
@@ -199,31 +263,6 @@ func readImage(st *store.Store, c string) (image.Image, error) {
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	return img, err
-}
-
-// pixelsDiffering counts pixels whose colour differs by more than JPEG's
-// re-encoding noise in some channel.
-func pixelsDiffering(a, b image.Image) int {
-	const noise = 12 << 8
-	n := 0
-	r := a.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			r1, g1, b1, _ := a.At(x, y).RGBA()
-			r2, g2, b2, _ := b.At(x, y).RGBA()
-			if absDiff(r1, r2) > noise || absDiff(g1, g2) > noise || absDiff(b1, b2) > noise {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func absDiff(a, b uint32) uint32 {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }
 
 // blobsByKind sums the distinct blobs the recordings' events name, by the
