@@ -1,7 +1,10 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +29,23 @@ type frames struct {
 	sentStep int
 	quit     chan struct{}
 	done     chan struct{}
+
+	// sendMu makes sends one at a time (the ticker's and a step's
+	// ensureFrame), so last is the frame emitted last.
+	sendMu sync.Mutex
+	last   *sentFrame
+}
+
+// sentFrame is the last frame sent, kept to compare the next with: a
+// frame that shows the same (PixelsDiffering finds no pixel beyond JPEG's
+// noise) is not sent again in the same step, and in a later step it is
+// sent with the same bytes, so it is stored once (one CID).
+type sentFrame struct {
+	img    []byte
+	pix    image.Image // img decoded; nil when it is not a JPEG (never the same as another)
+	masks  []event.Rect
+	cursor *event.Point
+	step   int
 }
 
 // startFrames sets s.frames and begins pg's screencast.
@@ -79,9 +99,12 @@ func (f *frames) loop() {
 }
 
 // send sends one image as a frame (or, with a reason, a screenshot) with
-// the masks measured now.
+// the masks measured now. A frame that shows what the last one showed is
+// left out or sent with the last one's bytes (sameAsLast).
 func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 	s := f.s
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
 	masks, ok := s.maskRects(f.pg)
 	if !ok {
 		return false
@@ -101,11 +124,52 @@ func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 		s.st.emit(event.KindScreenshot, ts, event.Screenshot{Frame: fr, Reason: reason})
 		return true
 	}
+	step := s.st.currentStep()
+	if fr.Mime == "image/jpeg" {
+		var skip bool
+		if fr.Image, skip = f.sameAsLast(fr, step); skip {
+			return true
+		}
+	}
 	s.st.emit(event.KindFrame, ts, fr)
 	f.mu.Lock()
-	f.sentStep = s.st.currentStep()
+	f.sentStep = step
 	f.mu.Unlock()
 	return true
+}
+
+// sameAsLast compares frame fr of step with the last frame sent and
+// returns the bytes to send: the last frame's when fr shows the same
+// pixels (within JPEG's noise), so the store keeps one blob for both,
+// else fr's own. skip says fr adds nothing at all (the same pixels,
+// masks and cursor in the same step): it is not sent. A frame that
+// differs in a single pixel beyond the noise is sent as it is.
+func (f *frames) sameAsLast(fr event.Frame, step int) (img []byte, skip bool) {
+	last := f.last
+	var pix image.Image
+	same := false
+	if last != nil && bytes.Equal(fr.Image, last.img) {
+		same, pix = true, last.pix
+	} else {
+		pix = decodeJPEG(fr.Image)
+		if last != nil && last.pix != nil && pix != nil {
+			n, _ := PixelsDiffering(last.pix, pix)
+			same = n == 0
+		}
+	}
+	if !same {
+		f.last = &sentFrame{img: fr.Image, pix: pix, masks: fr.Masks, cursor: fr.Cursor, step: step}
+		return fr.Image, false
+	}
+	if last.step == step && slices.Equal(last.masks, fr.Masks) && samePoint(last.cursor, fr.Cursor) {
+		return nil, true
+	}
+	f.last = &sentFrame{img: last.img, pix: last.pix, masks: fr.Masks, cursor: fr.Cursor, step: step}
+	return last.img, false
+}
+
+func samePoint(a, b *event.Point) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 // stop ends the screencast loop.
