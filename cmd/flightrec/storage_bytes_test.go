@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -15,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"os"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
 )
@@ -77,6 +80,9 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 	for _, r := range fs.runs {
 		t.Logf("frames, %s", r)
 	}
+	t.Logf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
+		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s",
+		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)))
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
@@ -158,6 +164,15 @@ type frameStats struct {
 	stored             map[string]bool
 	firstRun           map[int][]image.Image // the first run's distinct frames by step
 	runs               []string
+	// tileBytes estimates what storing only the changed 16×16 tiles of
+	// each new frame against the frame before would take: a frame's bytes
+	// × its share of changed tiles (the first frame of a run whole).
+	tileBytes int64
+	// distinct and firstDistinct are the bytes of the distinct frames of
+	// all runs and of the first.
+	distinct, firstDistinct int64
+	// video is the first run's frames, for the video-at-rest estimate.
+	video []webm.Frame
 }
 
 func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
@@ -191,6 +206,10 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		}
 		fresh := !s.stored[r.CID]
 		s.stored[r.CID] = true
+		if first {
+			c := r.CID
+			s.video = append(s.video, webm.Frame{Time: r.TS, Load: func() ([]byte, error) { return readBlob(st, c) }})
+		}
 		if r.CID == prevCID {
 			s.same++
 			return nil
@@ -198,6 +217,13 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		img, err := readImage(st, r.CID)
 		if err != nil {
 			return err
+		}
+		if fresh {
+			s.tileBytes += r.BlobSize
+			if prev != nil && img.Bounds() == prev.Bounds() {
+				changed, all := changedTiles(prev, img)
+				s.tileBytes -= r.BlobSize * int64(all-changed) / int64(all)
+			}
 		}
 		if prev != nil && img.Bounds() == prev.Bounds() {
 			if n, box := recorder.PixelsDiffering(prev, img); n <= nearPixels {
@@ -216,6 +242,10 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		if fresh {
 			run.fresh++
 			run.freshBytes += r.BlobSize
+			s.distinct += r.BlobSize
+			if first {
+				s.firstDistinct += r.BlobSize
+			}
 			if !first {
 				// The same page state as the first run's at this step?
 				least := -1
@@ -247,7 +277,49 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		run.freshNoise, run.freshNear, nearPixels))
 }
 
-func readImage(st *store.Store, c string) (image.Image, error) {
+// changedTiles counts the 16×16 tiles (a JPEG MCU) of b with a pixel past
+// JPEG's noise against a, of all tiles.
+func changedTiles(a, b image.Image) (changed, all int) {
+	type sub interface {
+		SubImage(image.Rectangle) image.Image
+	}
+	sa, oka := a.(sub)
+	sb, okb := b.(sub)
+	r := a.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y += 16 {
+		for x := r.Min.X; x < r.Max.X; x += 16 {
+			all++
+			t := image.Rect(x, y, x+16, y+16).Intersect(r)
+			if !oka || !okb {
+				changed++
+			} else if n, _ := recorder.PixelsDiffering(sa.SubImage(t), sb.SubImage(t)); n > 0 {
+				changed++
+			}
+		}
+	}
+	return changed, all
+}
+
+// videoBytes is the size of the frames as one WebM (playback/webm's
+// defaults: VP8 at CRF 12, 5 frames a second), the video-at-rest
+// estimate; 0 when ffmpeg is missing.
+func videoBytes(t testing.TB, frames []webm.Frame) int64 {
+	t.Helper()
+	if len(frames) == 0 {
+		return 0
+	}
+	if _, err := webm.FFmpegPath(""); err != nil {
+		return 0
+	}
+	var buf bytes.Buffer
+	opt := webm.Options{Start: frames[0].Time, End: frames[len(frames)-1].Time + int64(time.Second)}
+	if err := webm.Encode(context.Background(), opt, slices.Values(frames), nil, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return int64(buf.Len())
+}
+
+func readBlob(st *store.Store, c string) ([]byte, error) {
 	cid, err := store.ParseCID(c)
 	if err != nil {
 		return nil, err
@@ -257,7 +329,11 @@ func readImage(st *store.Store, c string) (image.Image, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
+	return io.ReadAll(f)
+}
+
+func readImage(st *store.Store, c string) (image.Image, error) {
+	b, err := readBlob(st, c)
 	if err != nil {
 		return nil, err
 	}
