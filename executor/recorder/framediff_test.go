@@ -60,6 +60,9 @@ func TestPixelsDiffering(t *testing.T) {
 		}
 		n, box := PixelsDiffering(decodeJPEG(a), decodeJPEG(b))
 		t.Logf("%s → %s: %d pixels past the noise, in %v", c.a, c.b, n, box)
+		if same := SamePixels(decodeJPEG(a), decodeJPEG(b)); same != (n == 0) {
+			t.Errorf("%s → %s: SamePixels %v, PixelsDiffering %d", c.a, c.b, same, n)
+		}
 		if c.differ != (n > 0) {
 			t.Errorf("%s → %s: %d pixels differ; want a difference: %v", c.a, c.b, n, c.differ)
 		}

@@ -152,10 +152,7 @@ func (f *frames) sameAsLast(fr event.Frame, step int) (img []byte, skip bool) {
 		same, pix = true, last.pix
 	} else {
 		pix = decodeJPEG(fr.Image)
-		if last != nil && last.pix != nil && pix != nil {
-			n, _ := PixelsDiffering(last.pix, pix)
-			same = n == 0
-		}
+		same = last != nil && last.pix != nil && pix != nil && SamePixels(last.pix, pix)
 	}
 	if !same {
 		f.last = &sentFrame{img: fr.Image, pix: pix, masks: fr.Masks, cursor: fr.Cursor, step: step}
