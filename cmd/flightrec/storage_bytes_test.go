@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
-	_ "image/jpeg" // screencast frames
-	_ "image/png"  // screenshots
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	_ "image/png" // screenshots
 	"io"
 	"io/fs"
 	"maps"
@@ -165,8 +167,8 @@ type frameStats struct {
 	firstRun           map[int][]image.Image // the first run's distinct frames by step
 	runs               []string
 	// tileBytes estimates what storing only the changed 16×16 tiles of
-	// each new frame against the frame before would take: a frame's bytes
-	// × its share of changed tiles (the first frame of a run whole).
+	// each new frame against the frame before would take
+	// (changedTilesBytes; the first frame of a run whole).
 	tileBytes int64
 	// distinct and firstDistinct are the bytes of the distinct frames of
 	// all runs and of the first.
@@ -219,10 +221,10 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 			return err
 		}
 		if fresh {
-			s.tileBytes += r.BlobSize
 			if prev != nil && img.Bounds() == prev.Bounds() {
-				changed, all := changedTiles(prev, img)
-				s.tileBytes -= r.BlobSize * int64(all-changed) / int64(all)
+				s.tileBytes += changedTilesBytes(t, prev, img)
+			} else {
+				s.tileBytes += r.BlobSize
 			}
 		}
 		if prev != nil && img.Bounds() == prev.Bounds() {
@@ -277,27 +279,34 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		run.freshNoise, run.freshNear, nearPixels))
 }
 
-// changedTiles counts the 16×16 tiles (a JPEG MCU) of b with a pixel past
-// JPEG's noise against a, of all tiles.
-func changedTiles(a, b image.Image) (changed, all int) {
+// changedTilesBytes is what b's 16×16 tiles (a JPEG MCU) with a pixel
+// past JPEG's noise against a take as a JPEG at the screencast's quality
+// 70, the others painted flat grey (a flat tile costs a few bits): about
+// what a frame stored as its changed tiles against the frame before
+// would take.
+func changedTilesBytes(t testing.TB, a, b image.Image) int64 {
+	t.Helper()
 	type sub interface {
 		SubImage(image.Rectangle) image.Image
 	}
+	r := b.Bounds()
+	out := image.NewRGBA(r)
+	draw.Draw(out, r, b, r.Min, draw.Src)
 	sa, oka := a.(sub)
 	sb, okb := b.(sub)
-	r := a.Bounds()
 	for y := r.Min.Y; y < r.Max.Y; y += 16 {
 		for x := r.Min.X; x < r.Max.X; x += 16 {
-			all++
-			t := image.Rect(x, y, x+16, y+16).Intersect(r)
-			if !oka || !okb {
-				changed++
-			} else if n, _ := recorder.PixelsDiffering(sa.SubImage(t), sb.SubImage(t)); n > 0 {
-				changed++
+			tile := image.Rect(x, y, x+16, y+16).Intersect(r)
+			if oka && okb && recorder.SamePixels(sa.SubImage(tile), sb.SubImage(tile)) {
+				draw.Draw(out, tile, image.NewUniform(color.Gray{Y: 128}), image.Point{}, draw.Src)
 			}
 		}
 	}
-	return changed, all
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, out, &jpeg.Options{Quality: 70}); err != nil {
+		t.Fatal(err)
+	}
+	return int64(buf.Len())
 }
 
 // videoBytes is the size of the frames as one WebM (playback/webm's
