@@ -3,6 +3,9 @@ package recorder
 import (
 	"bytes"
 	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
 	"os"
 	"testing"
 
@@ -22,7 +25,7 @@ import (
 //	one-char  "G" typed in the field
 //	dot       the 2×2 box painted dark
 //	caret-a/b the field focused, the caret's two blink phases
-func readFrame(t *testing.T, name string) []byte {
+func readFrame(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("testdata/frames/" + name + ".jpg")
 	if err != nil {
@@ -117,4 +120,48 @@ func TestSameAsLast(t *testing.T) {
 			t.Errorf("frame %d: sent other bytes than wanted (%d, want %d)", i, len(got), len(c.want))
 		}
 	}
+}
+
+// BenchmarkSameAsLast measures what the frame rule costs the recorder per
+// screencast frame at the demo's 1280×800 viewport (a picture tiled from
+// testdata/frames/page.jpg, encoded at the screencast's quality 70): a
+// frame with other bytes is decoded and compared with the last one's
+// pixels. It reports that cost as a share of one core at the screencast's
+// most, 5 frames a second.
+func BenchmarkSameAsLast(b *testing.B) {
+	tile, err := jpeg.Decode(bytes.NewReader(readFrame(b, "page")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := func(mark bool) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, 1280, 800))
+		for y := 0; y < 800; y += 160 {
+			for x := 0; x < 1280; x += 320 {
+				draw.Draw(img, image.Rect(x, y, x+320, y+160), tile, image.Point{}, draw.Src)
+			}
+		}
+		if mark { // a caret-sized change
+			draw.Draw(img, image.Rect(640, 400, 642, 420), image.NewUniform(color.Black), image.Point{}, draw.Src)
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 70}); err != nil {
+			b.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, c := enc(false), enc(true)
+	f := &frames{sentStep: -1}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		img := a
+		if i%2 == 1 {
+			img = c
+		}
+		if _, skip := f.sameAsLast(event.Frame{Mime: "image/jpeg", Image: img}, 1); skip {
+			b.Fatal("a changed frame was left out")
+		}
+	}
+	perFrame := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(perFrame*1e3, "ms/frame")
+	b.ReportMetric(perFrame*5, "cores-at-5fps")
 }
