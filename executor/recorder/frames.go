@@ -41,11 +41,29 @@ type frames struct {
 // noise) is not sent again in the same step, and in a later step it is
 // sent with the same bytes, so it is stored once (one CID).
 type sentFrame struct {
-	img    []byte
-	pix    image.Image // img decoded; nil when it is not a JPEG (never the same as another)
-	masks  []event.Rect
-	cursor *event.Point
-	step   int
+	img     []byte
+	pix     image.Image // img decoded; nil when it is not a JPEG (never the same as another)
+	decoded bool        // pix is decoded (lazily: see sameAsLast)
+	masks   []event.Rect
+	cursor  *event.Point
+	step    int
+}
+
+// pixels decodes the frame once, when a comparison first needs it.
+func (sf *sentFrame) pixels() image.Image {
+	if !sf.decoded {
+		sf.pix, sf.decoded = decodeJPEG(sf.img), true
+	}
+	return sf.pix
+}
+
+// sizesApart says two JPEGs' sizes differ by more than a sixteenth of
+// the larger: pictures that differ only by JPEG's noise encode to within
+// a few bytes of each other (a caret's blink moves a 43 KB frame by ~30
+// bytes), so such a pair is taken as changed without decoding either.
+// The gate can only send a frame, never leave one out.
+func sizesApart(a, b int) bool {
+	return max(a, b)-min(a, b) > max(a, b)/16
 }
 
 // startFrames sets s.frames and begins pg's screencast.
@@ -146,22 +164,25 @@ func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 // differs in a single pixel beyond the noise is sent as it is.
 func (f *frames) sameAsLast(fr event.Frame, step int) (img []byte, skip bool) {
 	last := f.last
-	var pix image.Image
+	next := &sentFrame{img: fr.Image, masks: fr.Masks, cursor: fr.Cursor, step: step}
 	same := false
-	if last != nil && bytes.Equal(fr.Image, last.img) {
-		same, pix = true, last.pix
-	} else {
-		pix = decodeJPEG(fr.Image)
-		same = last != nil && last.pix != nil && pix != nil && SamePixels(last.pix, pix)
+	switch {
+	case last == nil:
+	case bytes.Equal(fr.Image, last.img):
+		same = true
+	case !sizesApart(len(fr.Image), len(last.img)):
+		a, b := last.pixels(), next.pixels()
+		same = a != nil && b != nil && SamePixels(a, b)
 	}
 	if !same {
-		f.last = &sentFrame{img: fr.Image, pix: pix, masks: fr.Masks, cursor: fr.Cursor, step: step}
+		f.last = next
 		return fr.Image, false
 	}
 	if last.step == step && slices.Equal(last.masks, fr.Masks) && samePoint(last.cursor, fr.Cursor) {
 		return nil, true
 	}
-	f.last = &sentFrame{img: last.img, pix: last.pix, masks: fr.Masks, cursor: fr.Cursor, step: step}
+	next.img, next.pix, next.decoded = last.img, last.pix, last.decoded
+	f.last = next
 	return last.img, false
 }
 
