@@ -35,9 +35,12 @@ import (
 
 // BenchmarkStoredBytesOfDemoRuns measures issue 19's storage rows on the demo
 // storefront: the bytes one recorded run of the failing checkout flow
-// stores, and what 5 runs of it store ÷ one run; and what near-identical
+// stores, and what 5 runs of it store ÷ one run; what near-identical
 // screencast frames cost (consecutive frames of a recording that differ
-// in a few pixels). A benchmark, since the figures are measurements (they
+// in a few pixels); each run's frames per step and, for a rerun's new
+// frames, whether the first run showed that page at that step; and what
+// the next steps (changed tiles, video at rest) would store. A benchmark,
+// since the figures are measurements (they
 // depend on the browser's timing): logged and reported, not asserted; it
 // asserts that every run verifies and
 // reads back.
