@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/flightrec/flightrec/event"
 )
@@ -17,7 +18,8 @@ import (
 // MaskColor is the colour mask rectangles are painted with.
 var MaskColor = color.RGBA{R: 0, G: 0, B: 0, A: 255}
 
-// JPEGQuality is the quality masked JPEG frames are re-encoded at.
+// JPEGQuality is the quality a masked JPEG frame is re-encoded at when its
+// own quality cannot be read from its quantization tables (sourceQuality).
 const JPEGQuality = 85
 
 // maxFramePixels bounds a frame's decoded size (a decompression bomb is
@@ -65,7 +67,11 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 	out, findings := paintMasks(img, f.Width, f.Height, f.Masks, isJPEG, ch)
 	var buf bytes.Buffer
 	if isJPEG {
-		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: JPEGQuality})
+		q := sourceQuality(f.Image)
+		if q == 0 {
+			q = JPEGQuality
+		}
+		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: q})
 	} else {
 		err = (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&buf, out)
 	}
@@ -73,6 +79,77 @@ func (r *Redactor) redactFrame(d *event.Decoded) (Result, error) {
 		return Result{}, fmt.Errorf("redact: re-encoding a masked %s: %w", ch, err)
 	}
 	return Result{Image: buf.Bytes(), Findings: findings}, nil
+}
+
+// sourceQuality is the quality (1…100) whose standard quantization tables
+// (the IJG tables scaled, as libjpeg's and Go's encoders scale them: a
+// browser's screencast JPEGs) JPEG b was encoded with, or 0 when its
+// tables are other ones. A masked frame is re-encoded at its own quality:
+// an unmasked block's coefficients are already multiples of those steps
+// and come back nearly unchanged, while a finer quality only spends bytes
+// copying the first encoding's artifacts, and moves more pixels doing so
+// (TestFrameMaskKeepsSourceQuality).
+func sourceQuality(b []byte) int {
+	t := quantTables(b)
+	if t == "" {
+		return 0
+	}
+	return qualityOfTables()[t]
+}
+
+// qualityOfTables maps the quantization tables Go's encoder writes at each
+// quality to that quality (the first, where two qualities round alike).
+var qualityOfTables = sync.OnceValue(func() map[string]int {
+	m := map[string]int{}
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for q := 1; q <= 100; q++ {
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: q}); err != nil {
+			continue
+		}
+		if t := quantTables(buf.Bytes()); t != "" && m[t] == 0 {
+			m[t] = q
+		}
+	}
+	return m
+})
+
+// quantTables is JPEG b's 8-bit quantization tables, each as its id and 64
+// steps in zigzag order, in the order defined, read from the markers
+// before the first scan; "" when b is no JPEG, its markers do not parse,
+// or a table has 16-bit steps.
+func quantTables(b []byte) string {
+	if len(b) < 4 || b[0] != 0xff || b[1] != 0xd8 {
+		return ""
+	}
+	var out []byte
+	for i := 2; i+4 <= len(b); {
+		if b[i] != 0xff {
+			return ""
+		}
+		m := b[i+1]
+		if m == 0xff { // fill byte
+			i++
+			continue
+		}
+		if m == 0xda || m == 0xd9 { // start of scan, end of image
+			break
+		}
+		n := int(b[i+2])<<8 | int(b[i+3])
+		if n < 2 || i+2+n > len(b) {
+			return ""
+		}
+		if m == 0xdb {
+			for seg := b[i+4 : i+2+n]; len(seg) > 0; seg = seg[65:] {
+				if len(seg) < 65 || seg[0]>>4 != 0 {
+					return ""
+				}
+				out = append(out, seg[:65]...)
+			}
+		}
+		i += 2 + n
+	}
+	return string(out)
 }
 
 // CheckImage reports whether b is a JPEG or PNG with sane dimensions, as

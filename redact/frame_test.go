@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
@@ -239,4 +240,65 @@ func pngClaimingSize(t testing.TB, w, h uint32) []byte {
 	binary.BigEndian.PutUint32(b[20:], h)
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	return b
+}
+
+// TestFrameMaskKeepsSourceQuality re-encodes a masked frame of Chromium's
+// own (testdata/chromium-q70.jpg: a headless Page.captureScreenshot at the
+// screencast's quality 70 of a page with a heading and a text field) with
+// the frame's own quantization tables: fewer bytes than at JPEGQuality,
+// and no more pixels outside the mask's blocks moved past JPEG's noise
+// (12 of 255) than re-encoding at JPEGQuality moves.
+func TestFrameMaskKeepsSourceQuality(t *testing.T) {
+	src, err := os.ReadFile("testdata/chromium-q70.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := sourceQuality(src); q != 70 {
+		t.Fatalf("sourceQuality of Chromium's quality-70 frame = %d", q)
+	}
+	if q := sourceQuality(encodeImage(t, testImage(64, 40), "image/jpeg")); q != 90 {
+		t.Errorf("sourceQuality of Go's quality-90 JPEG = %d", q)
+	}
+	if q := sourceQuality([]byte("\xff\xd8\xff\xdb\x00")); q != 0 {
+		t.Errorf("sourceQuality of a torn header = %d", q)
+	}
+	r, err := New(testPlan(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := event.Rect{X: 10, Y: 60, W: 210, H: 30}
+	res, err := r.Redact(frameEvent(t, 1, event.KindFrame, "image/jpeg", src, 320, 160, []event.Rect{mask}))
+	if err != nil || res.Image == nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if quantTables(res.Image) != quantTables(src) {
+		t.Error("the masked frame was re-encoded with other quantization tables than its own")
+	}
+	orig := decodeBytes(t, src)
+	masked := maskRect(mask, 1, 1, jpegBlock, 320, 160)
+	moved := func(b []byte) int {
+		out, n := decodeBytes(t, b), 0
+		for y := 0; y < 160; y++ {
+			for x := 0; x < 320; x++ {
+				if !image.Pt(x, y).In(masked) && !near(out.At(x, y), orig.At(x, y), 12) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	painted, _ := paintMasks(orig, 320, 160, []event.Rect{mask}, true, "frame")
+	var fixed bytes.Buffer
+	if err := jpeg.Encode(&fixed, painted, &jpeg.Options{Quality: JPEGQuality}); err != nil {
+		t.Fatal(err)
+	}
+	own, atFixed := moved(res.Image), moved(fixed.Bytes())
+	t.Logf("%d bytes from Chromium; masked at its own quality %d bytes, %d pixels moved; at %d: %d bytes, %d pixels moved",
+		len(src), len(res.Image), own, JPEGQuality, fixed.Len(), atFixed)
+	if own > atFixed || own > 4 {
+		t.Errorf("re-encoded at its own quality, %d pixels outside the mask moved past the noise (at %d: %d)", own, JPEGQuality, atFixed)
+	}
+	if len(res.Image) >= fixed.Len() {
+		t.Errorf("re-encoded at its own quality: %d bytes, at %d: %d", len(res.Image), JPEGQuality, fixed.Len())
+	}
 }

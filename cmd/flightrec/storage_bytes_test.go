@@ -2,33 +2,45 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"image"
-	_ "image/jpeg" // screencast frames
-	_ "image/png"  // screenshots
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	_ "image/png" // screenshots
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"os"
 
 	"github.com/ipfs/go-cid"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/executor/recorder"
 	"github.com/flightrec/flightrec/internal/demoapp"
 	"github.com/flightrec/flightrec/internal/testenv"
+	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/layout"
 )
 
 // BenchmarkStoredBytesOfDemoRuns measures issue 19's storage rows on the demo
 // storefront: the bytes one recorded run of the failing checkout flow
-// stores, and what 5 runs of it store ÷ one run; and what near-identical
+// stores, and what 5 runs of it store ÷ one run; what near-identical
 // screencast frames cost (consecutive frames of a recording that differ
-// in a few pixels). A benchmark, since the figures are measurements (they
+// in a few pixels); each run's frames per step and, for a rerun's new
+// frames, whether the first run showed that page at that step; and what
+// the next steps (changed tiles, video at rest) would store. A benchmark,
+// since the figures are measurements (they
 // depend on the browser's timing): logged and reported, not asserted; it
 // asserts that every run verifies and
 // reads back.
@@ -69,6 +81,13 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 		"%d differ from the one before in ≤ %d pixels (%d of them in none beyond JPEG noise), %d bytes, %.1f%% of the frames' bytes: "+
 		"keeping only the changed tiles of those would save at most that much",
 		fs.frames, fs.bytes, fs.same, fs.near, nearPixels, fs.noise, fs.nearBytes, 100*float64(fs.nearBytes)/float64(max(fs.bytes, 1)))
+	t.Logf("where near-identical frames differ: %s", strings.Join(fs.nearBoxes, "; "))
+	for _, r := range fs.runs {
+		t.Logf("frames, %s", r)
+	}
+	t.Logf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
+		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s",
+		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)))
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
@@ -140,16 +159,38 @@ func deltas(xs []int64) []int64 {
 // near-identical (a caret's blink, a spinner's step).
 const nearPixels = 256
 
-// frameStats counts a recording's screencast frames against the frame
-// before each.
+// frameStats counts recordings' screencast frames against the frame
+// before each, and each run's against the first run's.
 type frameStats struct {
 	frames, same, near int
 	noise              int // of near: no pixel beyond JPEG's noise
 	bytes, nearBytes   int64
+	nearBoxes          []string // where near-identical frames differ (the first few)
+	stored             map[string]bool
+	firstRun           map[int][]image.Image // the first run's distinct frames by step
+	runs               []string
+	// tileBytes estimates what storing only the changed 16×16 tiles of
+	// each new frame against the frame before would take
+	// (changedTilesBytes; the first frame of a run whole).
+	tileBytes int64
+	// distinct and firstDistinct are the bytes of the distinct frames of
+	// all runs and of the first.
+	distinct, firstDistinct int64
+	// video is the first run's frames, for the video-at-rest estimate.
+	video []webm.Frame
 }
 
 func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 	t.Helper()
+	if s.stored == nil {
+		s.stored, s.firstRun = map[string]bool{}, map[int][]image.Image{}
+	}
+	first := len(s.runs) == 0
+	var run struct {
+		frames, masked, fresh, freshNoise, freshNear int
+		freshBytes, maskedBytes                      int64
+	}
+	perStep := map[int]int{}
 	var prev image.Image
 	var prevCID string
 	_, err := st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
@@ -158,6 +199,22 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		}
 		s.frames++
 		s.bytes += r.BlobSize
+		run.frames++
+		perStep[r.Step]++
+		var fr event.Frame
+		if err := json.Unmarshal(r.Data, &fr); err != nil {
+			return err
+		}
+		if len(fr.Masks) > 0 {
+			run.masked++
+			run.maskedBytes += r.BlobSize
+		}
+		fresh := !s.stored[r.CID]
+		s.stored[r.CID] = true
+		if first {
+			c := r.CID
+			s.video = append(s.video, webm.Frame{Time: r.TS, Load: func() ([]byte, error) { return readBlob(st, c) }})
+		}
 		if r.CID == prevCID {
 			s.same++
 			return nil
@@ -166,12 +223,46 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 		if err != nil {
 			return err
 		}
+		if fresh {
+			if prev != nil && img.Bounds() == prev.Bounds() {
+				s.tileBytes += changedTilesBytes(t, prev, img)
+			} else {
+				s.tileBytes += r.BlobSize
+			}
+		}
 		if prev != nil && img.Bounds() == prev.Bounds() {
-			if n := pixelsDiffering(prev, img); n <= nearPixels {
+			if n, box := recorder.PixelsDiffering(prev, img); n <= nearPixels {
 				s.near++
 				s.nearBytes += r.BlobSize
 				if n == 0 {
 					s.noise++
+				} else if len(s.nearBoxes) < 12 {
+					s.nearBoxes = append(s.nearBoxes, fmt.Sprintf("step %d: %d px in %v", r.Step, n, box))
+				}
+			}
+		}
+		if first && fresh {
+			s.firstRun[r.Step] = append(s.firstRun[r.Step], img)
+		}
+		if fresh {
+			run.fresh++
+			run.freshBytes += r.BlobSize
+			s.distinct += r.BlobSize
+			if first {
+				s.firstDistinct += r.BlobSize
+			}
+			if !first {
+				// The same page state as the first run's at this step?
+				least := -1
+				for _, f := range s.firstRun[r.Step] {
+					if n, _ := recorder.PixelsDiffering(f, img); least < 0 || n < least {
+						least = n
+					}
+				}
+				if least == 0 {
+					run.freshNoise++
+				} else if least > 0 && least <= nearPixels {
+					run.freshNear++
 				}
 			}
 		}
@@ -181,9 +272,66 @@ func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var steps []string
+	for n := 0; n <= slices.Max(slices.Collect(maps.Keys(perStep))); n++ {
+		steps = append(steps, fmt.Sprint(perStep[n]))
+	}
+	s.runs = append(s.runs, fmt.Sprintf("run %d: %d frames (per step %s), %d with masks (%s); %d not stored before (%s), "+
+		"%d of them the first run's page at that step within JPEG noise, %d within %d pixels of it",
+		len(s.runs)+1, run.frames, strings.Join(steps, " "), run.masked, kb(run.maskedBytes), run.fresh, kb(run.freshBytes),
+		run.freshNoise, run.freshNear, nearPixels))
 }
 
-func readImage(st *store.Store, c string) (image.Image, error) {
+// changedTilesBytes is what b's 16×16 tiles (a JPEG MCU) with a pixel
+// past JPEG's noise against a take as a JPEG at the screencast's quality
+// 70, the others painted flat grey (a flat tile costs a few bits): about
+// what a frame stored as its changed tiles against the frame before
+// would take.
+func changedTilesBytes(t testing.TB, a, b image.Image) int64 {
+	t.Helper()
+	type sub interface {
+		SubImage(image.Rectangle) image.Image
+	}
+	r := b.Bounds()
+	out := image.NewRGBA(r)
+	draw.Draw(out, r, b, r.Min, draw.Src)
+	sa, oka := a.(sub)
+	sb, okb := b.(sub)
+	for y := r.Min.Y; y < r.Max.Y; y += 16 {
+		for x := r.Min.X; x < r.Max.X; x += 16 {
+			tile := image.Rect(x, y, x+16, y+16).Intersect(r)
+			if oka && okb && recorder.SamePixels(sa.SubImage(tile), sb.SubImage(tile)) {
+				draw.Draw(out, tile, image.NewUniform(color.Gray{Y: 128}), image.Point{}, draw.Src)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, out, &jpeg.Options{Quality: 70}); err != nil {
+		t.Fatal(err)
+	}
+	return int64(buf.Len())
+}
+
+// videoBytes is the size of the frames as one WebM (playback/webm's
+// defaults: VP8 at CRF 12, 5 frames a second), the video-at-rest
+// estimate; 0 when ffmpeg is missing.
+func videoBytes(t testing.TB, frames []webm.Frame) int64 {
+	t.Helper()
+	if len(frames) == 0 {
+		return 0
+	}
+	if _, err := webm.FFmpegPath(""); err != nil {
+		return 0
+	}
+	var buf bytes.Buffer
+	opt := webm.Options{Start: frames[0].Time, End: frames[len(frames)-1].Time + int64(time.Second)}
+	if err := webm.Encode(context.Background(), opt, slices.Values(frames), nil, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return int64(buf.Len())
+}
+
+func readBlob(st *store.Store, c string) ([]byte, error) {
 	cid, err := store.ParseCID(c)
 	if err != nil {
 		return nil, err
@@ -193,37 +341,16 @@ func readImage(st *store.Store, c string) (image.Image, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
+	return io.ReadAll(f)
+}
+
+func readImage(st *store.Store, c string) (image.Image, error) {
+	b, err := readBlob(st, c)
 	if err != nil {
 		return nil, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(b))
 	return img, err
-}
-
-// pixelsDiffering counts pixels whose colour differs by more than JPEG's
-// re-encoding noise in some channel.
-func pixelsDiffering(a, b image.Image) int {
-	const noise = 12 << 8
-	n := 0
-	r := a.Bounds()
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			r1, g1, b1, _ := a.At(x, y).RGBA()
-			r2, g2, b2, _ := b.At(x, y).RGBA()
-			if absDiff(r1, r2) > noise || absDiff(g1, g2) > noise || absDiff(b1, b2) > noise {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func absDiff(a, b uint32) uint32 {
-	if a > b {
-		return a - b
-	}
-	return b - a
 }
 
 // blobsByKind sums the distinct blobs the recordings' events name, by the

@@ -1,7 +1,10 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +29,41 @@ type frames struct {
 	sentStep int
 	quit     chan struct{}
 	done     chan struct{}
+
+	// sendMu makes sends one at a time (the ticker's and a step's
+	// ensureFrame), so last is the frame emitted last.
+	sendMu sync.Mutex
+	last   *sentFrame
+}
+
+// sentFrame is the last frame sent, kept to compare the next with: a
+// frame that shows the same (PixelsDiffering finds no pixel beyond JPEG's
+// noise) is not sent again in the same step, and in a later step it is
+// sent with the same bytes, so it is stored once (one CID).
+type sentFrame struct {
+	img     []byte
+	pix     image.Image // img decoded; nil when it is not a JPEG (never the same as another)
+	decoded bool        // pix is decoded (lazily: see sameAsLast)
+	masks   []event.Rect
+	cursor  *event.Point
+	step    int
+}
+
+// pixels decodes the frame once, when a comparison first needs it.
+func (sf *sentFrame) pixels() image.Image {
+	if !sf.decoded {
+		sf.pix, sf.decoded = decodeJPEG(sf.img), true
+	}
+	return sf.pix
+}
+
+// sizesApart says two JPEGs' sizes differ by more than a sixteenth of
+// the larger: pictures that differ only by JPEG's noise encode to within
+// a few bytes of each other (a caret's blink moves a 43 KB frame by ~30
+// bytes), so such a pair is taken as changed without decoding either.
+// The gate can only send a frame, never leave one out.
+func sizesApart(a, b int) bool {
+	return max(a, b)-min(a, b) > max(a, b)/16
 }
 
 // startFrames sets s.frames and begins pg's screencast.
@@ -79,9 +117,12 @@ func (f *frames) loop() {
 }
 
 // send sends one image as a frame (or, with a reason, a screenshot) with
-// the masks measured now.
+// the masks measured now. A frame that shows what the last one showed is
+// left out or sent with the last one's bytes (sameAsLast).
 func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 	s := f.s
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
 	masks, ok := s.maskRects(f.pg)
 	if !ok {
 		return false
@@ -101,11 +142,52 @@ func (f *frames) send(img []byte, reason string, ts time.Time) bool {
 		s.st.emit(event.KindScreenshot, ts, event.Screenshot{Frame: fr, Reason: reason})
 		return true
 	}
+	step := s.st.currentStep()
+	if fr.Mime == "image/jpeg" {
+		var skip bool
+		if fr.Image, skip = f.sameAsLast(fr, step); skip {
+			return true
+		}
+	}
 	s.st.emit(event.KindFrame, ts, fr)
 	f.mu.Lock()
-	f.sentStep = s.st.currentStep()
+	f.sentStep = step
 	f.mu.Unlock()
 	return true
+}
+
+// sameAsLast compares frame fr of step with the last frame sent and
+// returns the bytes to send: the last frame's when fr shows the same
+// pixels (within JPEG's noise), so the store keeps one blob for both,
+// else fr's own. skip says fr adds nothing at all (the same pixels,
+// masks and cursor in the same step): it is not sent. A frame that
+// differs in a single pixel beyond the noise is sent as it is.
+func (f *frames) sameAsLast(fr event.Frame, step int) (img []byte, skip bool) {
+	last := f.last
+	next := &sentFrame{img: fr.Image, masks: fr.Masks, cursor: fr.Cursor, step: step}
+	same := false
+	switch {
+	case last == nil:
+	case bytes.Equal(fr.Image, last.img):
+		same = true
+	case !sizesApart(len(fr.Image), len(last.img)):
+		a, b := last.pixels(), next.pixels()
+		same = a != nil && b != nil && SamePixels(a, b)
+	}
+	if !same {
+		f.last = next
+		return fr.Image, false
+	}
+	if last.step == step && slices.Equal(last.masks, fr.Masks) && samePoint(last.cursor, fr.Cursor) {
+		return nil, true
+	}
+	next.img, next.pix, next.decoded = last.img, last.pix, last.decoded
+	f.last = next
+	return last.img, false
+}
+
+func samePoint(a, b *event.Point) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 // stop ends the screencast loop.
