@@ -109,7 +109,7 @@ func TestClusterStart(t *testing.T) {
 	cl := &http.Client{Timeout: 2 * time.Second}
 	if resp, err := cl.Get(c.Nodes[1].URL + "/healthz"); err == nil {
 		resp.Body.Close()
-		t.Error("a paused node answered")
+		t.Errorf("a paused node answered: %s", resp.Status)
 	}
 	if err := c.Nodes[1].Resume(); err != nil {
 		t.Fatal(err)

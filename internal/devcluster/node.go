@@ -110,8 +110,21 @@ func (n *Node) Stop() {
 }
 
 // Pause stops the process (SIGSTOP) without killing it: its connections
-// stay open and nothing answers, as when a machine freezes.
-func (n *Node) Pause() error { return n.signal(syscall.SIGSTOP) }
+// stay open and nothing answers, as when a machine freezes. It returns
+// once every thread of the process is stopped: kill(2) returns when the
+// signal is queued, before the threads have stopped.
+func (n *Node) Pause() error {
+	if err := n.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	p := n.p
+	n.mu.Unlock()
+	if p == nil {
+		return errStopped
+	}
+	return p.waitStopped(30 * time.Second)
+}
 
 // Resume continues a paused process (SIGCONT).
 func (n *Node) Resume() error { return n.signal(syscall.SIGCONT) }

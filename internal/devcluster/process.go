@@ -1,11 +1,13 @@
 package devcluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -90,6 +92,43 @@ func stopProcess(p **Process, grace time.Duration) {
 // Signal sends sig to the process (SIGSTOP and SIGCONT pause and resume it).
 func (p *Process) Signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)
+}
+
+// waitStopped waits until every thread of the process is in the stopped
+// state (T in /proc/PID/task/TID/stat), after a SIGSTOP.
+func (p *Process) waitStopped(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	dir := fmt.Sprintf("/proc/%d/task", p.Pid())
+	for {
+		running := ""
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("devcluster: pid %d: %w", p.Pid(), err)
+		}
+		for _, t := range tasks {
+			stat, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+			if err != nil {
+				continue // the thread exited
+			}
+			// The state follows the command name, which is in
+			// parentheses and may hold spaces.
+			i := bytes.LastIndexByte(stat, ')')
+			if i < 0 || i+2 >= len(stat) {
+				continue
+			}
+			if st := stat[i+2]; st != 'T' && st != 't' {
+				running = t.Name() + " " + string(st)
+				break
+			}
+		}
+		if running == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("devcluster: pid %d not stopped %v after SIGSTOP (thread %s)", p.Pid(), limit, running)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // LogTail is the end of a log file, for a failure message.
