@@ -380,7 +380,8 @@ func (s *Store) sealUnpublished(meta RecordingMeta, gaps []Gap) (string, error) 
 // referenced by nothing, until garbage collection, so a bundle exported
 // for the old root still verifies on its own. A crash before ROOT is
 // replaced leaves the old root (recovery removes the new log); after, the
-// new one. The caller holds the data directory's lock.
+// new one. The recording's derived blobs, made from the old events, are
+// dropped (dropDerived). The caller holds the data directory's lock.
 func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot string, err error) {
 	if err := s.writable(); err != nil {
 		return "", "", err
@@ -424,6 +425,9 @@ func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot stri
 	}
 	if newRoot, err = s.sealLog(meta, old.Gaps); err == nil {
 		err = s.publish(id, newRoot)
+	}
+	if err == nil {
+		err = s.dropDerived(id)
 	}
 	return oldRoot, newRoot, err
 }
