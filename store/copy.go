@@ -2,7 +2,7 @@ package store
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -59,9 +59,9 @@ func (c *copyChecks) replaced(id string) {
 // checkCopy is the root to serve for finished recording id whose ROOT
 // here is local: in shared mode, when the check is due (or force), the
 // published root replaces the copy's when they differ (replaceCopy). A
-// read (force false) that cannot reach the object store serves the copy:
-// it may then be stale until the store answers. A sweep (force) gets the
-// error, and collects nothing.
+// read (force false) that cannot reach the object store, or replace the
+// copy, serves the copy: it may then be stale until the store answers. A
+// sweep (force) gets the error, and collects nothing.
 func (s *Store) checkCopy(id, local string, force bool) (string, error) {
 	if !s.Shared() || s.readOnly || (!force && !s.copies.due(id, time.Now())) {
 		return local, nil
@@ -79,7 +79,11 @@ func (s *Store) checkCopy(id, local string, force bool) (string, error) {
 		// RemovedElsewhere).
 		return local, nil
 	}
-	return s.replaceCopy(id, local, published)
+	root, err := s.replaceCopy(id, local, published)
+	if err != nil && !force {
+		return local, nil
+	}
+	return root, err
 }
 
 // CheckCopy is checkCopy forced, for a sweep's mark phase: the root
@@ -107,13 +111,11 @@ func (s *Store) replaceCopy(id, local, published string) (string, error) {
 			}
 		}
 	}
-	mb, err := sh.RecordingFile(id, publishedMeta)
-	if err != nil {
-		return local, nil // published meanwhile removed, or unreachable: the next check
-	}
-	var meta RecordingMeta
-	if err := json.Unmarshal(mb, &meta); err != nil || meta.ID != id {
-		return "", fmt.Errorf("store: published meta of %s is damaged (%v)", id, err)
+	meta, err := publishedMetaOf(sh, id)
+	if errors.Is(err, ErrNotFound) {
+		return local, nil // removed meanwhile: the sweep's (RemovedElsewhere)
+	} else if err != nil {
+		return "", err
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
