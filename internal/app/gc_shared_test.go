@@ -301,10 +301,11 @@ func twoNodes(t *testing.T, prefix string, opts ...func(*app.Config)) (srv *test
 // keeps a copy of its meta.json and ROOT); A re-redacts it (Reseal, as
 // audit scan --fix does), erasing a value the policy missed. B then
 // sweeps, collecting the old root's blobs nothing else references, and
-// serves the new root, without the value, within store.CopyCheckEvery.
+// serves the new root, without the value, within store.CopyCheckEvery;
+// with the object store out of reach B serves its copy.
 func TestSharedReRedactedCopy(t *testing.T) {
 	grace := func(c *app.Config) { c.Store.BlobGCGrace = 300 * time.Millisecond }
-	_, appA, baseA, appB, baseB := twoNodes(t, "rered", grace)
+	srv, appA, baseA, appB, baseB := twoNodes(t, "rered", grace)
 	ctx := context.Background()
 	secret, erased := []byte("periwinkle-copy"), []byte("[erased-by-rules]")
 	// The value is a text on the page: in the events (the step view) and
@@ -423,4 +424,13 @@ func TestSharedReRedactedCopy(t *testing.T) {
 	if bytes.Contains(stepView(baseA), secret) || bytes.Contains(domView(baseA), secret) || !bytes.Contains(stepView(baseB), erased[:len(secret)]) {
 		t.Fatal("after the sweep a node serves the value, or B lost the re-redacted event")
 	}
+
+	// The object store out of reach: B's check of its copy fails, and B
+	// serves the copy it has.
+	srv.Stop()
+	time.Sleep(store.CopyCheckEvery) // the next read checks
+	if root, err := appB.Store.Root(id); err != nil || root != newRoot {
+		t.Fatalf("B's root of %s with the object store stopped: %q %v, want its copy's %s", id, root, err, newRoot)
+	}
+	srv.Start()
 }
