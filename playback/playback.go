@@ -370,7 +370,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 			s.edge.Fail(w, r, err)
 			return
 		}
-		if c := s.compact.get(row.ID, row.IndexedTo); c != nil {
+		if c := s.compact.get(row.ID, row.IndexedTo, row.Root); c != nil {
 			writeCompact(w, c, page)
 			return
 		}
@@ -388,7 +388,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		steps = []store.StepRow{}
 	}
 	if form == "compact" {
-		c, err := s.compact.put(compactTimeline(row, steps))
+		c, err := s.compact.put(compactTimeline(row, steps), row.Root)
 		if err != nil {
 			s.edge.Fail(w, r, err)
 			return

@@ -425,6 +425,13 @@ func TestSharedReRedactedCopy(t *testing.T) {
 		t.Fatal("after the sweep a node serves the value, or B lost the re-redacted event")
 	}
 
+	// The compact timeline, cached per root, is served again from B's cache.
+	c1 := do(t, "GET", baseB+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	c2 := do(t, "GET", baseB+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	if c1.status != http.StatusOK || !bytes.Equal(c1.body, c2.body) || !bytes.Contains(c1.body, []byte(`"form":"compact"`)) {
+		t.Fatalf("B's compact timeline: %d %s, then %s", c1.status, c1.body, c2.body)
+	}
+
 	// The object store out of reach: B's check of its copy fails, and B
 	// serves the copy it has.
 	srv.Stop()
