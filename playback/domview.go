@@ -56,6 +56,9 @@ func (s *Service) handleDOM(w http.ResponseWriter, r *http.Request) {
 	}
 	upTo := row.IndexedTo
 	keep := s.domKeep(row)
+	if prev, ok := s.domRoots.Swap(row.ID, row.Root); ok && prev != "" && prev != row.Root {
+		s.dom.Remove(row.ID)
+	}
 	view := func() (*dom.Doc, error) {
 		cp, err := s.dom.GetKept(row.ID, upTo, s.fillDOM(r.Context(), row.ID, upTo), keep)
 		if err != nil {

@@ -33,12 +33,16 @@ import (
 
 // Service answers reads from the index, resolving events from the store.
 type Service struct {
-	st     *store.Store
-	idx    store.Index
-	rd     *store.Reader
-	log    *slog.Logger
-	dom    *dom.Cache // DOM checkpoint sets by recording
-	videos videoBuilds
+	st  *store.Store
+	idx store.Index
+	rd  *store.Reader
+	log *slog.Logger
+	dom *dom.Cache // DOM checkpoint sets by recording
+	// domRoots is the root each cached DOM set was built from: a
+	// recording re-redacted since (on any node: store/copy.go) has its
+	// set dropped, not served with what the rewrite erased.
+	domRoots sync.Map
+	videos   videoBuilds
 	// compact keeps compact timelines encoded (timelinecache.go).
 	compact   compactCache
 	edge      *httpx.Edge // answers, counts and logs error replies
@@ -113,6 +117,7 @@ func (s *Service) Close() error { return s.rd.Close() }
 func (s *Service) Forget(id string) {
 	s.rd.Forget(id)
 	s.dom.Remove(id)
+	s.domRoots.Delete(id)
 }
 
 // Routes mounts the read API on r. The routes of one recording get it
@@ -365,7 +370,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 			s.edge.Fail(w, r, err)
 			return
 		}
-		if c := s.compact.get(row.ID, row.IndexedTo); c != nil {
+		if c := s.compact.get(row.ID, row.IndexedTo, row.Root); c != nil {
 			writeCompact(w, c, page)
 			return
 		}
@@ -383,7 +388,7 @@ func (s *Service) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		steps = []store.StepRow{}
 	}
 	if form == "compact" {
-		c, err := s.compact.put(compactTimeline(row, steps))
+		c, err := s.compact.put(compactTimeline(row, steps), row.Root)
 		if err != nil {
 			s.edge.Fail(w, r, err)
 			return

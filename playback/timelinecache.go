@@ -28,28 +28,30 @@ type compactCache struct {
 // made, so readers share it.
 type compactEntry struct {
 	indexed  uint64
+	root     string // the recording's root when made: a re-redacted one's differs
 	timeline wire.CompactTimeline
 	body     []byte
 }
 
-func (c *compactCache) get(id string, indexed uint64) *compactEntry {
+func (c *compactCache) get(id string, indexed uint64, root string) *compactEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byID[id]; ok && e.indexed == indexed {
+	if e, ok := c.byID[id]; ok && e.indexed == indexed && e.root == root {
 		return e
 	}
 	return nil
 }
 
-// put encodes t and keeps both, returning the entry. The budget counts
+// put encodes t, the timeline of a recording at root, and keeps both,
+// returning the entry. The budget counts
 // the encoding twice, for the columns beside it.
-func (c *compactCache) put(t wire.CompactTimeline) (*compactEntry, error) {
+func (c *compactCache) put(t wire.CompactTimeline, root string) (*compactEntry, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
 	}
 	b = append(b, '\n')
-	e := &compactEntry{indexed: t.IndexedThrough, timeline: t, body: b}
+	e := &compactEntry{indexed: t.IndexedThrough, root: root, timeline: t, body: b}
 	if 2*len(b) > compactCacheBytes/4 {
 		return e, nil
 	}

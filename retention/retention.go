@@ -329,6 +329,7 @@ func (s *Sweeper) LogProgress() func(phase string, done, total int) {
 // BeginSweep read. A local finished recording that is not published is
 // left out: another node removed it (this node fetched a copy to serve it)
 // or this node has yet to publish it, and then its holds are not released.
+// A copy whose published root changed is replaced (store.CheckCopy).
 func (s *Sweeper) markIDs(localIDs []string) (ids []string, local map[string]bool, err error) {
 	published, shared, err := s.Store.SharedIDs()
 	if err != nil {
@@ -347,7 +348,9 @@ func (s *Sweeper) markIDs(localIDs []string) (ids []string, local map[string]boo
 	}
 	ids = append([]string(nil), published...)
 	for _, id := range localIDs {
-		root, err := s.Store.Root(id)
+		// A copy another node re-redacted since is replaced first: marking
+		// the old root would keep what the re-redaction erased.
+		root, err := s.Store.CheckCopy(id)
 		if err != nil {
 			return nil, nil, fmt.Errorf("retention: %s: %w (no blob was collected)", id, err)
 		}

@@ -196,3 +196,23 @@ func sumFile(path string) (cid.Cid, error) {
 	}
 	return blobs.FromDigest(h.Sum(nil)), nil
 }
+
+// dropDerived forgets every derived blob of recording id (Reseal): they
+// were made from the events of a root it no longer has (a DOM checkpoint
+// set, a video, holding what the rewrite erased), so each is built again
+// from the new one when next wanted, on every node, and the old ones are
+// collected (their hold records released, in shared mode).
+func (s *Store) dropDerived(id string) error {
+	s.derivedMu.Lock()
+	defer s.derivedMu.Unlock()
+	if sh, ok := s.sharedBeside(); ok {
+		if err := sh.UpdateSideFile(id, derivedFile, func([]byte) ([]byte, error) { return []byte("{}"), nil }); err != nil {
+			return err
+		}
+		return sh.ReleaseHolds(id, holdDerived)
+	}
+	if err := os.Remove(s.derivedPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: derived blobs of %s: %w", id, err)
+	}
+	return nil
+}

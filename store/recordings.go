@@ -47,6 +47,9 @@ type Store struct {
 	// plainSegments stores sealed segments uncompressed, as stores
 	// written before compression did (tests of old stores set it).
 	plainSegments bool
+	// copies is when each fetched copy was last checked against the
+	// published ROOT, and how often it was replaced (shared mode: copy.go).
+	copies copyChecks
 }
 
 // ErrReadOnly is returned by any write to a store opened read-only.
@@ -233,10 +236,16 @@ func (s *Store) Meta(id string) (RecordingMeta, error) {
 // Root returns the manifest CID of a finished recording, or "" while open.
 // A recording this data directory does not have is looked for in a shared
 // blob store (another node's: fetch).
+//
+// In shared mode a finished recording's root is checked against the
+// published one at most once per CopyCheckEvery (checkCopy).
 func (s *Store) Root(id string) (string, error) {
 	root, err := s.localRoot(id)
-	if err != nil || root != "" {
+	if err != nil {
 		return root, err
+	}
+	if root != "" {
+		return s.checkCopy(id, root, false)
 	}
 	if _, merr := os.Stat(s.metaPath(id)); !errors.Is(merr, fs.ErrNotExist) || s.fetch(id) != nil {
 		return "", nil // open here, or nowhere
@@ -371,7 +380,8 @@ func (s *Store) sealUnpublished(meta RecordingMeta, gaps []Gap) (string, error) 
 // referenced by nothing, until garbage collection, so a bundle exported
 // for the old root still verifies on its own. A crash before ROOT is
 // replaced leaves the old root (recovery removes the new log); after, the
-// new one. The caller holds the data directory's lock.
+// new one. The recording's derived blobs, made from the old events, are
+// dropped (dropDerived). The caller holds the data directory's lock.
 func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot string, err error) {
 	if err := s.writable(); err != nil {
 		return "", "", err
@@ -415,6 +425,9 @@ func (s *Store) Reseal(meta RecordingMeta, recs []Record) (oldRoot, newRoot stri
 	}
 	if newRoot, err = s.sealLog(meta, old.Gaps); err == nil {
 		err = s.publish(id, newRoot)
+	}
+	if err == nil {
+		err = s.dropDerived(id)
 	}
 	return oldRoot, newRoot, err
 }
@@ -574,7 +587,7 @@ func (s *Store) segmentSource(id string, n int) (SegmentFile, error) {
 type Reader struct {
 	s    *Store
 	mu   sync.Mutex
-	open map[segKey]SegmentFile
+	open map[segKey]openSegment
 }
 
 type segKey struct {
@@ -582,8 +595,16 @@ type segKey struct {
 	seg int
 }
 
+// openSegment is a cached handle, and the generation of the recording's
+// copy it was opened under: a copy replaced since (checkCopy) has other
+// segments.
+type openSegment struct {
+	f   SegmentFile
+	gen uint64
+}
+
 // NewReader returns a Reader over s.
-func (s *Store) NewReader() *Reader { return &Reader{s: s, open: map[segKey]SegmentFile{}} }
+func (s *Store) NewReader() *Reader { return &Reader{s: s, open: map[segKey]openSegment{}} }
 
 // maxOpenSegments bounds the Reader's cache of open files.
 const maxOpenSegments = 256
@@ -611,23 +632,28 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 
 func (r *Reader) segment(id string, n int) (SegmentFile, error) {
 	k := segKey{id, n}
+	gen := r.s.copies.generation(id)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.open[k]; ok {
-		return f, nil
+	if o, ok := r.open[k]; ok {
+		if o.gen == gen {
+			return o.f, nil
+		}
+		o.f.Close()
+		delete(r.open, k)
 	}
 	f, err := r.s.segmentSource(id, n)
 	if err != nil {
 		return nil, err
 	}
 	if len(r.open) >= maxOpenSegments {
-		for k2, f2 := range r.open { // evict an arbitrary one
-			f2.Close()
+		for k2, o := range r.open { // evict an arbitrary one
+			o.f.Close()
 			delete(r.open, k2)
 			break
 		}
 	}
-	r.open[k] = f
+	r.open[k] = openSegment{f, gen}
 	return f, nil
 }
 
@@ -635,9 +661,9 @@ func (r *Reader) segment(id string, n int) (SegmentFile, error) {
 func (r *Reader) Forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, f := range r.open {
+	for k, o := range r.open {
 		if k.id == id {
-			f.Close()
+			o.f.Close()
 			delete(r.open, k)
 		}
 	}
@@ -646,8 +672,8 @@ func (r *Reader) Forget(id string) {
 func (r *Reader) forget(id string, n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f, ok := r.open[segKey{id, n}]; ok {
-		f.Close()
+	if o, ok := r.open[segKey{id, n}]; ok {
+		o.f.Close()
 		delete(r.open, segKey{id, n})
 	}
 }
@@ -656,8 +682,8 @@ func (r *Reader) forget(id string, n int) {
 func (r *Reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, f := range r.open {
-		f.Close()
+	for k, o := range r.open {
+		o.f.Close()
 		delete(r.open, k)
 	}
 	return nil

@@ -219,15 +219,24 @@ func (s *Store) fetch(id string) error {
 	if err != nil {
 		return err
 	}
-	mb, err := sh.RecordingFile(id, publishedMeta)
+	meta, err := publishedMetaOf(sh, id)
 	if err != nil {
 		return err
 	}
-	var meta RecordingMeta
-	if err := json.Unmarshal(mb, &meta); err != nil || meta.ID != id {
-		return fmt.Errorf("store: published meta of %s is damaged (%v)", id, err)
-	}
 	return s.install(meta, strings.TrimSpace(string(rb)), nil)
+}
+
+// publishedMetaOf reads and checks recording id's published meta.json.
+func publishedMetaOf(sh SharedBlobs, id string) (RecordingMeta, error) {
+	var meta RecordingMeta
+	mb, err := sh.RecordingFile(id, publishedMeta)
+	if err != nil {
+		return meta, err
+	}
+	if err := json.Unmarshal(mb, &meta); err != nil || meta.ID != id {
+		return meta, fmt.Errorf("store: published meta of %s is damaged (%v)", id, err)
+	}
+	return meta, nil
 }
 
 // readMetaFile reads a recording's meta.json as it is on disk.

@@ -296,3 +296,148 @@ func twoNodes(t *testing.T, prefix string, opts ...func(*app.Config)) (srv *test
 	appB, baseB = node(t, srv, prefix, dsn, keys, opts...)
 	return srv, appA, baseA, appB, baseB
 }
+
+// TestSharedReRedactedCopy: node B serves a recording A ingested (so B
+// keeps a copy of its meta.json and ROOT); A re-redacts it (Reseal, as
+// audit scan --fix does), erasing a value the policy missed. B then
+// sweeps, collecting the old root's blobs nothing else references, and
+// serves the new root, without the value, within store.CopyCheckEvery;
+// with the object store out of reach B serves its copy.
+func TestSharedReRedactedCopy(t *testing.T) {
+	grace := func(c *app.Config) { c.Store.BlobGCGrace = 300 * time.Millisecond }
+	srv, appA, baseA, appB, baseB := twoNodes(t, "rered", grace)
+	ctx := context.Background()
+	secret, erased := []byte("periwinkle-copy"), []byte("[erased-by-rules]")
+	// The value is a text on the page: in the events (the step view) and
+	// in the DOM view, whose checkpoint set B caches and keeps.
+	evs := domRecording(2, 4)
+	step := -1
+	for i, e := range evs {
+		if bytes.Contains(e.Data, []byte(`"item 1 of step 1"`)) {
+			evs[i].Data = bytes.Replace(e.Data, []byte("item 1 of step 1"), secret, 1)
+			step = e.Step
+		}
+	}
+	if step < 0 {
+		t.Fatal("the generated recording has no text to carry the value")
+	}
+	id, oldRoot := ingestFinished(t, baseA, evs, 20)
+	waitIndexed(t, baseB, id, uint64(len(evs)))
+	stepView := func(base string) []byte {
+		r := do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d", base, id, step), nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("step %d on %s: %d %s", step, base, r.status, r.body)
+		}
+		return r.body
+	}
+	domView := func(base string) []byte {
+		r := do(t, "GET", fmt.Sprintf("%s/v1/recordings/%s/steps/%d/dom?at=after", base, id, step), nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("DOM of step %d on %s: %d %s", step, base, r.status, r.body)
+		}
+		return r.body
+	}
+	if !bytes.Contains(stepView(baseB), secret) || !bytes.Contains(domView(baseB), secret) {
+		t.Fatalf("B does not serve the value before the re-redaction: the test exercises nothing: %s", stepView(baseB))
+	}
+	if root, err := appB.Store.Root(id); err != nil || root != oldRoot {
+		t.Fatalf("B's copy: root %q %v, want %s", root, err, oldRoot)
+	}
+
+	// A re-redacts it: the value erased (same length, so the index's
+	// locators stay valid whichever root a node reads).
+	var recs []store.Record
+	if _, err := appA.Store.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		r.Data = bytes.ReplaceAll(r.Data, secret, erased[:len(secret)])
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := appA.Store.Meta(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.ReRedacted = append(meta.ReRedacted, store.ReRedaction{At: time.Now().UnixNano(), OldRoot: oldRoot, Rules: []string{"test.value"}})
+	_, newRoot, err := appA.Store.Reseal(meta, recs)
+	if err != nil || newRoot == oldRoot {
+		t.Fatalf("reseal on A: %s %v", newRoot, err)
+	}
+	if err := appA.Store.ReindexRewritten(ctx, appA.Index, []string{id}); err != nil {
+		t.Fatal(err)
+	}
+
+	// B's sweep, before B reads it again (its copy checked within
+	// store.CopyCheckEvery), marks the new root and collects the old
+	// manifest and the segments only it named.
+	refsOf := func(root string) []cid.Cid {
+		c, _ := store.ParseCID(root)
+		r, err := appB.Store.Blobs.Open(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, err := store.ManifestRefs(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return refs
+	}
+	kept := map[cid.Cid]bool{}
+	for _, c := range refsOf(newRoot) {
+		kept[c] = true
+	}
+	var dropped []cid.Cid
+	for _, c := range refsOf(oldRoot) {
+		if !kept[c] {
+			dropped = append(dropped, c)
+		}
+	}
+	if len(dropped) < 2 {
+		t.Fatalf("the old root names %d blobs the new one does not: the test exercises nothing", len(dropped))
+	}
+	eventually(t, "B's sweep collecting the old root's blobs", func() bool {
+		if _, err := appB.Sweeper.Sweep(ctx, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A sweep marking the stale root would collect the new one's.
+		for c := range kept {
+			if err := readBlob(appB.Store.Blobs, c); err != nil {
+				t.Fatalf("blob %s of the new root after B's sweep: %v", c, err)
+			}
+		}
+		for _, c := range dropped {
+			if err := readBlob(appB.Store.Blobs, c); !errors.Is(err, store.ErrNotFound) {
+				return false
+			}
+		}
+		return true
+	})
+	eventually(t, "B serving the re-redacted root", func() bool {
+		root, err := appB.Store.Root(id)
+		return err == nil && root == newRoot && !bytes.Contains(stepView(baseB), secret) && !bytes.Contains(domView(baseB), secret)
+	})
+	if bytes.Contains(stepView(baseA), secret) || bytes.Contains(domView(baseA), secret) || !bytes.Contains(stepView(baseB), erased[:len(secret)]) {
+		t.Fatal("after the sweep a node serves the value, or B lost the re-redacted event")
+	}
+
+	// The compact timeline, cached per root, is served again from B's cache.
+	c1 := do(t, "GET", baseB+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	c2 := do(t, "GET", baseB+"/v1/recordings/"+id+"/steps?form=compact", nil)
+	if c1.status != http.StatusOK || !bytes.Equal(c1.body, c2.body) || !bytes.Contains(c1.body, []byte(`"form":"compact"`)) {
+		t.Fatalf("B's compact timeline: %d %s, then %s", c1.status, c1.body, c2.body)
+	}
+
+	// The object store out of reach: B's check of its copy fails, and B
+	// serves the copy it has.
+	srv.Stop()
+	time.Sleep(store.CopyCheckEvery) // the next read checks
+	if root, err := appB.Store.Root(id); err != nil || root != newRoot {
+		t.Fatalf("B's root of %s with the object store stopped: %q %v, want its copy's %s", id, root, err, newRoot)
+	}
+	srv.Start()
+}
