@@ -50,12 +50,15 @@ func (s *Store) planSharedRebuild(ctx context.Context, idx Index) (plan sharedRe
 	if err != nil {
 		return plan, true, err
 	}
+	// known: every recording rebuilt, true for those projected afresh,
+	// false for those open here (overlay).
 	known := map[string]bool{}
 	for _, id := range published {
 		known[id] = true
 	}
+	dropped := map[string]bool{}
 	for _, id := range local {
-		if known[id] {
+		if _, ok := known[id]; ok {
 			continue
 		}
 		root, err := s.localRoot(id)
@@ -64,7 +67,7 @@ func (s *Store) planSharedRebuild(ctx context.Context, idx Index) (plan sharedRe
 		}
 		if root == "" {
 			plan.overlay = append(plan.overlay, id)
-			known[id] = true
+			known[id] = false
 			continue
 		}
 		// Finished here and not published: sealed here and not yet
@@ -76,18 +79,19 @@ func (s *Store) planSharedRebuild(ctx context.Context, idx Index) (plan sharedRe
 		}
 		if gone {
 			plan.drop = append(plan.drop, id)
+			dropped[id] = true
 			continue
 		}
 		known[id] = true
 	}
-	for id := range known {
-		if !slices.Contains(plan.overlay, id) {
+	for id, afresh := range known {
+		if afresh {
 			plan.project = append(plan.project, id)
 		}
 	}
 	slices.Sort(plan.project)
 	err = eachIndexed(ctx, idx, func(row RecordingRow) error {
-		if known[row.ID] || row.State != StateFinished || slices.Contains(plan.drop, row.ID) {
+		if _, ok := known[row.ID]; ok || row.State != StateFinished || dropped[row.ID] {
 			return nil
 		}
 		gone, err := s.RemovedElsewhere(row.ID)

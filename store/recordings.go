@@ -632,7 +632,10 @@ func (r *Reader) Read(id string, loc Locator) (Record, error) {
 
 func (r *Reader) segment(id string, n int) (SegmentFile, error) {
 	k := segKey{id, n}
-	gen := r.s.copies.generation(id)
+	var gen uint64 // only a shared store's copies are ever replaced
+	if r.s.Shared() {
+		gen = r.s.copies.generation(id)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o, ok := r.open[k]; ok {
