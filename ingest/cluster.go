@@ -82,7 +82,12 @@ type cluster struct {
 	// owners caches live owners found by claims (cachedOwner).
 	ownersMu sync.Mutex
 	owners   map[string]lease.Lease
-	stop     chan struct{}
+	// givenUp holds the recordings this node disowned, and when (under
+	// the Service's mu): a request admitted while one was open here and
+	// answered after it was disowned is told to retry (OWNER_MOVING),
+	// not that the recording does not exist.
+	givenUp map[string]time.Time
+	stop    chan struct{}
 	// bg is the context of background work (collecting a sealed
 	// recording's batches), cancelled as the service closes: a collection
 	// cut short is finished by a later write (answerSealed).
@@ -142,7 +147,7 @@ func batchKey(id string, first uint64) string {
 }
 
 func newCluster(cfg Cluster, now func() time.Time, edge *httpx.Edge) *cluster {
-	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}}
+	c := &cluster{cfg: cfg, leases: lease.New(cfg.Objects, clusterLeases, now), stop: make(chan struct{}), owners: map[string]lease.Lease{}, givenUp: map[string]time.Time{}}
 	c.bg, c.stopBg = context.WithCancel(context.Background())
 	transport := cfg.Proxy
 	if transport == nil {
@@ -337,7 +342,48 @@ func (s *Service) disown(r *recording, why string) {
 	if s.open[r.meta.ID] == r {
 		delete(s.open, r.meta.ID)
 	}
+	s.rememberGivenUp(r.meta.ID)
 	s.mu.Unlock()
+}
+
+// givenUpFor is how long a node remembers a recording it disowned: far
+// longer than a request admitted before the disown takes to reach its
+// answer.
+const givenUpFor = 10 * time.Minute
+
+// rememberGivenUp notes that recording id was disowned here, and forgets
+// the ones disowned more than givenUpFor ago. s.mu is held.
+func (s *Service) rememberGivenUp(id string) {
+	c := s.cl
+	now := s.now()
+	for k, at := range c.givenUp {
+		if now.Sub(at) > givenUpFor {
+			delete(c.givenUp, k)
+		}
+	}
+	c.givenUp[id] = now
+}
+
+// goneError is the answer to a write for recording id found neither open
+// nor sealed here: OWNER_MOVING when this node disowned it (the request
+// was admitted while it was open here; its retry is proxied to the owner),
+// else not found.
+func (s *Service) goneError(id string) error {
+	if s.wasGivenUp(id) {
+		return notOwner("this node gave it up while the request was read")
+	}
+	return notFound(id)
+}
+
+// wasGivenUp says whether this node disowned recording id lately.
+func (s *Service) wasGivenUp(id string) bool {
+	if s.cl == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, given := s.cl.givenUp[id]
+	return given
 }
 
 // clusterSealed makes the seal of r, sealed here (not yet published),

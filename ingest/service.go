@@ -465,7 +465,7 @@ func (s *Service) lookup(id string) (*recording, error) {
 	if sealed {
 		return nil, s.sealedError(id)
 	}
-	return nil, notFound(id)
+	return nil, s.goneError(id)
 }
 
 // sealedError is the refusal of an append to a closed recording: an
@@ -475,6 +475,9 @@ func (s *Service) sealedError(id string) error {
 	done, sealed := s.sealed[id]
 	s.mu.Unlock()
 	if !sealed {
+		if s.wasGivenUp(id) {
+			return s.goneError(id) // disowned here while the request was read
+		}
 		// Closed by Close, not sealed: not finished, so the executor
 		// must not stop sending.
 		return logClosed()
@@ -868,7 +871,7 @@ func (s *Service) seal(ctx context.Context, id, verdict string, still func(*reco
 		if sealed {
 			return wire.FinishReply{}, s.sealedError(id)
 		}
-		return wire.FinishReply{}, notFound(id)
+		return wire.FinishReply{}, s.goneError(id)
 	}
 	r.mu.Lock()
 	if r.closed {

@@ -349,6 +349,7 @@ func TestClusterFencing(t *testing.T) {
 	// cluster a test starts costs CI seconds): the collection after a
 	// seal, then executors straight to the owner, which kills one, so
 	// it goes last.
+	t.Run("append read after the node gave it up", func(t *testing.T) { appendAfterGivenUp(t, e) })
 	t.Run("collects after seal", func(t *testing.T) { collectsAfterSeal(t, e) })
 	t.Run("direct to owner", func(t *testing.T) { directToOwner(t, e) })
 }
@@ -380,6 +381,74 @@ func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype
 		// (which would find the takeover and drop the recording).
 		return stale(func() { a.cmd.Process.Signal(syscall.SIGCONT) })
 	}
+}
+
+// appendAfterGivenUp: A is paused in the middle of reading an append's
+// body, B takes the recording over, and A, resumed, drops the recording
+// on its renewal before the rest of the body arrives. The append,
+// admitted while A owned the recording, must be answered as retryable
+// (503 OWNER_MOVING): a 404 would tell the executor its recording is
+// gone. Its retry through A is acknowledged by the owner, and the
+// finish holds it.
+func appendAfterGivenUp(t *testing.T, e *clusterEnv) {
+	a := e.nodes[0]
+	rep, err := client.New(e.url(0)).Open(context.Background(), wire.OpenRequest{Project: "fence", Flow: "fence"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rep.ID
+	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner: %d %s %s", st, node, body)
+	}
+	body := consoleLines(11, 10, "exec")
+	conn, err := net.Dial("tcp", a.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", wire.Path(wire.RouteEvents, id), a.addr, len(body))
+	conn.Write(body[:len(body)/2])
+	time.Sleep(300 * time.Millisecond) // A admits the request and reads the body
+	a.cmd.Process.Signal(syscall.SIGSTOP)
+	old := e.waitLapsed(id)
+	takeOverAtB(t, e, id, old, consoleLines(1, 10, "A"))
+	a.cmd.Process.Signal(syscall.SIGCONT)
+	gaveUp := fmt.Sprintf(`recording=%s epoch=%d why="its lease was taken over"`, id, old.Epoch)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		log, _ := os.ReadFile(a.out.(*os.File).Name())
+		if bytes.Contains(log, []byte(gaveUp)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A never noticed the takeover on renewal (%s):\n%s", gaveUp, log)
+		}
+	}
+	conn.Write(body[len(body)/2:])
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(reply), "OWNER_MOVING") {
+		t.Fatalf("the append A had admitted before giving the recording up: %d %s, want 503 OWNER_MOVING", resp.StatusCode, reply)
+	}
+	if st, node, reply := post(t, e.url(0), id, body); st != 200 || node != "node1" {
+		t.Fatalf("the retried append through A: %d %s %s, want B's acknowledgement", st, node, reply)
+	}
+	fin, err := client.New(e.url(0)).Finish(context.Background(), id, "pass")
+	if err != nil || fin.AckedThrough != 20 {
+		t.Fatalf("the finish through A: %+v %v, want acked through 20", fin, err)
+	}
+	want := map[uint64]string{}
+	for s := uint64(1); s <= 20; s++ {
+		who := "A"
+		if s > 10 {
+			who = "exec"
+		}
+		want[s] = fmt.Sprintf("%s seq %d", who, s)
+	}
+	checkEvents(t, e, id, want)
 }
 
 // takeOverAtB has node B take recording id over from the paused A (the
@@ -424,6 +493,10 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 		t.Fatalf("the paused node acknowledged a write itself after losing its lease: %s", body)
 	case staleAcked:
 		t.Logf("A had noticed the takeover first and proxied to B: %s", body)
+	case st != http.StatusServiceUnavailable && st != http.StatusConflict:
+		// The executor must retry (503) or is told the seq is taken
+		// (409): never that the recording does not exist.
+		t.Fatalf("A's stale write: %d %s, want 200, 503 or 409", st, body)
 	default:
 		t.Logf("A's stale write was refused: %d %s", st, body)
 	}
@@ -491,6 +564,12 @@ func sealFenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 		takeOverAtB(t, e, id, old, consoleLines(1, 10, "A"))
 	}
 	st, _, body := resume()
+	if st != 200 && st != http.StatusServiceUnavailable {
+		// A finish that was not sealed must be retried (503 OWNER_MOVING,
+		// also when A gave the recording up while reading it): a 404
+		// would tell the executor its recording is gone.
+		t.Fatalf("the resumed owner's finish: %d %s, want 200 or 503", st, body)
+	}
 	var fin wire.FinishReply
 	if st == 200 {
 		if err := json.Unmarshal(body, &fin); err != nil || fin.AckedThrough != acked {
@@ -499,9 +578,10 @@ func sealFenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 			t.Fatalf("the resumed owner's finish was acknowledged through %d, want %d: %s", fin.AckedThrough, acked, body)
 		}
 	}
-	if !bFirst {
-		// B, the owner by the lease, appends after the seal: refused on
-		// the seal's key as the recording being finished.
+	if !bFirst && st == 200 {
+		// B, the owner by the lease, appends after A's seal: refused on
+		// the seal's key as the recording being finished. (A refused
+		// finish sealed nothing: the retried finish below seals.)
 		if st, _, body := post(t, e.url(1), id, consoleLines(11, 10, "B")); st != http.StatusConflict || !strings.Contains(string(body), "RECORDING_FINISHED") {
 			t.Fatalf("B appending after the recording was sealed: %d %s, want 409 RECORDING_FINISHED", st, body)
 		}
