@@ -64,6 +64,10 @@ type clusterEnv struct {
 // profiles, one per node and mode (empty: none).
 var clusterProfiles = flag.String("cluster-cpuprofiles", "", "BenchmarkClusterIngest: write each node's CPU profile under this directory")
 
+// clusterBenchSteps sizes BenchmarkClusterIngest's recordings: longer
+// runs weigh what a node costs per event more than what it costs once.
+var clusterBenchSteps = flag.Int("cluster-bench-steps", 300, "BenchmarkClusterIngest: steps of each executor's recording (12 events a step)")
+
 func newClusterEnv(t *testing.T, n int, ttl time.Duration) *clusterEnv {
 	t.Helper()
 	e := newClusterBacking(t, ttl)
@@ -887,7 +891,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 	const executors, batch = 6, 50
 	var lines [][]client.Line
 	for i := range executors {
-		evs := testgen.Recording(testgen.Options{Seed: uint64(7 + i), Steps: 300, EventsPerStep: 12})
+		evs := testgen.Recording(testgen.Options{Seed: uint64(7 + i), Steps: *clusterBenchSteps, EventsPerStep: 12})
 		l, err := client.ParseLines(testgen.NDJSON(evs))
 		if err != nil {
 			b.Fatal(err)
@@ -895,6 +899,19 @@ func BenchmarkClusterIngest(b *testing.B) {
 		lines = append(lines, l)
 	}
 	ctx := context.Background()
+	// ratios holds each round's CPU per event of the cluster modes ÷ the
+	// 1-node cluster's: with -benchtime Nx the rounds interleave the
+	// modes, and their medians are the figures (one round moves with
+	// whatever else the 2 cores run).
+	ratios := map[string][]float64{}
+	defer func() {
+		for _, name := range []string{"cluster, 3 nodes", "cluster, 3 nodes, proxied"} {
+			if r := ratios[name]; len(r) > 0 {
+				slices.Sort(r)
+				b.Logf("%s: CPU per event ÷ the 1-node cluster's, median of %d rounds: %.2f× (all: %.2f; issue 21's goal ≤ 1.2×)", name, len(r), r[len(r)/2], r)
+			}
+		}
+	}()
 	for range b.N {
 		var cpu1 float64
 		for _, mode := range []struct {
@@ -975,6 +992,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 				cpu1 = perM
 			} else if mode.cluster {
 				ratio = fmt.Sprintf(" (%.2f× the 1-node cluster's)", perM/cpu1)
+				ratios[mode.name] = append(ratios[mode.name], perM/cpu1)
 			}
 			load, _ := os.ReadFile("/proc/loadavg")
 			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s; load %s",

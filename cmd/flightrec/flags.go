@@ -240,10 +240,11 @@ func recorderFlags(fs *flag.FlagSet, c *recorder.Config) {
 }
 
 // cpuProfileFlag adds --cpuprofile: off by default, it writes the
-// process's CPU profile to a file until the command returns (no endpoint
-// to reach: the file is the operator's own).
+// process's CPU profile to a file until the command returns, and its
+// allocation profile beside it (no endpoint to reach: the files are the
+// operator's own).
 func cpuProfileFlag(fs *flag.FlagSet) *string {
-	return fs.String("cpuprofile", "", "write a CPU profile of this process to this file until it stops (off by default)")
+	return fs.String("cpuprofile", "", "write a CPU profile of this process to this file until it stops, and its allocation profile to the file's name + .allocs (off by default)")
 }
 
 // startCPUProfile starts the profile --cpuprofile asked for; the returned
@@ -263,5 +264,11 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		// What the process allocated since it started (sampled), for
+		// the garbage collector's share of the CPU profile.
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
 	}, nil
 }
