@@ -52,15 +52,17 @@ const (
 	clusterOpen    = "cluster/open/"    // + <id>.json: meta, plan, first known hashes
 	clusterBatches = "cluster/batches/" // + <id>/<first seq, 20 digits>: one batch, or the seal
 	clusterSealed  = "cluster/sealed/"  // + <id>.json: the root and verdict once sealed and published
+	// + <id>: a sealed recording the index may not hold yet (catchup.go)
+	clusterUnindexed = "cluster/unindexed/"
 )
 
 // ClusterObjects names every object cluster mode keeps for recording id:
-// its lease, its open document, its batches and seal (a prefix), and its
-// sealed document. Removing a recording removes them with it
+// its lease, its open document, its batches and seal (a prefix), its
+// sealed document, and its index catch-up marker. Removing a recording removes them with it
 // (objblobs.Options.RecordingObjects), so retention leaves nothing of a
 // removed recording in the bucket.
 func ClusterObjects(id string) []string {
-	return []string{clusterBatches + id + "/", clusterOpen + id + ".json", clusterSealed + id + ".json", clusterLeases + "/" + id}
+	return []string{clusterBatches + id + "/", clusterOpen + id + ".json", clusterSealed + id + ".json", clusterLeases + "/" + id, clusterUnindexed + id}
 }
 
 // proxiedHeader marks a request one node passed to another, so that a
@@ -407,6 +409,11 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 	if err != nil {
 		return err
 	}
+	// The marker goes first: once the seal lands, the recording is
+	// finished for every node, and only this node is about to index it.
+	if err := s.markUnindexed(ctx, id); err != nil {
+		return clusterError(err)
+	}
 	key := batchKey(id, r.next)
 	_, err = c.cfg.Objects.Put(ctx, key, bytes.NewReader(data), int64(len(data)), objstore.PutOptions{CreateOnly: true})
 	if errors.Is(err, objstore.ErrExists) {
@@ -661,17 +668,21 @@ func (s *Service) answerSealed(w http.ResponseWriter, r *http.Request, id, finis
 }
 
 // indexNow has this node's projector index recording id now, before a
-// finish of it is answered: in cluster mode no other node would index a
-// finished recording whose node is lost right after answering (a node
-// indexes only what it appends, takes over, or answers a finish for).
-// It waits at most a lease's life; an index that is down is caught up
-// later, as always.
+// finish of it is answered: a node indexes only what it appends, takes
+// over, or answers a finish for, so a finished recording whose node is
+// lost right after answering would otherwise wait for a reindex. It
+// waits at most a lease's life. Once the index holds the recording, its
+// cluster/unindexed marker is removed; an index that is down is caught
+// up later by this node's projector, or, should this node be lost, by
+// any node's catch-up (catchup.go), which finds the marker.
 func (s *Service) indexNow(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(ctx, s.cl.cfg.TTL)
 	defer cancel()
 	if err := s.proj.Project(ctx, id); err != nil {
 		s.log.Warn("indexing a finished recording before answering its finish failed (it is retried)", "recording", id, "err", err)
+		return
 	}
+	s.indexed(ctx, id)
 }
 
 // answerFrom answers a write for a sealed recording: a finish with its

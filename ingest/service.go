@@ -144,8 +144,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 		return nil, err
 	}
 	if s.cl != nil {
-		s.cl.done.Add(1)
+		s.cl.done.Add(2)
 		go s.renewLoop()
+		go s.catchUpLoop()
 	}
 	if cfg.OpenIdleTimeout > 0 {
 		s.idle.Add(1)

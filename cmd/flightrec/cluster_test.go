@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,6 +55,7 @@ type clusterEnv struct {
 	dsn   string         // --index
 	keys  app.KeyFiles
 	ttl   time.Duration
+	ch    *devcluster.Cluster // the index's ZooKeeper and ClickHouse servers
 	nodes []*serverProc
 	// profile, when set, is the path prefix of the CPU profiles the nodes
 	// write (serve --cpuprofile PROFILE-nodeN.prof).
@@ -84,7 +86,7 @@ func newClusterBacking(t testing.TB, ttl time.Duration) *clusterEnv {
 	// replicas with ZooKeeper (internal/devcluster), its cluster schema
 	// applied; the nodes are started here, in cluster mode.
 	ch := testenv.Cluster(t, devcluster.Config{Shards: 2, Replicas: 2, Schema: chindex.ClusterDDL})
-	e.dsn = ch.DSN
+	e.dsn, e.ch = ch.DSN, ch
 	b := make([]byte, 6)
 	rand.Read(b)
 	e.blobs = e.s3.URL("cluster-" + hex.EncodeToString(b))
@@ -1206,4 +1208,87 @@ func TestClusterHandOverOnStop(t *testing.T) {
 	if err != nil || fin.AckedThrough != 20 {
 		t.Fatalf("finish through B: %+v %v", fin, err)
 	}
+}
+
+// TestClusterIndexCatchUp: the index is down (ZooKeeper gone: every
+// insert fails) while a recording is opened, appended to and finished on
+// node A, and A is killed right after answering the finish: nothing of
+// the recording reached the index, and A's projector, which would have
+// retried, is gone with it. Once the index is back, node B's catch-up
+// indexes the sealed recording from the shared store (every acknowledged
+// event, and the finished row) and removes its marker.
+func TestClusterIndexCatchUp(t *testing.T) {
+	e := newClusterEnv(t, 2, 2*time.Second)
+	ctx := context.Background()
+	e.ch.StopZooKeeper()
+	zkDown := true
+	defer func() {
+		if zkDown {
+			e.ch.StartZooKeeper()
+		}
+	}()
+	c := client.New(e.url(0))
+	rep, err := c.Open(ctx, wire.OpenRequest{Project: "catchup", Flow: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rep.ID
+	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
+		t.Fatalf("append to the owner with the index down: %d %s %s", st, node, body)
+	}
+	fin, err := c.Finish(ctx, id, "pass")
+	if err != nil || fin.AckedThrough != 10 {
+		t.Fatalf("finish with the index down: %+v %v, want acked through 10", fin, err)
+	}
+	e.nodes[0].kill()
+	if _, err := e.obj.Stat(ctx, "cluster/unindexed/"+id); err != nil {
+		t.Fatalf("no catch-up marker for the sealed, unindexed recording: %v", err)
+	}
+	if err := e.ch.StartZooKeeper(); err != nil {
+		t.Fatal(err)
+	}
+	zkDown = false
+	// B indexes it: its events are served from the index, all of them.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get(fmt.Sprintf("%s/v1/recordings/%s/events?limit=100", e.url(1), id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page wire.EventPage
+		derr := json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && derr == nil && len(page.Events) == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("two minutes after the index returned, B serves %d of the recording's 10 events (%d)\nB's log:\n%s",
+				len(page.Events), resp.StatusCode, nodeLog(e.nodes[1]))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	want := map[uint64]string{}
+	for s := uint64(1); s <= 10; s++ {
+		want[s] = fmt.Sprintf("A seq %d", s)
+	}
+	checkEvents(t, e, id, want)
+	var list struct{ Recordings []store.RecordingRow }
+	getJSON(t, e.url(1)+"/v1/recordings?project=catchup", &list)
+	if len(list.Recordings) != 1 || list.Recordings[0].ID != id || list.Recordings[0].State != store.StateFinished || list.Recordings[0].Root != fin.Root {
+		t.Errorf("the index lists %+v, want %s finished with root %s", list.Recordings, id, fin.Root)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := e.obj.Stat(ctx, "cluster/unindexed/"+id); errors.Is(err, objstore.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the catch-up marker is still there a minute after the recording was indexed")
+		}
+	}
+}
+
+// nodeLog is what node p has logged so far.
+func nodeLog(p *serverProc) string {
+	log, _ := os.ReadFile(p.out.(*os.File).Name())
+	return string(log)
 }
