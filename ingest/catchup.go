@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/flightrec/flightrec/store"
 	"github.com/flightrec/flightrec/store/lease"
@@ -46,22 +45,10 @@ func (s *Service) indexed(ctx context.Context, id string) {
 	}
 }
 
-// catchUpLoop runs catchUp every catchUpEvery lease lives until the
-// service closes.
-func (s *Service) catchUpLoop() {
-	c := s.cl
-	defer c.done.Done()
-	t := time.NewTicker(catchUpEvery * c.cfg.TTL)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-		}
-		if n, err := s.catchUp(c.bg); err != nil {
-			s.log.Warn("catching the index up with sealed recordings failed; retrying", "err", err, "indexed", n)
-		}
+// catchUpPass runs catchUp (every catchUpEvery lease lives).
+func (s *Service) catchUpPass() {
+	if n, err := s.catchUp(s.cl.bg); err != nil {
+		s.log.Warn("catching the index up with sealed recordings failed; retrying", "err", err, "indexed", n)
 	}
 }
 

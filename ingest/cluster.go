@@ -812,13 +812,10 @@ func (s *Service) releaseOnClose(r *recording) {
 	}
 }
 
-// renewLoop renews the leases of the recordings open here every TTL/3;
-// one found lost (taken over while this node was paused or cut off) is
-// disowned at once.
-func (s *Service) renewLoop() {
-	c := s.cl
+// every runs fn every d until the service closes (one of c.done).
+func (c *cluster) every(d time.Duration, fn func()) {
 	defer c.done.Done()
-	t := time.NewTicker(c.cfg.TTL / 3)
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -826,28 +823,35 @@ func (s *Service) renewLoop() {
 			return
 		case <-t.C:
 		}
-		open := s.openRecordings()
-		for _, r := range open {
-			r.mu.Lock()
-			l, closed := r.lease, r.closed
-			r.mu.Unlock()
-			if closed {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
-			nl, err := c.leases.Renew(ctx, l, c.cfg.TTL)
-			cancel()
-			r.mu.Lock()
-			switch {
-			case r.closed || r.lease.Epoch != l.Epoch:
-			case errors.Is(err, lease.ErrLost):
-				s.disown(r, "its lease was taken over")
-			case err != nil:
-				s.log.Warn("renewing a recording's lease failed; retrying", "recording", r.meta.ID, "err", err)
-			default:
-				r.lease = nl
-			}
-			r.mu.Unlock()
+		fn()
+	}
+}
+
+// renewLeases renews the leases of the recordings open here (every
+// TTL/3); one found lost (taken over while this node was paused or cut
+// off) is disowned at once.
+func (s *Service) renewLeases() {
+	c := s.cl
+	for _, r := range s.openRecordings() {
+		r.mu.Lock()
+		l, closed := r.lease, r.closed
+		r.mu.Unlock()
+		if closed {
+			continue
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL/3)
+		nl, err := c.leases.Renew(ctx, l, c.cfg.TTL)
+		cancel()
+		r.mu.Lock()
+		switch {
+		case r.closed || r.lease.Epoch != l.Epoch:
+		case errors.Is(err, lease.ErrLost):
+			s.disown(r, "its lease was taken over")
+		case err != nil:
+			s.log.Warn("renewing a recording's lease failed; retrying", "recording", r.meta.ID, "err", err)
+		default:
+			r.lease = nl
+		}
+		r.mu.Unlock()
 	}
 }

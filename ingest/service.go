@@ -145,8 +145,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	}
 	if s.cl != nil {
 		s.cl.done.Add(2)
-		go s.renewLoop()
-		go s.catchUpLoop()
+		go s.cl.every(s.cl.cfg.TTL/3, s.renewLeases)
+		go s.cl.every(catchUpEvery*s.cl.cfg.TTL, s.catchUpPass)
 	}
 	if cfg.OpenIdleTimeout > 0 {
 		s.idle.Add(1)
