@@ -916,7 +916,10 @@ func BenchmarkClusterIngest(b *testing.B) {
 			}
 		}
 	}()
-	for b.Loop() { // one call for all rounds: with b.N the function runs twice (b.N = 1 first), and the first call's cluster ran on beside the measured one
+	// b.Loop: one call for all rounds (with b.N the function runs first
+	// with b.N = 1, starting and stopping a whole cluster for a round that
+	// is not reported).
+	for b.Loop() {
 		var cpu1 float64
 		for _, mode := range []struct {
 			name    string
