@@ -136,6 +136,10 @@ func sanitizeCSS(s string) string {
 				ln := strings.ToLower(name)
 				if ln == "url" {
 					val, ok, k := cssURL(s, j)
+					// Judged as CSS reads it, and as it is written
+					// (writeCSSString): a NUL is U+FFFD, so "p\x00ng" is
+					// not "png" (urlPrefix drops control bytes).
+					val = strings.ReplaceAll(val, "\x00", "\uFFFD")
 					if ok && (fragmentURL(val) || rasterData(urlPrefix(val, 48))) {
 						b.WriteString(`url("`)
 						writeCSSString(&b, val)
