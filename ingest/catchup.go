@@ -39,9 +39,18 @@ func (s *Service) markUnindexed(ctx context.Context, id string) error {
 
 // indexed removes recording id's marker: the index holds it.
 func (s *Service) indexed(ctx context.Context, id string) {
-	if err := s.cl.cfg.Objects.Delete(ctx, clusterUnindexed+id); err != nil && !errors.Is(err, objstore.ErrNotExist) {
+	if err := s.unmark(ctx, id); err != nil {
 		s.log.Warn("removing an indexed recording's catch-up marker failed (a later catch-up removes it)", "recording", id, "err", err)
 	}
+}
+
+// unmark deletes recording id's marker, if there is one.
+func (s *Service) unmark(ctx context.Context, id string) error {
+	err := s.cl.cfg.Objects.Delete(ctx, clusterUnindexed+id)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // catchUpPass runs catchUp (every catchUpEvery lease lives).
@@ -115,11 +124,7 @@ func (s *Service) catchUpOne(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer func() {
-		if err := c.leases.Release(context.WithoutCancel(ctx), l); err != nil {
-			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
-		}
-	}()
+	defer s.releaseSealed(context.WithoutCancel(ctx), l)
 	// What the shared store publishes now: the sealed root, or the one a
 	// re-redaction put in its place.
 	row, last, err := s.st.RowOf(id)
@@ -142,9 +147,5 @@ func (s *Service) catchUpOne(ctx context.Context, id string) (bool, error) {
 // dropMarker removes a marker that names no sealed recording.
 func (s *Service) dropMarker(ctx context.Context, id, why string) error {
 	s.log.Info("dropping a catch-up marker", "marker", id, "why", why)
-	err := s.cl.cfg.Objects.Delete(ctx, clusterUnindexed+id)
-	if errors.Is(err, objstore.ErrNotExist) {
-		return nil
-	}
-	return err
+	return s.unmark(ctx, id)
 }

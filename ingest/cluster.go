@@ -371,21 +371,25 @@ func (s *Service) rememberGivenUp(id string) {
 // was admitted while it was open here; its retry is proxied to the owner),
 // else not found.
 func (s *Service) goneError(id string) error {
-	if s.wasGivenUp(id) {
-		return notOwner("this node gave it up while the request was read")
+	if err := s.givenUpError(id); err != nil {
+		return err
 	}
 	return notFound(id)
 }
 
-// wasGivenUp says whether this node disowned recording id lately.
-func (s *Service) wasGivenUp(id string) bool {
+// givenUpError is OWNER_MOVING when this node disowned recording id
+// lately, else nil.
+func (s *Service) givenUpError(id string) error {
 	if s.cl == nil {
-		return false
+		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, given := s.cl.givenUp[id]
-	return given
+	s.mu.Unlock()
+	if given {
+		return notOwner("this node gave it up while the request was read")
+	}
+	return nil
 }
 
 // clusterSealed makes the seal of r, sealed here (not yet published),
@@ -435,9 +439,7 @@ func (s *Service) clusterSealed(ctx context.Context, r *recording, root, verdict
 	if err := s.completeSeal(ctx, id, mark); err != nil {
 		return clusterError(err)
 	}
-	if err := c.leases.Release(ctx, r.lease); err != nil {
-		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
-	}
+	s.releaseSealed(ctx, r.lease)
 	s.collectLater(id, r.next)
 	return nil
 }
@@ -453,6 +455,14 @@ func (s *Service) completeSeal(ctx context.Context, id string, m *sealMark) erro
 	data, _ := json.Marshal(m.sealedDoc)
 	_, err := s.cl.cfg.Objects.Put(ctx, clusterSealed+id+".json", bytes.NewReader(data), int64(len(data)), objstore.PutOptions{})
 	return err
+}
+
+// releaseSealed releases the lease l of a sealed recording; a failure
+// only leaves it to lapse.
+func (s *Service) releaseSealed(ctx context.Context, l lease.Lease) {
+	if err := s.cl.leases.Release(ctx, l); err != nil {
+		s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", l.Name, "err", err)
+	}
 }
 
 // dropLocal removes this node's copy of recording id (disown).
@@ -594,9 +604,7 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 	// batches since the check above: a sealed recording is never taken
 	// over (there may be nothing left to rebuild it from).
 	if s.answerSealed(w, r, id, finish) {
-		if err := c.leases.Release(ctx, l); err != nil {
-			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", err)
-		}
+		s.releaseSealed(ctx, l)
 		return "", true
 	}
 	err = s.takeOver(ctx, id, l)
@@ -605,9 +613,7 @@ func (s *Service) claimLocked(w http.ResponseWriter, r *http.Request, id, finish
 		// Its seal object landed but cluster/sealed/<id>.json did not
 		// (its sealer died, or is still publishing): finish the seal
 		// here, as the sealer would have, and answer from it.
-		if rerr := c.leases.Release(ctx, l); rerr != nil {
-			s.log.Warn("releasing a sealed recording's lease failed (it lapses)", "recording", id, "err", rerr)
-		}
+		s.releaseSealed(ctx, l)
 		if err := s.completeSeal(ctx, id, sealed.mark); err != nil {
 			s.edge.Fail(w, r, clusterError(err))
 			return "", true

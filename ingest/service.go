@@ -476,8 +476,8 @@ func (s *Service) sealedError(id string) error {
 	done, sealed := s.sealed[id]
 	s.mu.Unlock()
 	if !sealed {
-		if s.wasGivenUp(id) {
-			return s.goneError(id) // disowned here while the request was read
+		if err := s.givenUpError(id); err != nil {
+			return err // disowned here while the request was read
 		}
 		// Closed by Close, not sealed: not finished, so the executor
 		// must not stop sending.
