@@ -233,14 +233,14 @@ func post(t *testing.T, base, id string, ndjson []byte) (status int, node string
 }
 
 // startPost sends the headers and the first half of an append to
-// recording id at addr, and returns a function that sends the rest, runs
-// then (between the two), and reads the reply.
-func startPost(t *testing.T, addr, id string, ndjson []byte) func(then func()) (status int, node string, body []byte) {
+// recording id at addr, and returns a function that runs before (if
+// any), sends the rest, runs then (if any), and reads the reply.
+func startPost(t *testing.T, addr, id string, ndjson []byte) func(before, then func()) (status int, node string, body []byte) {
 	return startRequest(t, addr, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson)
 }
 
 // startRequest is startPost for any POST to path.
-func startRequest(t *testing.T, addr, path, ctype string, body []byte) func(then func()) (status int, node string, body []byte) {
+func startRequest(t *testing.T, addr, path, ctype string, body []byte) func(before, then func()) (status int, node string, body []byte) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -251,9 +251,14 @@ func startRequest(t *testing.T, addr, path, ctype string, body []byte) func(then
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", path, addr, ctype, len(body))
 	conn.Write(body[:half])
 	time.Sleep(300 * time.Millisecond) // the server reads the headers and waits for the rest
-	return func(then func()) (int, string, []byte) {
+	return func(before, then func()) (int, string, []byte) {
+		if before != nil {
+			before()
+		}
 		conn.Write(body[half:])
-		then()
+		if then != nil {
+			then()
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			return 0, "", []byte(err.Error())
@@ -364,8 +369,8 @@ func TestClusterFencing(t *testing.T) {
 // starts a write to A (POST path with body, half of it sent) during
 // which A is paused until its lease lapses. It returns the recording and
 // a function that resumes A with the rest of the write and reads A's
-// reply.
-func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype string, body []byte) (id string, old lease.Lease, resume func() (int, string, []byte)) {
+// reply; resumeThen resumes A, runs wait, and only then sends the rest.
+func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype string, body []byte) (id string, old lease.Lease, resume func() (int, string, []byte), resumeThen func(wait func()) (int, string, []byte)) {
 	a := e.nodes[0]
 	rep, err := client.New(e.url(0)).Open(context.Background(), wire.OpenRequest{Project: "fence", Flow: "fence"})
 	if err != nil {
@@ -381,12 +386,15 @@ func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype
 	stale := startRequest(t, a.addr, path(id), ctype, body)
 	a.cmd.Process.Signal(syscall.SIGSTOP)
 	old = e.waitLapsed(id)
+	wake := func() { a.cmd.Process.Signal(syscall.SIGCONT) }
 	return id, old, func() (int, string, []byte) {
-		// The rest of the body goes to A's socket, and A wakes still
-		// believing it owns epoch 1; it races its own lease renewal
-		// (which would find the takeover and drop the recording).
-		return stale(func() { a.cmd.Process.Signal(syscall.SIGCONT) })
-	}
+			// The rest of the body goes to A's socket, and A wakes still
+			// believing it owns epoch 1; it races its own lease renewal
+			// (which would find the takeover and drop the recording).
+			return stale(nil, wake)
+		}, func(wait func()) (int, string, []byte) {
+			return stale(func() { wake(); wait() }, nil)
+		}
 }
 
 // appendAfterGivenUp: A is paused in the middle of reading an append's
@@ -398,46 +406,23 @@ func pausedOwner(t *testing.T, e *clusterEnv, path func(id string) string, ctype
 // finish holds it.
 func appendAfterGivenUp(t *testing.T, e *clusterEnv) {
 	a := e.nodes[0]
-	rep, err := client.New(e.url(0)).Open(context.Background(), wire.OpenRequest{Project: "fence", Flow: "fence"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := rep.ID
-	if st, node, body := post(t, e.url(0), id, consoleLines(1, 10, "A")); st != 200 || node != "node0" {
-		t.Fatalf("append to the owner: %d %s %s", st, node, body)
-	}
 	body := consoleLines(11, 10, "exec")
-	conn, err := net.Dial("tcp", a.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", wire.Path(wire.RouteEvents, id), a.addr, len(body))
-	conn.Write(body[:len(body)/2])
-	time.Sleep(300 * time.Millisecond) // A admits the request and reads the body
-	a.cmd.Process.Signal(syscall.SIGSTOP)
-	old := e.waitLapsed(id)
+	id, old, _, resumeThen := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteEvents, id) }, "application/x-ndjson", body)
 	takeOverAtB(t, e, id, old, consoleLines(1, 10, "A"))
-	a.cmd.Process.Signal(syscall.SIGCONT)
 	gaveUp := fmt.Sprintf(`recording=%s epoch=%d why="its lease was taken over"`, id, old.Epoch)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		log, _ := os.ReadFile(a.out.(*os.File).Name())
-		if bytes.Contains(log, []byte(gaveUp)) {
-			break
+	st, _, reply := resumeThen(func() {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			log := nodeLog(a)
+			if strings.Contains(log, gaveUp) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("A never noticed the takeover on renewal (%s):\n%s", gaveUp, log)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("A never noticed the takeover on renewal (%s):\n%s", gaveUp, log)
-		}
-	}
-	conn.Write(body[len(body)/2:])
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(reply), "OWNER_MOVING") {
-		t.Fatalf("the append A had admitted before giving the recording up: %d %s, want 503 OWNER_MOVING", resp.StatusCode, reply)
+	})
+	if st != http.StatusServiceUnavailable || !strings.Contains(string(reply), "OWNER_MOVING") {
+		t.Fatalf("the append A had admitted before giving the recording up: %d %s, want 503 OWNER_MOVING", st, reply)
 	}
 	if st, node, reply := post(t, e.url(0), id, body); st != 200 || node != "node1" {
 		t.Fatalf("the retried append through A: %d %s %s, want B's acknowledgement", st, node, reply)
@@ -484,7 +469,7 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 	if bFirst {
 		staleLines = consoleLines(11, 10, "stale-A")
 	}
-	id, old, resume := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteEvents, id) }, "application/x-ndjson", staleLines)
+	id, old, resume, _ := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteEvents, id) }, "application/x-ndjson", staleLines)
 	// B takes over: with the next range, or with a retry of what A
 	// acknowledged (all duplicates: nothing written).
 	if bFirst {
@@ -561,7 +546,7 @@ func fenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 // (A's seal won the key), or "proxied" (A noticed the takeover first).
 func sealFenceOnce(t *testing.T, e *clusterEnv, bFirst bool) string {
 	ctx := context.Background()
-	id, old, resume := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteFinish, id) }, "application/json", []byte(`{"verdict":"pass"}`))
+	id, old, resume, _ := pausedOwner(t, e, func(id string) string { return wire.Path(wire.RouteFinish, id) }, "application/json", []byte(`{"verdict":"pass"}`))
 	acked := uint64(10)
 	if bFirst {
 		takeOverAtB(t, e, id, old, consoleLines(11, 10, "B"))
