@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/jpeg"
+	"io"
 	"os"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/layout"
 )
 
@@ -171,4 +177,125 @@ func TestCompressedSegmentsOldStoresAndBundles(t *testing.T) {
 	if again := exportBundle(t, imp, id); !bytes.Equal(again, ob) {
 		t.Fatal("export after import differs")
 	}
+}
+
+// jpegFrames returns n distinct screencast-like frames: flat pages with a
+// few boxes, JPEG-encoded as redaction re-encodes a masked frame (Go's
+// encoder), which is what zstd shrinks most.
+func jpegFrames(t testing.TB, n int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := range n {
+		img := image.NewRGBA(image.Rect(0, 0, 640, 400))
+		draw.Draw(img, img.Bounds(), image.NewUniform(color.RGBA{250, 250, 250, 255}), image.Point{}, draw.Src)
+		for k := range 4 {
+			r := image.Rect(40+k*150, 30+i*7, 160+k*150, 90+i*7+k*20)
+			draw.Draw(img, r, image.NewUniform(color.RGBA{uint8(30 * k), uint8(100 + i), 200, 255}), image.Point{}, draw.Src)
+		}
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 70}); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, buf.Bytes())
+	}
+	return out
+}
+
+// TestCompressedFramesEveryPath: frames packed compressed (blobs.CompressPacked)
+// read back as their bytes under their CIDs in every path that reads
+// blobs: Open and Stat, verify, a bundle's export (which carries the
+// frames' own bytes) and its import (packed compressed again, the same
+// bundle exported again), and a sweep that rewrites the pack around the
+// frames a removed recording alone held.
+func TestCompressedFramesEveryPath(t *testing.T) {
+	frames := jpegFrames(t, 12)
+	var raw int64
+	for _, f := range frames {
+		if _, z := blobs.CompressPacked(f); !z {
+			t.Fatal("fixture: a frame does not compress")
+		}
+		raw += int64(len(f))
+	}
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	defer s.Close()
+	id := record(t, s, frames, true)
+	gone := record(t, s, jpegFrames(t, 15)[12:], true) // frames of its own
+	stored := func(s *Store) int64 {
+		n, err := s.Blobs.StoredBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := stored(s); n*10 > (raw+raw/4)*7 {
+		t.Fatalf("the store holds %d bytes for frames of %d (and 3 more): not kept compressed", n, raw)
+	}
+	readAll := func(what string, s *Store) {
+		t.Helper()
+		for i, f := range frames {
+			c, _ := ParseCID(SumString(f))
+			r, err := s.Blobs.Open(c)
+			if err != nil {
+				t.Fatalf("%s: frame %d: %v", what, i, err)
+			}
+			got, _ := io.ReadAll(r)
+			r.Close()
+			if !bytes.Equal(got, f) {
+				t.Fatalf("%s: frame %d reads back other bytes", what, i)
+			}
+			if n, err := s.Blobs.Stat(c); err != nil || n != int64(len(f)) {
+				t.Fatalf("%s: Stat of frame %d: %d, %v", what, i, n, err)
+			}
+		}
+		mustVerify(t, s)
+	}
+	readAll("the store", s)
+	b := exportBundle(t, s, id)
+	mustBundleOK(t, b)
+	for i, f := range frames {
+		if !bytes.Contains(b, f) {
+			t.Fatalf("the bundle does not carry frame %d's own bytes", i)
+		}
+	}
+	imp := openTestStore(t, t.TempDir())
+	defer imp.Close()
+	if _, _, err := imp.ImportBundle(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(imp); n*10 > raw*7 {
+		t.Fatalf("the imported store holds %d bytes for frames of %d: not kept compressed", n, raw)
+	}
+	readAll("the imported store", imp)
+	if r1, r2 := mustRoot(t, s, id), mustRoot(t, imp, id); r1 != r2 {
+		t.Fatalf("roots differ: %s, imported %s", r1, r2)
+	}
+	if again := exportBundle(t, imp, id); !bytes.Equal(again, b) {
+		t.Fatal("the bundle exported after the import differs")
+	}
+	// A sweep after removing the other recording rewrites the full pack
+	// around the dead frames; the live ones read back.
+	if _, err := s.RemoveRecording(gone); err != nil {
+		t.Fatal(err)
+	}
+	fsBlobs(t, s).SetPackBytes(1) // the pack being filled is full: a sweep rewrites it
+	sw := s.Blobs.BeginSweep()
+	rep, err := sw.Collect(mark(t, s).has, nil)
+	sw.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Removed < 3 {
+		t.Fatalf("the sweep removed %d blobs, want the removed recording's 3 frames and more", rep.Removed)
+	}
+	readAll("after the sweep", s)
+}
+
+func mustRoot(t testing.TB, s *Store, id string) string {
+	t.Helper()
+	r, err := s.Root(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -91,9 +91,10 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
-// rebuilt from the rest: flightrec reindex): each blob as kept (a loose
-// one's file, compressed or not; a packed one's bytes, not the pack's
-// preallocated tail), and the recordings' own files.
+// rebuilt from the rest: flightrec reindex): the blobs as kept (a loose
+// one's file, compressed or not; the packs to their logical end, not a
+// pack's preallocated tail, with their indexes: a packed blob compressed
+// counts its compressed bytes), and the recordings' own files.
 func storedBytes(t testing.TB, data string) int64 {
 	t.Helper()
 	packed, zst, loose, other := storedParts(t, data)
@@ -113,14 +114,17 @@ func storedParts(t testing.TB, data string) (packed, zst, loose, other int64) {
 			zst += fi.Size()
 		} else if fi, err := os.Stat(bt.Loose(c.String())); err == nil {
 			loose += fi.Size()
-		} else {
-			packed += size
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	all, err := st.Blobs.StoredBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed = all - zst - loose
 	err = filepath.WalkDir(filepath.Join(data, "recordings"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err

@@ -688,7 +688,7 @@ func (b *FSBlobs) stat(c cid.Cid, retried bool) (int64, error) {
 	}
 	if d, ok := digestOf(c); ok {
 		if loc, packed := b.packs.has(d); packed {
-			return loc.n, nil
+			return loc.raw, nil
 		}
 	}
 	size, err := b.raw.Stat(context.Background(), looseKey(key))

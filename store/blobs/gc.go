@@ -2,11 +2,9 @@ package blobs
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -445,6 +443,17 @@ func (p *packs) diskBytes() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: packs: %w", err)
 	}
+	// A pack without an index that this process is not filling (a
+	// read-only open, beside a writer filling it) is preallocated past
+	// its logical end: that end is where its last known entry ends.
+	ends := map[int]int64{}
+	p.mu.Lock()
+	for _, m := range []map[[32]byte]packLoc{p.index, p.corrupt} {
+		for _, loc := range m {
+			ends[loc.pack] = max(ends[loc.pack], loc.off+loc.n)
+		}
+	}
+	p.mu.Unlock()
 	var total int64
 	for _, e := range ents {
 		n, ok := packName(e.Name(), "pack")
@@ -453,6 +462,10 @@ func (p *packs) diskBytes() (int64, error) {
 		}
 		if n == curN {
 			total += curSize
+			continue
+		}
+		if _, err := os.Stat(p.idxPath(n)); errors.Is(err, fs.ErrNotExist) && ends[n] > 0 && !p.markedDamaged(n) {
+			total += ends[n]
 			continue
 		}
 		fi, err := e.Info()
@@ -686,16 +699,18 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		if _, err := src.ReadAt(buf, e.loc.off-packEntryHdr); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d: %v", n, errPackCorrupt, e.loc.off, err)
 		}
-		data := buf[packEntryHdr:]
-		crc := crc32.Update(crc32.Checksum(buf[8:40], castagnoli), castagnoli, data)
-		if int64(binary.LittleEndian.Uint32(buf[0:4])) != e.loc.n || [32]byte(buf[8:40]) != e.d ||
-			binary.LittleEndian.Uint32(buf[4:8]) != crc || sha256.Sum256(data) != e.d {
+		// Copied as stored (compressed or not), after checking it.
+		if binary.LittleEndian.Uint32(buf[0:4]) != entryWord(e.loc.n, e.loc.z) || [32]byte(buf[8:40]) != e.d {
+			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d does not check out", n, errPackCorrupt, e.loc.off)
+		}
+		if raw, ok := checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], e.loc.z); !ok || raw != e.loc.raw {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d does not check out", n, errPackCorrupt, e.loc.off)
 		}
 		if _, err := w.Write(buf); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w", n, err)
 		}
-		loc := packLoc{pack: k, off: off + packEntryHdr, n: e.loc.n}
+		loc := e.loc
+		loc.pack, loc.off = k, off+packEntryHdr
 		entries[e.d] = loc
 		moved = append(moved, idxEntry{d: e.d, loc: loc})
 		off += size

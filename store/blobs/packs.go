@@ -29,10 +29,18 @@ import (
 // stay content-addressed (found by CID, stored once, never rewritten);
 // only their placement differs from a loose blob's.
 //
-//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x01", then entries:
-//	    u32 LE length n | u32 LE CRC-32C of (digest ‖ data) | 32-byte sha2-256 digest | n bytes
+//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x02", then entries:
+//	    u32 LE z<<31 | n | u32 LE CRC-32C of (digest ‖ stored) | 32-byte sha2-256 digest of the blob | n stored bytes
 //	DIR/packs/NNNNNNNN.idx    written when a pack is full (atomic):
-//	    "FRPIDX\x00\x01" | u32 LE count | count × (digest, u64 LE offset, u32 LE length) | u32 LE CRC-32C of all before
+//	    "FRPIDX\x00\x02" | u32 LE count |
+//	    count × (digest, u64 LE offset, u32 LE z<<31 | stored length, u32 LE blob size) | u32 LE CRC-32C of all before
+//
+// An entry with z set stores the blob as one zstd frame (packz.go): a
+// blob is kept so when that saves a tenth of it, which screencast frames
+// do. The digest is always the blob's, so a CID never depends on how it
+// is kept. Packs and indexes of version 1 ("FRPACK\x00\x01",
+// "FRPIDX\x00\x01" with 44-byte rows and no z) are read as before; the
+// packs written now, and the packs a sweep rewrites, are version 2.
 //
 // A pack is preallocated (fallocate) ahead of its logical end and written
 // there: writing into allocated space costs a tenth of the CPU of extending
@@ -78,14 +86,21 @@ type packs struct {
 
 type packLoc struct {
 	pack int
-	off  int64 // offset of the data (after the entry header)
-	n    int64
+	off  int64 // offset of the stored bytes (after the entry header)
+	n    int64 // stored bytes
+	raw  int64 // the blob's size (n, unless z)
+	z    bool  // the stored bytes are the blob's zstd frame
 }
 
 const (
-	packMagic      = "FRPACK\x00\x01"
-	packIdxMagic   = "FRPIDX\x00\x01"
+	packMagic      = "FRPACK\x00\x02"
+	packMagicV1    = "FRPACK\x00\x01"
+	packIdxMagic   = "FRPIDX\x00\x02"
+	packIdxMagicV1 = "FRPIDX\x00\x01"
 	packEntryHdr   = 4 + 4 + 32
+	// packZ, in an entry's first word, says its stored bytes are the
+	// blob's zstd frame; the other 31 bits are their length.
+	packZ          = 1 << 31
 	defaultPackMax = 128 << 20
 	// packAllocStart is a new pack's first allocation; it doubles as the
 	// pack fills.
@@ -149,7 +164,9 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			p.cut += sc.size - sc.end
 			sc.size = sc.end
 		}
-		if !last || sc.end >= maxBytes {
+		// A version-1 pack is not filled further: it is finished, and
+		// the next put starts a version-2 one.
+		if !last || sc.end >= maxBytes || sc.v1 {
 			if err := trimPack(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
@@ -320,6 +337,7 @@ type packScan struct {
 	end     int64 // the logical end: after the last whole entry
 	size    int64 // the file size
 	torn    bool  // from end on lies an entry that runs past the end of the file
+	v1      bool  // the pack's header says version 1
 }
 
 // scan reads a pack's entries, checking each one's CRC and digest. A pack
@@ -350,7 +368,7 @@ func (p *packs) scan(n int) (packScan, error) {
 	}
 	sc.size = fi.Size()
 	head := make([]byte, len(packMagic))
-	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic {
+	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic && string(head) != packMagicV1 {
 		if allZeroBytes(head) || sc.size < int64(len(packMagic)) { // created, header never made durable
 			sc.torn = sc.size > 0
 			return sc, nil
@@ -358,6 +376,7 @@ func (p *packs) scan(n int) (packScan, error) {
 		// A damaged header: the entries after it are read as usual.
 		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: 0, To: int64(len(packMagic))})
 	}
+	sc.v1 = string(head) == packMagicV1
 	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size}
 	pr.skip(int64(len(packMagic)))
 	off := int64(len(packMagic))
@@ -368,7 +387,7 @@ func (p *packs) scan(n int) (packScan, error) {
 			sc.end = off
 			return sc, nil
 		case entryGood:
-			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z}
 			off += packEntryHdr + e.n
 			continue
 		case entryBad:
@@ -381,7 +400,7 @@ func (p *packs) scan(n int) (packScan, error) {
 				continue
 			}
 			if next == sc.size || pr.boundary(next) {
-				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n}
+				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.n, z: e.z}
 				off = next
 				continue
 			}
@@ -409,8 +428,45 @@ const (
 )
 
 type packEntry struct {
-	d [32]byte
-	n int64
+	d   [32]byte
+	n   int64 // stored bytes
+	raw int64 // the blob's size
+	z   bool
+}
+
+// entryWord is an entry header's first word.
+func entryWord(n int64, z bool) uint32 {
+	if z {
+		return uint32(n) | packZ
+	}
+	return uint32(n)
+}
+
+// parseWord splits an entry header's first word.
+func parseWord(w uint32) (n int64, z bool) { return int64(w &^ packZ), w&packZ != 0 }
+
+// checkEntry checks a whole entry: the CRC of its header's digest and its
+// stored bytes, and that the blob they hold (decompressed when z) hashes
+// to the digest. It returns the blob's size.
+func checkEntry(hdr, stored []byte, z bool) (raw int64, ok bool) {
+	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
+	if crc != binary.LittleEndian.Uint32(hdr[4:8]) {
+		return 0, false
+	}
+	blob := stored
+	if z {
+		size, err := PackedSize(stored)
+		if err != nil {
+			return 0, false
+		}
+		if blob, err = DecompressPacked(stored, size); err != nil {
+			return 0, false
+		}
+	}
+	if sha256.Sum256(blob) != [32]byte(hdr[8:40]) {
+		return 0, false
+	}
+	return int64(len(blob)), true
 }
 
 // packReader reads a pack's entries in order through a buffer, and checks
@@ -450,7 +506,7 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	if allZeroBytes(r.hdr[:]) {
 		return e, entryEnd // the preallocated, unwritten rest
 	}
-	e.n = int64(binary.LittleEndian.Uint32(r.hdr[0:4]))
+	e.n, e.z = parseWord(binary.LittleEndian.Uint32(r.hdr[0:4]))
 	copy(e.d[:], r.hdr[8:40])
 	if e.n > PackMaxBlob || r.size-off-packEntryHdr < e.n {
 		return e, entryNone
@@ -463,11 +519,11 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 		return e, entryNone
 	}
 	r.pos += e.n
-	sum := binary.LittleEndian.Uint32(r.hdr[4:8])
-	crc := crc32.Update(crc32.Checksum(r.hdr[8:40], castagnoli), castagnoli, r.body)
-	if crc != sum || sha256.Sum256(r.body) != e.d {
+	raw, ok := checkEntry(r.hdr[:], r.body, e.z)
+	if !ok {
 		return e, entryBad
 	}
+	e.raw = raw
 	return e, entryGood
 }
 
@@ -494,13 +550,12 @@ func (r *packReader) resync(from int64) int64 {
 		if binary.LittleEndian.Uint64(h) == 0 {
 			continue // a zero length and checksum start no entry worth the hashing
 		}
-		n := int(binary.LittleEndian.Uint32(h[0:4]))
+		n64, z := parseWord(binary.LittleEndian.Uint32(h[0:4]))
+		n := int(n64)
 		if n > PackMaxBlob || i+packEntryHdr+n > len(rest) {
 			continue
 		}
-		body := rest[i+packEntryHdr : i+packEntryHdr+n]
-		crc := crc32.Update(crc32.Checksum(h[8:40], castagnoli), castagnoli, body)
-		if crc == binary.LittleEndian.Uint32(h[4:8]) && sha256.Sum256(body) == [32]byte(h[8:40]) {
+		if _, ok := checkEntry(h, rest[i+packEntryHdr:i+packEntryHdr+n], z); ok {
 			return from + int64(i)
 		}
 	}
@@ -545,7 +600,16 @@ func (p *packs) readIdx(n int) ([]idxEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) < len(packIdxMagic)+8 || string(b[:len(packIdxMagic)]) != packIdxMagic {
+	if len(b) < len(packIdxMagic)+8 {
+		return nil, errPackCorrupt
+	}
+	rowLen := 0
+	switch string(b[:len(packIdxMagic)]) {
+	case packIdxMagic:
+		rowLen = 48
+	case packIdxMagicV1:
+		rowLen = 44
+	default:
 		return nil, errPackCorrupt
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
@@ -554,14 +618,23 @@ func (p *packs) readIdx(n int) ([]idxEntry, error) {
 	}
 	cnt := int(binary.LittleEndian.Uint32(body[len(packIdxMagic):]))
 	rows := body[len(packIdxMagic)+4:]
-	if len(rows) != cnt*44 {
+	if len(rows)%rowLen != 0 || len(rows)/rowLen != cnt {
 		return nil, errPackCorrupt
 	}
 	out := make([]idxEntry, cnt)
 	for i := range out {
-		r := rows[i*44:]
+		r := rows[i*rowLen:]
 		copy(out[i].d[:], r[:32])
-		out[i].loc = packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40])), n: int64(binary.LittleEndian.Uint32(r[40:44]))}
+		loc := packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40]))}
+		loc.n, loc.z = parseWord(binary.LittleEndian.Uint32(r[40:44]))
+		loc.raw = loc.n
+		if rowLen == 48 {
+			loc.raw = int64(binary.LittleEndian.Uint32(r[44:48]))
+		}
+		if loc.n > PackMaxBlob || loc.raw > PackMaxBlob || rowLen == 44 && loc.z || !loc.z && loc.raw != loc.n {
+			return nil, errPackCorrupt
+		}
+		out[i].loc = loc
 	}
 	return out, nil
 }
@@ -572,14 +645,15 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 		ds = append(ds, d)
 	}
 	sort.Slice(ds, func(i, j int) bool { return bytes.Compare(ds[i][:], ds[j][:]) < 0 })
-	b := make([]byte, 0, len(packIdxMagic)+4+44*len(ds)+4)
+	b := make([]byte, 0, len(packIdxMagic)+4+48*len(ds)+4)
 	b = append(b, packIdxMagic...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(ds)))
 	for _, d := range ds {
 		loc := entries[d]
 		b = append(b, d[:]...)
 		b = binary.LittleEndian.AppendUint64(b, uint64(loc.off))
-		b = binary.LittleEndian.AppendUint32(b, uint32(loc.n))
+		b = binary.LittleEndian.AppendUint32(b, entryWord(loc.n, loc.z))
+		b = binary.LittleEndian.AppendUint32(b, uint32(loc.raw))
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	return layout.WriteFileAtomic(p.idxPath(n), b, 0o444)
@@ -700,11 +774,19 @@ func (f *packFile) syncThrough(end int64) error {
 // waits for an fsync that covers it, and only then makes them visible.
 // Digests must match data.
 func (p *packs) put(ds [][32]byte, datas [][]byte) error {
-	p.mu.Lock()
+	// The stored forms, made before taking the lock (and not for a blob
+	// already packed: a rerun's frames mostly are).
+	stored := make([][]byte, len(datas))
+	zs := make([]bool, len(datas))
 	need := 0
-	for _, d := range datas {
-		need += packEntryHdr + len(d)
+	for i, d := range datas {
+		if _, ok := p.has(ds[i]); ok {
+			continue
+		}
+		stored[i], zs[i] = CompressPacked(d)
+		need += packEntryHdr + len(stored[i])
 	}
+	p.mu.Lock()
 	if cap(p.buf) < need && need <= 2*PackMaxBlob {
 		p.buf = make([]byte, 0, need)
 	}
@@ -719,15 +801,19 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	}
 	pf := p.cur
 	for i, d := range ds {
-		if _, ok := p.index[d]; ok || seen[d] {
+		if _, ok := p.index[d]; ok || seen[d] || stored[i] == nil {
+			// Packed (by now, or before the stored forms were made: a
+			// blob packed since then was compressed, one packed before
+			// was not, and either way is skipped).
 			continue
 		}
 		seen[d] = true
-		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, datas[i])
-		adds = append(adds, packAdd{d: d, off: pf.size.Load() + int64(len(buf)) + packEntryHdr, n: int64(len(datas[i]))})
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(datas[i])))
+		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, stored[i])
+		adds = append(adds, packAdd{d: d, off: pf.size.Load() + int64(len(buf)) + packEntryHdr,
+			n: int64(len(stored[i])), raw: int64(len(datas[i])), z: zs[i]})
+		buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(stored[i])), zs[i]))
 		buf = binary.LittleEndian.AppendUint32(buf, crc)
-		buf = append(append(buf, d[:]...), datas[i]...)
+		buf = append(append(buf, d[:]...), stored[i]...)
 	}
 	if len(buf) == 0 {
 		p.mu.Unlock()
@@ -746,7 +832,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	}
 	end := pf.size.Add(int64(len(buf)))
 	for _, a := range adds {
-		pf.entries[a.d] = packLoc{pack: pf.n, off: a.off, n: a.n}
+		pf.entries[a.d] = a.loc(pf.n)
 	}
 	p.mu.Unlock()
 
@@ -758,7 +844,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	}
 	p.mu.Lock()
 	for _, a := range adds {
-		p.add(a.d, packLoc{pack: pf.n, off: a.off, n: a.n})
+		p.add(a.d, a.loc(pf.n))
 	}
 	p.mu.Unlock()
 	return nil
@@ -788,9 +874,14 @@ func (p *packs) abandon(pf *packFile) {
 
 // packAdd is a blob written to a pack but not yet indexed.
 type packAdd struct {
-	d   [32]byte
-	off int64
-	n   int64
+	d      [32]byte
+	off    int64
+	n, raw int64
+	z      bool
+}
+
+func (a packAdd) loc(pack int) packLoc {
+	return packLoc{pack: pack, off: a.off, n: a.n, raw: a.raw, z: a.z}
 }
 
 // finishCurrent finishes the pack being filled, if any (see finish); the
@@ -870,7 +961,8 @@ func growAlloc(alloc, need, maxBytes int64) int64 {
 	return max(min(alloc, maxBytes), need)
 }
 
-// open returns a reader over a packed blob.
+// open returns a reader over a packed blob: a compressed one is read and
+// decoded whole (a packed blob is at most PackMaxBlob).
 func (p *packs) open(loc packLoc) (BlobReader, error) {
 	f, err := os.Open(p.path(loc.pack))
 	if err != nil {
@@ -879,8 +971,27 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 		}
 		return nil, err
 	}
-	return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
+	if !loc.z {
+		return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
+	}
+	defer f.Close()
+	stored := make([]byte, loc.n)
+	if _, err := f.ReadAt(stored, loc.off); err != nil {
+		return nil, fmt.Errorf("store: packed blob: %w", err)
+	}
+	blob, err := DecompressPacked(stored, loc.raw)
+	if err != nil {
+		// Damaged since the pack was indexed: never served (an
+		// uncompressed one is caught by verify's rehash instead).
+		return nil, fmt.Errorf("pack %d, offset %d: %w: %w", loc.pack, loc.off, ErrBlobCorrupt, err)
+	}
+	return memBlob{bytes.NewReader(blob)}, nil
 }
+
+// memBlob reads a blob held in memory.
+type memBlob struct{ *bytes.Reader }
+
+func (memBlob) Close() error { return nil }
 
 // each calls fn for every packed blob.
 func (p *packs) each(fn func(d [32]byte, n int64) error) error {
@@ -889,7 +1000,7 @@ func (p *packs) each(fn func(d [32]byte, n int64) error) error {
 	ns := make([]int64, 0, len(p.index))
 	for d, loc := range p.index {
 		ds = append(ds, d)
-		ns = append(ns, loc.n)
+		ns = append(ns, loc.raw)
 	}
 	p.mu.Unlock()
 	for i := range ds {
