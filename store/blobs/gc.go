@@ -190,8 +190,9 @@ var ErrSweepEnded = errors.New("store: sweep has ended")
 type CollectReport struct {
 	// Removed is the number of distinct blobs removed.
 	Removed int `json:"removed"`
-	// Freed is the bytes of blob data removed: the sizes of the removed
-	// blobs (twice for one that was stored both loose and packed). Pack
+	// Freed is the bytes of blob data removed: a loose blob's size, a
+	// packed one's stored bytes (compressed for one kept compressed;
+	// twice for one that was stored both loose and packed). Pack
 	// entry headers and duplicate copies of kept blobs dropped by a
 	// repack are not counted; PackBytesBefore - PackBytesAfter shows them.
 	Freed int64 `json:"freed"`

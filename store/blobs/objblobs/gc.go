@@ -342,9 +342,9 @@ func (s *Store) rescues(c condSnap, d [32]byte) bool {
 func (s *Store) rescue(ctx context.Context, c condSnap, ds [][32]byte, datas [][]byte) error {
 	ents := make([]entry, len(ds))
 	for i := range ds {
-		ents[i] = entry{d: ds[i], n: int64(len(datas[i]))}
+		ents[i] = entry{d: ds[i], raw: int64(len(datas[i]))}
 	}
-	if _, err := s.putPack(ctx, ents, datas, true); err != nil {
+	if _, err := s.putPack(ctx, ents, storedForms(ents, datas), true); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -355,11 +355,12 @@ func (s *Store) rescue(ctx context.Context, c condSnap, ds [][32]byte, datas [][
 	return nil
 }
 
-// putPack writes a pack of ents under a key no other pack has (its digest,
-// this node's name and a sequence number) and indexes it, over the
-// places of its blobs known so far when over.
-func (s *Store) putPack(ctx context.Context, ents []entry, datas [][]byte, over bool) (string, error) {
-	body := encodePack(ents, datas)
+// putPack writes a pack of ents, whose stored forms are stored, under a
+// key no other pack has (its digest, this node's name and a sequence
+// number) and indexes it, over the places of its blobs known so far when
+// over.
+func (s *Store) putPack(ctx context.Context, ents []entry, stored [][]byte, over bool) (string, error) {
+	body := encodePack(ents, stored)
 	sum := sha256.Sum256(body)
 	key := fmt.Sprintf("%s%x-%s-%s-%d", packPrefix, sum[:8], s.opts.Node, s.incarnation, s.seq.Add(1))
 	if _, err := s.obj.Put(ctx, key, bytes.NewReader(body), int64(len(body)), objstore.PutOptions{CreateOnly: true}); err != nil {
@@ -553,7 +554,9 @@ func (sw *sweep) Elsewhere() error {
 // Collect deletes every blob listed at BeginSweep that live does not
 // keep and no hold record names: loose objects, packs all of whose blobs
 // are dead, and packs at least half of whose bytes are dead (their live
-// blobs copied first into a new pack).
+// blobs copied first into a new pack). A pack's bytes, here and in the
+// report's Freed, are its stored bytes: what the bucket holds, a blob
+// kept compressed counted compressed.
 func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)) (blobs.CollectReport, error) {
 	var rep blobs.CollectReport
 	if errors.Is(sw.err, ErrLeaseHeld) {
@@ -591,7 +594,7 @@ func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)
 	}
 	var plans []plan
 	for key, ents := range sw.packs {
-		var deadN, total int64
+		var deadN, total int64 // stored bytes
 		var deadEnts, liveEnts []entry
 		for _, e := range ents {
 			total += e.n
@@ -710,7 +713,8 @@ func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)
 	return rep, nil
 }
 
-// packBytes is the size of a pack of ents.
+// packBytes is the size of a pack of ents (of version 2, as every pack
+// putPack writes).
 func packBytes(ents []entry) int64 {
 	n := int64(headerFixed) + int64(len(ents))*entryBytes
 	for _, e := range ents {
@@ -720,7 +724,9 @@ func packBytes(ents []entry) int64 {
 }
 
 // copyLive writes the live entries of pack key into a new pack and returns
-// its key. Every entry is checked against its digest on the way.
+// its key. Every entry is checked against its digest on the way (a
+// compressed one decoded to be), and copied as it is stored: compressed
+// or not, with its size.
 func (sw *sweep) copyLive(ctx context.Context, key string, ents []entry) (string, error) {
 	s := sw.s
 	rc, _, err := s.obj.Get(ctx, key)
@@ -732,16 +738,25 @@ func (sw *sweep) copyLive(ctx context.Context, key string, ents []entry) (string
 	if err != nil {
 		return "", fmt.Errorf("store: sweep: pack %s: %w", key, err)
 	}
-	datas := make([][]byte, len(ents))
+	stored := make([][]byte, len(ents))
 	out := make([]entry, len(ents))
 	for i, e := range ents {
-		if e.off+e.n > int64(len(body)) || sha256.Sum256(body[e.off:e.off+e.n]) != e.d {
+		if e.off+e.n > int64(len(body)) {
 			return "", fmt.Errorf("store: sweep: pack %s: entry at %d: %w", key, e.off, blobs.ErrBlobCorrupt)
 		}
-		datas[i] = body[e.off : e.off+e.n]
-		out[i] = entry{d: e.d, n: e.n}
+		stored[i] = body[e.off : e.off+e.n]
+		blob := stored[i]
+		if e.z {
+			if blob, err = blobs.DecompressPacked(stored[i], e.raw); err != nil {
+				return "", fmt.Errorf("store: sweep: pack %s: entry at %d: %w: %w", key, e.off, blobs.ErrBlobCorrupt, err)
+			}
+		}
+		if sha256.Sum256(blob) != e.d {
+			return "", fmt.Errorf("store: sweep: pack %s: entry at %d: %w", key, e.off, blobs.ErrBlobCorrupt)
+		}
+		out[i] = entry{d: e.d, n: e.n, raw: e.raw, z: e.z}
 	}
-	return s.putPack(ctx, out, datas, false)
+	return s.putPack(ctx, out, stored, false)
 }
 
 // condemn publishes the condemned set under the next epoch.

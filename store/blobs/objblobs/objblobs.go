@@ -8,10 +8,12 @@
 // Both are content-addressed and written create-only, so two nodes
 // writing the same bytes write the same key and neither overwrites the
 // other. A pack object is self-describing (see packFormat): its header
-// holds the digest, offset and length of every blob in it, so the index of
-// which pack holds which CID is rebuilt by reading the headers of the
-// packs listed under packs/, by this node at open and by any other node
-// that shares the bucket. A blob in a pack is read with one ranged GET.
+// holds the digest, offset and stored length of every blob in it, and the
+// blob's size and whether it is kept compressed, so the index of which
+// pack holds which CID is rebuilt by reading the headers of the packs
+// listed under packs/, by this node at open and by any other node that
+// shares the bucket. A blob in a pack is read with one ranged GET (and
+// decompressed when it is kept compressed).
 //
 // Ack rule: Put, PutMany and PutFile return only after the object store
 // answered the PUT (S3's acknowledgement is its durability); a failure
@@ -28,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -48,28 +51,55 @@ const (
 	packPrefix  = "packs/"
 )
 
-// packFormat: a pack object is
+// packFormat: a pack object is (integers big-endian)
 //
-//	magic "FRPACK1\n" (8 bytes)
-//	count uint32, big-endian
+//	magic "FRPACK2\n" (8 bytes)
+//	count uint32
+//	count entries of 57 bytes:
+//	    digest [32]byte   sha2-256 of the blob (uncompressed)
+//	    offset uint64     of the stored bytes, from the object's start
+//	    stored uint64     length of the stored bytes
+//	    raw    uint64     the blob's size, at most blobs.PackMaxBlob
+//	    flags  uint8      bit 0 (flagZstd): the stored bytes are the
+//	                      blob's zstd frame (blobs.CompressPacked); else
+//	                      they are the blob, and raw == stored. Other
+//	                      bits are zero.
+//	the stored bytes, at their offsets
+//
+// The flag, not raw != stored, says how an entry is kept, so an entry is
+// never read by guessing; a header whose entries break these rules (a
+// flag unknown, raw above PackMaxBlob, a plain entry with raw != stored,
+// bytes outside the object) is damaged, as a bad magic is.
+//
+// Version 1, what the previous version wrote and is still read (its
+// blobs are all plain), is
+//
+//	magic "FRPACK1\n", count uint32,
 //	count entries of: digest [32]byte, offset uint64, length uint64
-//	the blobs' bytes, at their offsets (from the object's start)
 //
 // The header comes first so that a reader rebuilding the index reads a
-// prefix of the object, not its whole.
+// prefix of the object, not its whole. Packs written now, a sweep's
+// rewrites included, are version 2, which a node of the previous version
+// cannot read (bad magic): the nodes sharing a bucket are upgraded before
+// any of them writes.
 const (
-	packMagic   = "FRPACK1\n"
-	entryBytes  = 32 + 8 + 8
-	headerFixed = len(packMagic) + 4
+	packMagic    = "FRPACK2\n"
+	packMagicV1  = "FRPACK1\n"
+	entryBytes   = 32 + 8 + 8 + 8 + 1
+	entryBytesV1 = 32 + 8 + 8
+	headerFixed  = len(packMagic) + 4
+	flagZstd     = 1 << 0
 	// headerGuess is how much of a pack's start the index rebuild reads
-	// in its first GET: the whole header of a pack of up to ~1300 blobs.
+	// in its first GET: the whole header of a pack of up to ~1100 blobs.
 	headerGuess = 64 << 10
 )
 
-// loc is where a packed blob lies.
+// loc is where a packed blob lies, and how it is kept.
 type loc struct {
 	pack   string // key of the pack object
-	off, n int64
+	off, n int64  // the stored bytes
+	raw    int64  // the blob's size
+	z      bool   // the stored bytes are the blob's zstd frame
 }
 
 // Store is a blob store over an object store.
@@ -137,9 +167,14 @@ func openWith(ctx context.Context, obj objstore.Store, opts Options, hook func(s
 // the packs still listed (and reads the headers of the others).
 const snapshotKey = "index/packs"
 
-// snapshot format: "FRIDX1\n", then per pack: key length uint16, key,
-// count uint32, count × {digest [32]byte, offset uint64, length uint64}.
-const snapshotMagic = "FRIDX1\n"
+// snapshot format: "FRIDX2\n", then per pack: key length uint16, key,
+// count uint32, count entries as in a version-2 pack header. A snapshot
+// of version 1 ("FRIDX1\n", entries as in a version-1 header), which
+// names version-1 packs only, is still read.
+const (
+	snapshotMagic   = "FRIDX2\n"
+	snapshotMagicV1 = "FRIDX1\n"
+)
 
 // saveSnapshot writes the pack index; a failure only costs the next
 // opening its header reads.
@@ -152,9 +187,7 @@ func (s *Store) saveSnapshot(ctx context.Context) {
 		b.WriteString(key)
 		b.Write(binary.BigEndian.AppendUint32(nil, uint32(len(ents))))
 		for _, e := range ents {
-			b.Write(e.d[:])
-			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.off)))
-			b.Write(binary.BigEndian.AppendUint64(nil, uint64(e.n)))
+			b.Write(appendEntry(nil, e))
 		}
 	}
 	s.mu.RUnlock()
@@ -162,10 +195,28 @@ func (s *Store) saveSnapshot(ctx context.Context) {
 }
 
 // loadSnapshot indexes the packs the snapshot holds; reload then forgets
-// those no longer listed. A missing or damaged snapshot loads nothing.
+// those no longer listed. A missing snapshot loads nothing, a damaged one
+// the packs before the damage.
 func (s *Store) loadSnapshot(ctx context.Context) {
 	b, _, err := objstore.ReadAll(ctx, s.obj, snapshotKey)
-	if err != nil || !bytes.HasPrefix(b, []byte(snapshotMagic)) {
+	if err != nil {
+		return
+	}
+	parseSnapshot(b, func(key string, ents []entry) { s.addPack(key, ents) })
+}
+
+// parseSnapshot calls add with each pack a snapshot names, up to the end
+// or the first damage. An entry is checked as far as it can be without
+// its pack's size: what it names lies within what a pack can hold
+// (a reader reads no more than PackMaxBlob for it).
+func parseSnapshot(b []byte, add func(key string, ents []entry)) {
+	var size int
+	switch {
+	case bytes.HasPrefix(b, []byte(snapshotMagic)):
+		size = entryBytes
+	case bytes.HasPrefix(b, []byte(snapshotMagicV1)):
+		size = entryBytesV1
+	default:
 		return
 	}
 	b = b[len(snapshotMagic):]
@@ -177,18 +228,19 @@ func (s *Store) loadSnapshot(ctx context.Context) {
 		key := string(b[2 : 2+kl])
 		count := int(binary.BigEndian.Uint32(b[2+kl:]))
 		b = b[2+kl+4:]
-		if count < 0 || len(b) < count*entryBytes || !strings.HasPrefix(key, packPrefix) {
+		if count < 0 || len(b)/size < count || !strings.HasPrefix(key, packPrefix) {
 			return
 		}
 		ents := make([]entry, count)
 		for i := range ents {
-			e := b[i*entryBytes:]
-			copy(ents[i].d[:], e[:32])
-			ents[i].off = int64(binary.BigEndian.Uint64(e[32:]))
-			ents[i].n = int64(binary.BigEndian.Uint64(e[40:]))
+			e, err := parseEntry(b[i*size:(i+1)*size], int64(headerFixed), math.MaxInt64)
+			if err != nil || e.n > blobs.PackMaxBlob {
+				return
+			}
+			ents[i] = e
 		}
-		b = b[count*entryBytes:]
-		s.addPack(key, ents)
+		b = b[count*size:]
+		add(key, ents)
 	}
 }
 
@@ -249,47 +301,118 @@ func (s *Store) prune(listed map[string]bool) {
 	for key, ents := range s.packs {
 		for _, e := range ents {
 			if _, ok := s.index[e.d]; !ok {
-				s.index[e.d] = loc{pack: key, off: e.off, n: e.n}
+				s.index[e.d] = e.in(key)
 			}
 		}
 	}
 }
 
+// entry is a pack header's entry.
 type entry struct {
 	d      [32]byte
-	off, n int64
+	off, n int64 // the stored bytes
+	raw    int64 // the blob's size (n, unless z)
+	z      bool  // the stored bytes are the blob's zstd frame
+}
+
+// in is where e lies in pack key.
+func (e entry) in(key string) loc { return loc{pack: key, off: e.off, n: e.n, raw: e.raw, z: e.z} }
+
+// appendEntry appends e in the version-2 layout (packFormat).
+func appendEntry(b []byte, e entry) []byte {
+	b = append(b, e.d[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.off))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.n))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.raw))
+	var flags byte
+	if e.z {
+		flags |= flagZstd
+	}
+	return append(b, flags)
+}
+
+// parseEntry reads one entry of a header, of version 2 when it is
+// entryBytes long, else of version 1 (entryBytesV1), and checks that its
+// stored bytes lie between the header's end (hlen) and the object's
+// (size), and that it follows packFormat's rules.
+func parseEntry(p []byte, hlen, size int64) (entry, error) {
+	var e entry
+	copy(e.d[:], p[:32])
+	off, n := binary.BigEndian.Uint64(p[32:]), binary.BigEndian.Uint64(p[40:])
+	// Compared as unsigned, so that no sum overflows: an entry of a
+	// damaged header never names more than the object holds.
+	if off < uint64(hlen) || off > uint64(size) || n > uint64(size)-off {
+		return e, errors.New("lies outside the object")
+	}
+	e.off, e.n, e.raw = int64(off), int64(n), int64(n)
+	if len(p) == entryBytesV1 {
+		return e, nil
+	}
+	raw, flags := binary.BigEndian.Uint64(p[48:]), p[56]
+	switch {
+	case flags&^flagZstd != 0:
+		return e, fmt.Errorf("unknown flags %#x", flags)
+	case raw > blobs.PackMaxBlob:
+		return e, fmt.Errorf("a blob of %d bytes, more than a pack holds", raw)
+	case flags&flagZstd == 0 && raw != n:
+		return e, fmt.Errorf("a plain blob of %d bytes stored in %d", raw, n)
+	}
+	e.raw, e.z = int64(raw), flags&flagZstd != 0
+	return e, nil
+}
+
+// parseHeader reads the header of a pack object of size bytes from p, a
+// prefix of it. When p is too short to hold the whole header it returns
+// need, the header's length, for the caller to read that much and call
+// again. It allocates no more than p's length allows, whatever the
+// header says.
+func parseHeader(p []byte, size int64) (ents []entry, need int64, err error) {
+	if len(p) < headerFixed || int64(len(p)) > size {
+		return nil, 0, errors.New("not a pack (bad magic)")
+	}
+	var eb int64
+	switch string(p[:len(packMagic)]) {
+	case packMagic:
+		eb = entryBytes
+	case packMagicV1:
+		eb = entryBytesV1
+	default:
+		return nil, 0, errors.New("not a pack (bad magic)")
+	}
+	count := int64(binary.BigEndian.Uint32(p[len(packMagic):]))
+	hlen := int64(headerFixed) + count*eb
+	if hlen > size {
+		return nil, 0, fmt.Errorf("header of %d entries exceeds the object", count)
+	}
+	if hlen > int64(len(p)) {
+		return nil, hlen, nil
+	}
+	ents = make([]entry, count)
+	for i := range ents {
+		at := int64(headerFixed) + int64(i)*eb
+		if ents[i], err = parseEntry(p[at:at+eb], hlen, size); err != nil {
+			return nil, 0, fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return ents, 0, nil
 }
 
 // readHeader reads a pack's header.
 func (s *Store) readHeader(ctx context.Context, key string, size int64) ([]entry, error) {
-	first := min(size, headerGuess)
-	p := make([]byte, first)
+	p := make([]byte, min(size, headerGuess))
 	if err := s.raw.GetRange(ctx, key, 0, p); err != nil {
 		return nil, err
 	}
-	if len(p) < headerFixed || string(p[:len(packMagic)]) != packMagic {
-		return nil, fmt.Errorf("store: pack %s: not a pack (bad magic)", key)
-	}
-	count := int64(binary.BigEndian.Uint32(p[len(packMagic):]))
-	hlen := int64(headerFixed) + count*entryBytes
-	if hlen > size {
-		return nil, fmt.Errorf("store: pack %s: header of %d entries exceeds the object", key, count)
-	}
-	if hlen > int64(len(p)) {
-		p = make([]byte, hlen)
+	ents, need, err := parseHeader(p, size)
+	if err == nil && need > 0 {
+		p = make([]byte, need)
 		if err := s.raw.GetRange(ctx, key, 0, p); err != nil {
 			return nil, err
 		}
+		ents, _, err = parseHeader(p, size)
 	}
-	ents := make([]entry, count)
-	for i := range ents {
-		e := p[headerFixed+i*entryBytes:]
-		copy(ents[i].d[:], e[:32])
-		ents[i].off = int64(binary.BigEndian.Uint64(e[32:]))
-		ents[i].n = int64(binary.BigEndian.Uint64(e[40:]))
-		if ents[i].off < hlen || ents[i].off+ents[i].n > size || ents[i].n < 0 {
-			return nil, fmt.Errorf("store: pack %s: entry %d lies outside the object", key, i)
-		}
+	if err != nil {
+		return nil, fmt.Errorf("store: pack %s: %w", key, err)
 	}
 	return ents, nil
 }
@@ -302,7 +425,7 @@ func (s *Store) addPack(key string, ents []entry, over ...bool) {
 	s.packs[key] = ents
 	for _, e := range ents {
 		if _, ok := s.index[e.d]; !ok || len(over) > 0 {
-			s.index[e.d] = loc{pack: key, off: e.off, n: e.n}
+			s.index[e.d] = e.in(key)
 		}
 	}
 }
@@ -333,16 +456,17 @@ func looseKey(cidStr string) string {
 	return loosePrefix + layout.ShardOf(cidStr) + "/" + cidStr
 }
 
-// Put stores data as a loose object (one PUT; a batch goes to a pack with
-// PutMany).
 // PutSeekable stores data as Put does. Sealed segments stay plain in the
 // bucket: the seekable zstd form (blobs.EncodeSeekable) is the local
-// directory's saving, and a pack or loose object here is already read by
-// byte range. Compressing them in the bucket too is a next step.
+// directory's saving, and a loose object here is already read by byte
+// range. Packed blobs are kept compressed (packFormat); compressing loose
+// objects too is a next step.
 func (s *Store) PutSeekable(data []byte, _ []int64) (cid.Cid, bool, error) {
 	return s.Put(data)
 }
 
+// Put stores data as a loose object (one PUT; a batch goes to a pack with
+// PutMany).
 func (s *Store) Put(data []byte) (cid.Cid, bool, error) {
 	ctx := context.Background()
 	d := sha256.Sum256(data)
@@ -375,7 +499,8 @@ func (s *Store) putLoose(ctx context.Context, key string, r io.Reader, n int64) 
 }
 
 // PutMany stores a batch: blobs up to blobs.PackMaxBlob not yet indexed go
-// into one new pack object (one PUT), larger ones loose.
+// into one new pack object (one PUT), each compressed when that saves
+// space (blobs.CompressPacked), larger ones loose.
 func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	ctx := context.Background()
 	cond, err := s.condemned(ctx)
@@ -408,7 +533,7 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 			loose = append(loose, i)
 			continue
 		}
-		ents = append(ents, entry{d: d, n: int64(len(data))})
+		ents = append(ents, entry{d: d, raw: int64(len(data))})
 		packed = append(packed, data)
 		one = i
 	}
@@ -427,12 +552,12 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	}
 	if len(ents) == 1 {
 		// A pack of one is a loose object with a header.
-		if _, err := s.putLoose(ctx, cids[one].String(), bytes.NewReader(packed[0]), ents[0].n); err != nil {
+		if _, err := s.putLoose(ctx, cids[one].String(), bytes.NewReader(packed[0]), ents[0].raw); err != nil {
 			return nil, err
 		}
 		return cids, nil
 	}
-	body := encodePack(ents, packed)
+	body := encodePack(ents, storedForms(ents, packed))
 	sum := sha256.Sum256(body)
 	key := packPrefix + hex.EncodeToString(sum[:])
 	_, err = s.obj.Put(ctx, key, bytes.NewReader(body), int64(len(body)), objstore.PutOptions{CreateOnly: true})
@@ -443,26 +568,36 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	return cids, nil
 }
 
-// encodePack lays out a pack, filling in the entries' offsets.
-func encodePack(ents []entry, datas [][]byte) []byte {
+// storedForms returns the form each blob of datas is packed in, and sets
+// its entry's stored length and compressed flag (ents[i].raw is the
+// blob's size).
+func storedForms(ents []entry, datas [][]byte) [][]byte {
+	stored := make([][]byte, len(datas))
+	for i, data := range datas {
+		stored[i], ents[i].z = blobs.CompressPacked(data)
+		ents[i].n = int64(len(stored[i]))
+	}
+	return stored
+}
+
+// encodePack lays out a pack (version 2) of the stored forms of its
+// blobs, filling in the entries' offsets; ents' n, raw and z must be set.
+func encodePack(ents []entry, stored [][]byte) []byte {
 	hlen := int64(headerFixed) + int64(len(ents))*entryBytes
 	total := hlen
-	for _, d := range datas {
+	for _, d := range stored {
 		total += int64(len(d))
 	}
-	body := make([]byte, hlen, total)
-	copy(body, packMagic)
-	binary.BigEndian.PutUint32(body[len(packMagic):], uint32(len(ents)))
+	body := make([]byte, 0, total)
+	body = append(body, packMagic...)
+	body = binary.BigEndian.AppendUint32(body, uint32(len(ents)))
 	off := hlen
 	for i := range ents {
 		ents[i].off = off
-		e := body[headerFixed+i*entryBytes:]
-		copy(e, ents[i].d[:])
-		binary.BigEndian.PutUint64(e[32:], uint64(off))
-		binary.BigEndian.PutUint64(e[40:], uint64(ents[i].n))
+		body = appendEntry(body, ents[i])
 		off += ents[i].n
 	}
-	for _, d := range datas {
+	for _, d := range stored {
 		body = append(body, d...)
 	}
 	return body
@@ -512,8 +647,9 @@ func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
 	return c, true, nil
 }
 
-// Open opens blob c: a packed blob is read with one ranged GET, a loose
-// one streams.
+// Open opens blob c: a packed blob is read with one ranged GET (and
+// decompressed when kept compressed) and checked against c, a loose one
+// streams.
 func (s *Store) Open(c cid.Cid) (blobs.BlobReader, error) { return s.open(c, false) }
 
 func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
@@ -534,6 +670,12 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 			}
 			return nil, fmt.Errorf("blob %s (pack %s): %w", key, l.pack, err)
 		}
+		if l.z {
+			if p, err = blobs.DecompressPacked(p, l.raw); err != nil {
+				// The frame's checksum or size caught the damage.
+				return nil, fmt.Errorf("blob %s (pack %s, offset %d): %w: %w", key, l.pack, l.off, blobs.ErrBlobCorrupt, err)
+			}
+		}
 		if sha256.Sum256(p) != d {
 			return nil, fmt.Errorf("blob %s (pack %s, offset %d): %w", key, l.pack, l.off, blobs.ErrBlobCorrupt)
 		}
@@ -552,12 +694,12 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 	return r, nil
 }
 
-// memBlob is a packed blob read whole.
+// memBlob is a packed blob read whole (decompressed).
 type memBlob struct{ *bytes.Reader }
 
 func (m *memBlob) Close() error { return nil }
 
-// Stat returns blob c's size.
+// Stat returns blob c's size (uncompressed).
 func (s *Store) Stat(c cid.Cid) (int64, error) { return s.stat(c, false) }
 
 func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
@@ -566,7 +708,7 @@ func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
 		return 0, err
 	}
 	if l, ok := s.has(d); ok {
-		return l.n, nil
+		return l.raw, nil
 	}
 	ctx := context.Background()
 	n, err := s.raw.Stat(ctx, looseKey(key))
@@ -597,16 +739,17 @@ func (s *Store) Delete(c cid.Cid) error {
 	return nil
 }
 
-// Walk calls fn with every packed blob, then every loose one.
+// Walk calls fn with every packed blob, then every loose one, and each
+// blob's size (uncompressed).
 func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
 	s.mu.RLock()
 	ents := make([]entry, 0, len(s.index))
 	for d, l := range s.index {
-		ents = append(ents, entry{d: d, n: l.n})
+		ents = append(ents, entry{d: d, raw: l.raw})
 	}
 	s.mu.RUnlock()
 	for _, e := range ents {
-		if err := fn(blobs.FromDigest(e.d[:]), e.n); err != nil {
+		if err := fn(blobs.FromDigest(e.d[:]), e.raw); err != nil {
 			return err
 		}
 	}
@@ -625,13 +768,15 @@ func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
 
 func (s *Store) isPacked(d [32]byte) bool { _, ok := s.has(d); return ok }
 
-// PackDamage: a packed blob is checked against its CID on every read
-// (Open answers blobs.ErrBlobCorrupt); no damage is tracked here.
+// PackDamage: a packed blob is checked against its CID on every read,
+// after its zstd frame is decoded when it is kept compressed (Open
+// answers blobs.ErrBlobCorrupt); no damage is tracked here.
 func (s *Store) PackDamage() ([]blobs.PackDamage, map[string]blobs.PackDamage) {
 	return nil, nil
 }
 
-// StoredBytes is the size of every object of the store, by listing.
+// StoredBytes is the size of every object of the store, by listing: what
+// the bucket holds (packed blobs compressed).
 func (s *Store) StoredBytes() (int64, error) {
 	var total int64
 	for _, prefix := range []string{packPrefix, loosePrefix} {
