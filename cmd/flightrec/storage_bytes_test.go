@@ -23,6 +23,7 @@ import (
 	"os"
 
 	"github.com/ipfs/go-cid"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/executor/recorder"
@@ -30,6 +31,7 @@ import (
 	"github.com/flightrec/flightrec/internal/testenv"
 	"github.com/flightrec/flightrec/playback/webm"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/layout"
 )
 
@@ -85,9 +87,11 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 	for _, r := range fs.runs {
 		t.Logf("frames, %s", r)
 	}
+	alone, inContext := framesPacked(t, st, ids[0])
 	t.Logf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
-		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s",
-		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)))
+		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s; "+
+		"the first run's distinct frames packed now (each compressed alone) %s, as one zstd stream in recording order (each in the context of those before) %s",
+		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)), kb(alone), kb(inContext))
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
@@ -182,6 +186,40 @@ type frameStats struct {
 	distinct, firstDistinct int64
 	// video is the first run's frames, for the video-at-rest estimate.
 	video []webm.Frame
+}
+
+// framesPacked is what recording id's distinct frames take packed as now
+// (each its own zstd frame when that saves a tenth: blobs.CompressPacked),
+// and as one zstd stream in recording order (zstd's default level, a
+// window that holds them all), each frame compressed in the context of
+// those before it: what a next step would save, were frames kept so.
+func framesPacked(t testing.TB, st *store.Store, id string) (alone, inContext int64) {
+	t.Helper()
+	seen := map[string]bool{}
+	var frames [][]byte
+	_, err := st.Scan(id, store.Pos{}, 0, func(r store.Record, _ store.Locator) error {
+		if r.Kind != event.KindFrame || r.CID == "" || seen[r.CID] {
+			return nil
+		}
+		seen[r.CID] = true
+		b, err := readBlob(st, r.CID)
+		if err != nil {
+			return err
+		}
+		stored, _ := blobs.CompressPacked(b)
+		alone += int64(len(stored))
+		frames = append(frames, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(32<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	return alone, int64(len(enc.EncodeAll(bytes.Join(frames, nil), nil)))
 }
 
 func (s *frameStats) add(t testing.TB, st *store.Store, id string) {
@@ -466,6 +504,9 @@ func BenchmarkStoredBytesOfPlaywrightTraces(b *testing.B) {
 	t.Logf("blobs by the kind of event naming them, all traces: %s", blobsByKind(t, st, ids))
 	if len(ids) > 0 {
 		t.Logf("event data of one import by kind: %s", dataByKind(t, st, ids[0]))
+		alone, inContext := framesPacked(t, st, ids[0])
+		t.Logf("one import's distinct frames: packed now (each compressed alone) %s; as one zstd stream in recording order "+
+			"(each in the context of those before: a next step) %s", kb(alone), kb(inContext))
 	}
 	st.Close()
 	if len(ids) != playwrightTraces {
