@@ -636,6 +636,10 @@ func (b *FSBlobs) openCompressed(key string) (BlobReader, error) {
 	s, err := OpenSeekable(f, f.Size(), f)
 	if err != nil {
 		f.Close()
+		if errors.Is(err, ErrBadSeekable) {
+			// Never served: answered as a corrupt blob is.
+			return nil, fmt.Errorf("blob %s: %w: %w", key, ErrBlobCorrupt, err)
+		}
 		return nil, fmt.Errorf("blob %s: %w", key, err)
 	}
 	return s, nil

@@ -317,3 +317,35 @@ func FuzzPackScan(f *testing.F) {
 		}
 	})
 }
+
+// TestLooseCompressedDamageIsCorrupt: a loose blob kept compressed whose
+// seek table is damaged is refused as corrupt (BLOB_CORRUPT over HTTP),
+// not served and not called missing.
+func TestLooseCompressedDamageIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	data := compressible(t, 1, 200<<10)[0]
+	c, _, err := b.PutSeekable(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := b.tree().LooseCompressed(c.String())
+	bs, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("not kept compressed: %v", err)
+	}
+	bs[len(bs)-20] ^= 0x40 // in the seek table, under its CRC
+	if err := os.WriteFile(path, bs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := b.Open(c); !errors.Is(err, ErrBlobCorrupt) {
+		if r != nil {
+			r.Close()
+		}
+		t.Fatalf("Open of a damaged compressed blob: %v, want ErrBlobCorrupt", err)
+	}
+}

@@ -14,3 +14,12 @@ func OpenWithHook(ctx context.Context, obj objstore.Store, opts Options, hook fu
 
 // HeaderReads counts the pack headers s has read.
 func (s *Store) HeaderReads() int64 { return s.headerReads.Load() }
+
+// SetReadSizes sets how large a compressed loose object Open reads whole
+// (0: none) and how much of a larger one's end it reads for the seek
+// table, and returns the function that restores them.
+func SetReadSizes(whole, tail int64) (restore func()) {
+	w, t := wholeRead, tailRead
+	wholeRead, tailRead = whole, tail
+	return func() { wholeRead, tailRead = w, t }
+}

@@ -80,7 +80,7 @@ func FuzzPackHeader(f *testing.F) {
 			if e.off < hlen || e.n < 0 || e.off+e.n > size {
 				t.Fatalf("entry %d (%d, %d) outside [%d, %d)", i, e.off, e.n, hlen, size)
 			}
-			if !e.z && e.raw != e.n || e.raw < 0 || v2 && e.raw > blobs.PackMaxBlob || !v2 && e.z {
+			if !e.z && e.raw != e.n || e.raw < 0 || e.z && e.raw > blobs.PackMaxBlob || !v2 && e.z {
 				t.Fatalf("entry %d: %+v", i, e)
 			}
 			again = appendEntry(again, e)
@@ -101,7 +101,8 @@ func FuzzPackHeader(f *testing.F) {
 }
 
 // FuzzSnapshot: parseSnapshot never panics, and every entry it indexes
-// names at most PackMaxBlob stored bytes and follows packFormat's rules.
+// names at most maxSnapshotEntry stored bytes (PackMaxBlob when
+// compressed) and follows packFormat's rules.
 func FuzzSnapshot(f *testing.F) {
 	key := "packs/abc"
 	for _, magic := range []string{snapshotMagic, snapshotMagicV1} {
@@ -124,7 +125,7 @@ func FuzzSnapshot(f *testing.F) {
 				t.Fatalf("%d entries from %d bytes", len(ents), len(b))
 			}
 			for i, e := range ents {
-				if e.off < 0 || e.n < 0 || e.n > blobs.PackMaxBlob || e.raw < 0 || e.raw > blobs.PackMaxBlob || !e.z && e.raw != e.n {
+				if e.off < 0 || e.n < 0 || e.n > maxSnapshotEntry || e.raw < 0 || e.z && e.raw > blobs.PackMaxBlob || !e.z && e.raw != e.n {
 					t.Fatalf("pack %q entry %d: %+v", k, i, e)
 				}
 			}

@@ -382,7 +382,9 @@ type sweep struct {
 	lease Lease
 	err   error // from BeginSweep; ErrLeaseHeld: another node sweeps
 	held  bool
-	loose map[[32]byte]objectRef
+	// loose: the loose objects of each blob, one or both of its forms
+	// (plain, compressed), as listed.
+	loose map[[32]byte][]objectRef
 	packs map[string][]entry
 	sizes map[string]int64
 	holds map[[32]byte]bool
@@ -413,7 +415,7 @@ func (s *Store) BeginSweep() blobs.Sweeper {
 
 func (sw *sweep) list(ctx context.Context) error {
 	s := sw.s
-	sw.packs, sw.sizes, sw.loose = map[string][]entry{}, map[string]int64{}, map[[32]byte]objectRef{}
+	sw.packs, sw.sizes, sw.loose = map[string][]entry{}, map[string]int64{}, map[[32]byte][]objectRef{}
 	for info, err := range s.obj.List(ctx, packPrefix) {
 		if err != nil {
 			return err
@@ -436,12 +438,11 @@ func (sw *sweep) list(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := blobs.ParseCID(info.Key[strings.LastIndexByte(info.Key, '/')+1:])
-		if err != nil {
-			continue
-		}
-		if d, _, err := name(c); err == nil {
-			sw.loose[d] = objectRef{key: info.Key, size: info.Size}
+		// <cid> and <cid>.zst are the same blob: a sweep that finds it
+		// dead deletes both (those listed here: a form written after
+		// this listing is its writer's, held before it was written).
+		if _, d, _, ok := parseLooseKey(info.Key); ok {
+			sw.loose[d] = append(sw.loose[d], objectRef{key: info.Key, size: info.Size})
 		}
 	}
 	var err error
@@ -552,11 +553,12 @@ func (sw *sweep) Elsewhere() error {
 }
 
 // Collect deletes every blob listed at BeginSweep that live does not
-// keep and no hold record names: loose objects, packs all of whose blobs
-// are dead, and packs at least half of whose bytes are dead (their live
-// blobs copied first into a new pack). A pack's bytes, here and in the
-// report's Freed, are its stored bytes: what the bucket holds, a blob
-// kept compressed counted compressed.
+// keep and no hold record names: loose objects (both forms of a blob
+// when both were listed), packs all of whose blobs are dead, and packs at
+// least half of whose bytes are dead (their live blobs copied first into
+// a new pack). A pack's bytes, here and in the report's Freed, are its
+// stored bytes, and so are a loose object's: what the bucket holds, a
+// blob kept compressed counted compressed.
 func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)) (blobs.CollectReport, error) {
 	var rep blobs.CollectReport
 	if errors.Is(sw.err, ErrLeaseHeld) {
@@ -577,12 +579,12 @@ func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)
 		return v
 	}
 	condemned := map[[32]byte]bool{}
-	var looseGone []objectRef
+	var looseGone [][]objectRef
 	var looseDs [][32]byte
-	for d, o := range sw.loose {
+	for d, forms := range sw.loose {
 		if isDead(d) {
 			condemned[d] = true
-			looseGone, looseDs = append(looseGone, o), append(looseDs, d)
+			looseGone, looseDs = append(looseGone, forms), append(looseDs, d)
 		} else {
 			rep.Kept++
 		}
@@ -662,13 +664,15 @@ func (sw *sweep) Collect(live func(cid.Cid) bool, progress func(done, total int)
 		}
 	}
 	removed := map[[32]byte]bool{}
-	for i, o := range looseGone {
+	for i, forms := range looseGone {
 		if d := looseDs[i]; !held[d] {
-			if err := s.obj.Delete(ctx, o.key); err != nil {
-				return rep, fmt.Errorf("store: sweep: %w", err)
+			for _, o := range forms {
+				if err := s.obj.Delete(ctx, o.key); err != nil {
+					return rep, fmt.Errorf("store: sweep: %w", err)
+				}
+				rep.DiskFreed += o.size
+				rep.Freed += o.size
 			}
-			rep.DiskFreed += o.size
-			rep.Freed += o.size
 			removed[d] = true
 		} else {
 			rep.Kept++

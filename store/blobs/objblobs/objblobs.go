@@ -2,11 +2,13 @@
 // (objstore.Store: S3, or a directory of objects), what `serve --blobs
 // s3://…` stores blobs in. Its objects, under the store's prefix:
 //
-//	loose/<shard>/<cid>   one blob larger than PackMaxBlob, or put alone
-//	packs/<sha256 hex>    a pack: many small blobs written with one PUT
+//	loose/<shard>/<cid>       one blob larger than PackMaxBlob, or put alone
+//	loose/<shard>/<cid>.zst   the same, kept in the seekable zstd form
+//	                          (loose.go) because that saves a tenth
+//	packs/<sha256 hex>        a pack: many small blobs written with one PUT
 //
-// Both are content-addressed and written create-only, so two nodes
-// writing the same bytes write the same key and neither overwrites the
+// All are content-addressed and written create-only, so two nodes
+// writing the same blob write the same key and neither overwrites the
 // other. A pack object is self-describing (see packFormat): its header
 // holds the digest, offset and stored length of every blob in it, and the
 // blob's size and whether it is kept compressed, so the index of which
@@ -41,7 +43,6 @@ import (
 
 	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/blobs/objbackend"
-	"github.com/flightrec/flightrec/store/layout"
 	"github.com/flightrec/flightrec/store/objstore"
 )
 
@@ -59,7 +60,9 @@ const (
 //	    digest [32]byte   sha2-256 of the blob (uncompressed)
 //	    offset uint64     of the stored bytes, from the object's start
 //	    stored uint64     length of the stored bytes
-//	    raw    uint64     the blob's size, at most blobs.PackMaxBlob
+//	    raw    uint64     the blob's size; at most blobs.PackMaxBlob when
+//	                      compressed (a plain entry, such as a rescued
+//	                      blob of any size, is bounded by its object)
 //	    flags  uint8      bit 0 (flagZstd): the stored bytes are the
 //	                      blob's zstd frame (blobs.CompressPacked); else
 //	                      they are the blob, and raw == stored. Other
@@ -68,7 +71,7 @@ const (
 //
 // The flag, not raw != stored, says how an entry is kept, so an entry is
 // never read by guessing; a header whose entries break these rules (a
-// flag unknown, raw above PackMaxBlob, a plain entry with raw != stored,
+// flag unknown, a compressed entry above PackMaxBlob, a plain entry with raw != stored,
 // bytes outside the object) is damaged, as a bad magic is.
 //
 // Version 1, what the previous version wrote and is still read (its
@@ -167,6 +170,12 @@ func openWith(ctx context.Context, obj objstore.Store, opts Options, hook func(s
 // the packs still listed (and reads the headers of the others).
 const snapshotKey = "index/packs"
 
+// maxSnapshotEntry bounds an entry a snapshot names, which no object's
+// size bounds: a reader allocates that much for it. Packed blobs are at
+// most blobs.PackMaxBlob, but a rescue packs a condemned blob whole (a
+// sealed segment, an outlined payload), and those stay far below it.
+const maxSnapshotEntry = 256 << 20
+
 // snapshot format: "FRIDX2\n", then per pack: key length uint16, key,
 // count uint32, count entries as in a version-2 pack header. A snapshot
 // of version 1 ("FRIDX1\n", entries as in a version-1 header), which
@@ -234,7 +243,7 @@ func parseSnapshot(b []byte, add func(key string, ents []entry)) {
 		ents := make([]entry, count)
 		for i := range ents {
 			e, err := parseEntry(b[i*size:(i+1)*size], int64(headerFixed), math.MaxInt64)
-			if err != nil || e.n > blobs.PackMaxBlob {
+			if err != nil || e.n > maxSnapshotEntry {
 				return
 			}
 			ents[i] = e
@@ -352,8 +361,11 @@ func parseEntry(p []byte, hlen, size int64) (entry, error) {
 	switch {
 	case flags&^flagZstd != 0:
 		return e, fmt.Errorf("unknown flags %#x", flags)
-	case raw > blobs.PackMaxBlob:
-		return e, fmt.Errorf("a blob of %d bytes, more than a pack holds", raw)
+	case flags&flagZstd != 0 && raw > blobs.PackMaxBlob:
+		// A plain entry is bounded by its object (a rescue packs a
+		// condemned blob of any size); a compressed one by what a
+		// reader may decompress it to.
+		return e, fmt.Errorf("a compressed blob of %d bytes, more than a pack holds", raw)
 	case flags&flagZstd == 0 && raw != n:
 		return e, fmt.Errorf("a plain blob of %d bytes stored in %d", raw, n)
 	}
@@ -452,22 +464,18 @@ func name(c cid.Cid) ([32]byte, string, error) {
 	return d, c.String(), nil
 }
 
-func looseKey(cidStr string) string {
-	return loosePrefix + layout.ShardOf(cidStr) + "/" + cidStr
-}
-
-// PutSeekable stores data as Put does. Sealed segments stay plain in the
-// bucket: the seekable zstd form (blobs.EncodeSeekable) is the local
-// directory's saving, and a loose object here is already read by byte
-// range. Packed blobs are kept compressed (packFormat); compressing loose
-// objects too is a next step.
-func (s *Store) PutSeekable(data []byte, _ []int64) (cid.Cid, bool, error) {
-	return s.Put(data)
+// PutSeekable stores data as Put does, its compressed form's frames
+// ending at cuts (a sealed segment's record ends), so that a read of one
+// record decodes one frame.
+func (s *Store) PutSeekable(data []byte, cuts []int64) (cid.Cid, bool, error) {
+	return s.put(data, cuts)
 }
 
 // Put stores data as a loose object (one PUT; a batch goes to a pack with
-// PutMany).
-func (s *Store) Put(data []byte) (cid.Cid, bool, error) {
+// PutMany), kept compressed when that saves a tenth (loose.go).
+func (s *Store) Put(data []byte) (cid.Cid, bool, error) { return s.put(data, nil) }
+
+func (s *Store) put(data []byte, cuts []int64) (cid.Cid, bool, error) {
 	ctx := context.Background()
 	d := sha256.Sum256(data)
 	c := blobs.FromDigest(d[:])
@@ -481,26 +489,14 @@ func (s *Store) Put(data []byte) (cid.Cid, bool, error) {
 	if _, ok := s.has(d); ok {
 		return c, false, nil
 	}
-	created, err := s.putLoose(ctx, c.String(), bytes.NewReader(data), int64(len(data)))
+	created, err := s.putLooseData(ctx, c, data, cuts)
 	return c, created, err
-}
-
-// putLoose writes a loose object create-only: one that exists holds the
-// same bytes (its key is their address).
-func (s *Store) putLoose(ctx context.Context, key string, r io.Reader, n int64) (bool, error) {
-	_, err := s.obj.Put(ctx, looseKey(key), r, n, objstore.PutOptions{CreateOnly: true})
-	if errors.Is(err, objstore.ErrExists) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("store: put blob %s: %w", key, err)
-	}
-	return true, nil
 }
 
 // PutMany stores a batch: blobs up to blobs.PackMaxBlob not yet indexed go
 // into one new pack object (one PUT), each compressed when that saves
-// space (blobs.CompressPacked), larger ones loose.
+// space (blobs.CompressPacked), larger ones loose (compressed when that
+// saves space: loose.go). A batch of one new blob is a loose object.
 func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	ctx := context.Background()
 	cond, err := s.condemned(ctx)
@@ -538,7 +534,7 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 		one = i
 	}
 	for _, i := range loose {
-		if _, err := s.putLoose(ctx, cids[i].String(), bytes.NewReader(datas[i]), int64(len(datas[i]))); err != nil {
+		if _, err := s.putLooseData(ctx, cids[i], datas[i], nil); err != nil {
 			return nil, err
 		}
 	}
@@ -552,7 +548,7 @@ func (s *Store) PutMany(datas [][]byte) ([]cid.Cid, error) {
 	}
 	if len(ents) == 1 {
 		// A pack of one is a loose object with a header.
-		if _, err := s.putLoose(ctx, cids[one].String(), bytes.NewReader(packed[0]), ents[0].raw); err != nil {
+		if _, err := s.putLooseData(ctx, cids[one], packed[0], nil); err != nil {
 			return nil, err
 		}
 		return cids, nil
@@ -603,9 +599,10 @@ func encodePack(ents []entry, stored [][]byte) []byte {
 	return body
 }
 
-// PutFile stores the file at src as a loose object, streamed, and removes
-// src once stored (as the local store moves it into place); when the blob
-// was already stored, or on an error, src is left for the caller.
+// PutFile stores the file at src as a loose object, streamed and plain (a
+// built video, which does not compress), and removes src once stored (as
+// the local store moves it into place); when the blob was already stored,
+// in either form, or on an error, src is left for the caller.
 func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
 	f, err := os.Open(src)
 	if err != nil {
@@ -638,7 +635,7 @@ func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return cid.Undef, false, fmt.Errorf("store: put blob: %w", err)
 	}
-	created, err := s.putLoose(ctx, c.String(), f, n)
+	created, err := s.putLoose(ctx, c.String(), false, f, n)
 	if err != nil || !created {
 		return c, false, err
 	}
@@ -648,8 +645,9 @@ func (s *Store) PutFile(src string) (cid.Cid, bool, error) {
 }
 
 // Open opens blob c: a packed blob is read with one ranged GET (and
-// decompressed when kept compressed) and checked against c, a loose one
-// streams.
+// decompressed when kept compressed) and checked against c; a loose one
+// is read by ranges (and its frames decoded when kept compressed, a small
+// one read whole and checked against c: loose.go).
 func (s *Store) Open(c cid.Cid) (blobs.BlobReader, error) { return s.open(c, false) }
 
 func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
@@ -681,7 +679,7 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 		}
 		return &memBlob{Reader: bytes.NewReader(p)}, nil
 	}
-	r, err := s.raw.Get(ctx, looseKey(key))
+	r, err := s.openLoose(ctx, d, key)
 	if errors.Is(err, blobs.ErrNotFound) && !retried {
 		if rerr := s.reload(ctx, true); rerr != nil {
 			return nil, rerr
@@ -694,7 +692,7 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 	return r, nil
 }
 
-// memBlob is a packed blob read whole (decompressed).
+// memBlob is a blob read whole (decompressed) and checked.
 type memBlob struct{ *bytes.Reader }
 
 func (m *memBlob) Close() error { return nil }
@@ -711,7 +709,7 @@ func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
 		return l.raw, nil
 	}
 	ctx := context.Background()
-	n, err := s.raw.Stat(ctx, looseKey(key))
+	n, err := s.statLoose(ctx, key)
 	if errors.Is(err, blobs.ErrNotFound) && !retried {
 		if rerr := s.reload(ctx, true); rerr != nil {
 			return 0, rerr
@@ -724,7 +722,8 @@ func (s *Store) stat(c cid.Cid, retried bool) (int64, error) {
 	return n, nil
 }
 
-// Delete removes a loose blob; a packed one is blobs.ErrPacked.
+// Delete removes a loose blob, both forms when both are there; a packed
+// one is blobs.ErrPacked.
 func (s *Store) Delete(c cid.Cid) error {
 	d, key, err := name(c)
 	if err != nil {
@@ -733,14 +732,17 @@ func (s *Store) Delete(c cid.Cid) error {
 	if _, ok := s.has(d); ok {
 		return fmt.Errorf("blob %s: %w", key, blobs.ErrPacked)
 	}
-	if err := s.raw.Delete(context.Background(), looseKey(key)); err != nil {
+	if err := s.deleteLoose(context.Background(), key); err != nil {
 		return fmt.Errorf("blob %s: %w", key, err)
 	}
 	return nil
 }
 
-// Walk calls fn with every packed blob, then every loose one, and each
-// blob's size (uncompressed).
+// Walk calls fn with every packed blob, then every loose one (once, when
+// both its forms are there), and each blob's size (uncompressed). The
+// size of a blob kept compressed is in its seek table: one ranged GET of
+// the object's end per compressed loose blob (two when it is longer than
+// tailRead), so a walk of a bucket of many costs as many reads.
 func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
 	s.mu.RLock()
 	ents := make([]entry, 0, len(s.index))
@@ -753,15 +755,27 @@ func (s *Store) Walk(fn func(c cid.Cid, size int64) error) error {
 			return err
 		}
 	}
-	return s.raw.List(context.Background(), loosePrefix, func(key string, size int64) error {
-		i := strings.LastIndexByte(key, '/')
-		c, err := blobs.ParseCID(key[i+1:])
-		if err != nil {
-			return nil // not a blob's name
+	ctx := context.Background()
+	seen := map[[32]byte]bool{}
+	return s.raw.List(ctx, loosePrefix, func(key string, size int64) error {
+		c, d, compressed, ok := parseLooseKey(key)
+		if !ok || seen[d] {
+			return nil // not a blob's name, or its other form was reported
 		}
-		if d, _, _ := name(c); s.isPacked(d) {
+		if s.isPacked(d) {
 			return nil // reported with the packs
 		}
+		if compressed {
+			var err error
+			size, err = s.compressedSize(ctx, c.String(), size)
+			if errors.Is(err, blobs.ErrNotFound) {
+				return nil // deleted while walking
+			}
+			if err != nil {
+				return fmt.Errorf("store: walk blobs: %w", err)
+			}
+		}
+		seen[d] = true
 		return fn(c, size)
 	})
 }
@@ -776,7 +790,8 @@ func (s *Store) PackDamage() ([]blobs.PackDamage, map[string]blobs.PackDamage) {
 }
 
 // StoredBytes is the size of every object of the store, by listing: what
-// the bucket holds (packed blobs compressed).
+// the bucket holds (packed and loose blobs kept compressed counted
+// compressed).
 func (s *Store) StoredBytes() (int64, error) {
 	var total int64
 	for _, prefix := range []string{packPrefix, loosePrefix} {
