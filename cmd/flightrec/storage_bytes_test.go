@@ -88,9 +88,10 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 		t.Logf("frames, %s", r)
 	}
 	alone, inContext := framesPacked(t, st, ids[0])
-	t.Logf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
+	// Printed, not logged: a benchmark's log is cut after its first lines.
+	fmt.Printf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
 		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s; "+
-		"the first run's distinct frames packed now (each compressed alone) %s, as one zstd stream in recording order (each in the context of those before) %s",
+		"the first run's distinct frames packed now (each compressed alone) %s, as one zstd stream in recording order (each in the context of those before) %s\n",
 		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)), kb(alone), kb(inContext))
 }
 
