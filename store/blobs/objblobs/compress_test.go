@@ -232,25 +232,6 @@ func TestCompressedDamage(t *testing.T) {
 	}
 }
 
-// v1Pack lays out a pack object as the previous version wrote it:
-// "FRPACK1\n", count, entries of digest, offset, length, the blobs.
-func v1Pack(datas [][]byte) []byte {
-	hlen := 12 + 48*len(datas)
-	b := append([]byte("FRPACK1\n"), binary.BigEndian.AppendUint32(nil, uint32(len(datas)))...)
-	off := hlen
-	for _, d := range datas {
-		sum := sha256.Sum256(d)
-		b = append(b, sum[:]...)
-		b = binary.BigEndian.AppendUint64(b, uint64(off))
-		b = binary.BigEndian.AppendUint64(b, uint64(len(d)))
-		off += len(d)
-	}
-	for _, d := range datas {
-		b = append(b, d...)
-	}
-	return b
-}
-
 // putObject stores b under key.
 func putObject(t *testing.T, obj objstore.Store, key string, b []byte) {
 	t.Helper()
@@ -263,7 +244,7 @@ func putObject(t *testing.T, obj objstore.Store, key string, b []byte) {
 // previous version did, and returns its key.
 func putV1Pack(t *testing.T, obj objstore.Store, datas [][]byte) string {
 	t.Helper()
-	body := v1Pack(datas)
+	body := objblobs.V1Pack(datas)
 	sum := sha256.Sum256(body)
 	key := "packs/" + hex.EncodeToString(sum[:])
 	putObject(t, obj, key, body)
@@ -341,7 +322,7 @@ func TestOldPacksStillRead(t *testing.T) {
 		snap = binary.BigEndian.AppendUint16(snap, uint16(len(key)))
 		snap = append(snap, key...)
 		snap = binary.BigEndian.AppendUint32(snap, uint32(len(old)))
-		snap = append(snap, v1Pack(old)[12:12+48*len(old)]...)
+		snap = append(snap, objblobs.V1Pack(old)[12:12+48*len(old)]...)
 		putObject(t, o, "index/packs", snap)
 		a := openNode(t, obj(), "a")
 		if a.HeaderReads() != 0 {
@@ -449,7 +430,7 @@ func TestDamagedHeaders(t *testing.T) {
 		"v2 plain raw is not stored": v2(2, []ent{{h2, 10, 11, 0}, {h2 + 10, 5, 5, 0}}, 15),
 		"v1 count past the object":   append([]byte("FRPACK1\n\xff\xff\xff\xff"), make([]byte, 100)...),
 		"v1 offset and length wrap": func() []byte {
-			b := v1Pack(good)
+			b := objblobs.V1Pack(good)
 			binary.BigEndian.PutUint64(b[12+48+32:], 1<<63-1)
 			binary.BigEndian.PutUint64(b[12+48+40:], 1<<63-1)
 			return b

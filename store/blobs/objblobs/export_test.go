@@ -2,6 +2,8 @@ package objblobs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 
 	"github.com/flightrec/flightrec/store/objstore"
 )
@@ -22,4 +24,23 @@ func SetReadSizes(whole, tail int64) (restore func()) {
 	w, t := wholeRead, tailRead
 	wholeRead, tailRead = whole, tail
 	return func() { wholeRead, tailRead = w, t }
+}
+
+// V1Pack is a pack object as the previous version wrote it (all blobs
+// plain): "FRPACK1\n", count, entries of digest, offset, length, the
+// blobs.
+func V1Pack(datas [][]byte) []byte {
+	b := append([]byte(packMagicV1), binary.BigEndian.AppendUint32(nil, uint32(len(datas)))...)
+	off := headerFixed + entryBytesV1*len(datas)
+	for _, d := range datas {
+		sum := sha256.Sum256(d)
+		b = append(b, sum[:]...)
+		b = binary.BigEndian.AppendUint64(b, uint64(off))
+		b = binary.BigEndian.AppendUint64(b, uint64(len(d)))
+		off += len(d)
+	}
+	for _, d := range datas {
+		b = append(b, d...)
+	}
+	return b
 }

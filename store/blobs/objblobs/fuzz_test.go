@@ -21,22 +21,7 @@ func seedPack() []byte {
 }
 
 // seedPackV1 is the same blobs in a version-1 pack.
-func seedPackV1() []byte {
-	datas := [][]byte{[]byte("one"), []byte("two!")}
-	b := append([]byte(packMagicV1), binary.BigEndian.AppendUint32(nil, uint32(len(datas)))...)
-	off := headerFixed + entryBytesV1*len(datas)
-	for _, d := range datas {
-		sum := sha256.Sum256(d)
-		b = append(b, sum[:]...)
-		b = binary.BigEndian.AppendUint64(b, uint64(off))
-		b = binary.BigEndian.AppendUint64(b, uint64(len(d)))
-		off += len(d)
-	}
-	for _, d := range datas {
-		b = append(b, d...)
-	}
-	return b
-}
+func seedPackV1() []byte { return V1Pack([][]byte{[]byte("one"), []byte("two!")}) }
 
 // FuzzPackHeader: parseHeader, on any object and any prefix of it a
 // first read may return, neither panics nor allocates past what it was

@@ -26,6 +26,25 @@ func openNode(t *testing.T, obj objstore.Store, node string) *objblobs.Store {
 
 func none(cid.Cid) bool { return false }
 
+// worstMomentSweeper opens node's store (a grace of 300 ms) whose sweep,
+// once it has listed the holds for the last time and before it deletes,
+// runs *reuse once: where another node's reuse of a blob the sweep
+// condemned cannot be seen in a hold, so that node must store it again.
+func worstMomentSweeper(t *testing.T, obj objstore.Store, node string, reuse *func()) *objblobs.Store {
+	t.Helper()
+	s, err := objblobs.OpenWithHook(context.Background(), obj, objblobs.Options{Node: node, Grace: 300 * time.Millisecond},
+		func(step string) {
+			if step == "holds-listed-again" && *reuse != nil {
+				(*reuse)()
+				*reuse = nil
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // mustRead checks that s reads every blob of datas under cids.
 func mustRead(t *testing.T, s *objblobs.Store, what string, cids []cid.Cid, datas [][]byte) {
 	t.Helper()
@@ -59,16 +78,7 @@ func TestSweepAcrossNodes(t *testing.T) {
 	// holds for the last time, before it deletes. A's hold is not seen;
 	// A must notice the blobs are condemned and store them again.
 	var reuse func()
-	b, err := objblobs.OpenWithHook(context.Background(), obj(), objblobs.Options{Node: "b", Grace: 300 * time.Millisecond},
-		func(step string) {
-			if step == "holds-listed-again" && reuse != nil {
-				reuse()
-				reuse = nil
-			}
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := worstMomentSweeper(t, obj(), "b", &reuse)
 
 	kept := blobstest.RandMany(t, 20, 1000)
 	kc := blobstest.PutMany(t, a.PutMany, kept)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ipfs/go-cid"
 
@@ -433,16 +432,7 @@ func TestSweepLooseForms(t *testing.T) {
 	obj := localObjects(t)
 	a := openNode(t, obj(), "a")
 	var reuse func()
-	b, err := objblobs.OpenWithHook(context.Background(), obj(), objblobs.Options{Node: "b", Grace: 300 * time.Millisecond},
-		func(step string) {
-			if step == "holds-listed-again" && reuse != nil {
-				reuse()
-				reuse = nil
-			}
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := worstMomentSweeper(t, obj(), "b", &reuse)
 	live, liveCuts := logLike(5, 200<<10)
 	dead, deadCuts := logLike(6, 200<<10)
 	both, _ := logLike(7, 100<<10)
@@ -597,16 +587,7 @@ func TestRescueLargeBlob(t *testing.T) {
 	obj := localObjects(t)
 	a := openNode(t, obj(), "a")
 	var reuse func()
-	b, err := objblobs.OpenWithHook(context.Background(), obj(), objblobs.Options{Node: "b", Grace: 300 * time.Millisecond},
-		func(step string) {
-			if step == "holds-listed-again" && reuse != nil {
-				reuse()
-				reuse = nil
-			}
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := worstMomentSweeper(t, obj(), "b", &reuse)
 	big := make([]byte, blobs.PackMaxBlob+4096)
 	if _, err := crand.Read(big); err != nil {
 		t.Fatal(err)
