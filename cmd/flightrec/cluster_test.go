@@ -232,14 +232,9 @@ func post(t *testing.T, base, id string, ndjson []byte) (status int, node string
 	return resp.StatusCode, resp.Header.Get(ingest.NodeHeader), body
 }
 
-// startPost sends the headers and the first half of an append to
-// recording id at addr, and returns a function that runs before (if
-// any), sends the rest, runs then (if any), and reads the reply.
-func startPost(t *testing.T, addr, id string, ndjson []byte) func(before, then func()) (status int, node string, body []byte) {
-	return startRequest(t, addr, wire.Path(wire.RouteEvents, id), "application/x-ndjson", ndjson)
-}
-
-// startRequest is startPost for any POST to path.
+// startRequest sends the headers and the first half of a POST of body
+// to path at addr, and returns a function that runs before (if any),
+// sends the rest, runs then (if any), and reads the reply.
 func startRequest(t *testing.T, addr, path, ctype string, body []byte) func(before, then func()) (status int, node string, body []byte) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
