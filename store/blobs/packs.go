@@ -455,7 +455,7 @@ func checkEntry(hdr, stored []byte, z bool) (raw int64, ok bool) {
 	}
 	blob := stored
 	if z {
-		size, err := PackedSize(stored)
+		size, err := packedSize(stored)
 		if err != nil {
 			return 0, false
 		}
@@ -985,13 +985,13 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 		// uncompressed one is caught by verify's rehash instead).
 		return nil, fmt.Errorf("pack %d, offset %d: %w: %w", loc.pack, loc.off, ErrBlobCorrupt, err)
 	}
-	return memBlob{bytes.NewReader(blob)}, nil
+	return MemBlob{bytes.NewReader(blob)}, nil
 }
 
-// memBlob reads a blob held in memory.
-type memBlob struct{ *bytes.Reader }
+// MemBlob reads a blob held in memory (read whole: decompressed, checked).
+type MemBlob struct{ *bytes.Reader }
 
-func (memBlob) Close() error { return nil }
+func (MemBlob) Close() error { return nil }
 
 // each calls fn for every packed blob.
 func (p *packs) each(fn func(d [32]byte, n int64) error) error {

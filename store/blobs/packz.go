@@ -72,9 +72,9 @@ func DecompressPacked(stored []byte, raw int64) ([]byte, error) {
 	return out, nil
 }
 
-// PackedSize is the size of the blob a compressed packed entry holds, from
+// packedSize is the size of the blob a compressed packed entry holds, from
 // its frame's header (a scan of a pack reads it there).
-func PackedSize(stored []byte) (int64, error) {
+func packedSize(stored []byte) (int64, error) {
 	var h zstd.Header
 	if err := h.Decode(stored); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrBadPacked, err)

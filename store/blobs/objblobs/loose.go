@@ -145,7 +145,7 @@ func (s *Store) openCompressed(ctx context.Context, d [32]byte, key string) (blo
 	}
 	z := &zBlob{key: key, sk: sk, rr: rr}
 	if window < n || sk.Size() > checkWhole {
-		return z, nil
+		return zReader{io.NewSectionReader(z, 0, sk.Size())}, nil
 	}
 	// In memory: decode it whole and check it, as a packed blob is.
 	p := make([]byte, sk.Size())
@@ -155,7 +155,7 @@ func (s *Store) openCompressed(ctx context.Context, d [32]byte, key string) (blo
 	if sha256.Sum256(p) != d {
 		return nil, fmt.Errorf("blob %s (%s): %w", key, zk, blobs.ErrBlobCorrupt)
 	}
-	return &memBlob{Reader: bytes.NewReader(p)}, nil
+	return blobs.MemBlob{Reader: bytes.NewReader(p)}, nil
 }
 
 // openSeekable reads the seek table of compressed loose blob key, of n
@@ -271,21 +271,12 @@ type zBlob struct {
 	key string
 	sk  *blobs.Seekable
 	rr  *rangeReader
-
-	mu  sync.Mutex // ties a GET's error to the read that met it; pos
-	pos int64
+	mu  sync.Mutex // ties a GET's error to the read that met it
 }
-
-func (z *zBlob) Size() int64 { return z.sk.Size() }
 
 func (z *zBlob) ReadAt(p []byte, off int64) (int, error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	return z.readAt(p, off)
-}
-
-// readAt is ReadAt; z.mu is held.
-func (z *zBlob) readAt(p []byte, off int64) (int, error) {
 	n, err := z.sk.ReadAt(p, off)
 	if err == nil || err == io.EOF {
 		return n, err
@@ -296,37 +287,8 @@ func (z *zBlob) readAt(p []byte, off int64) (int, error) {
 	return n, fmt.Errorf("blob %s (%s): %w: %w", z.key, z.rr.key, blobs.ErrBlobCorrupt, err)
 }
 
-func (z *zBlob) Read(p []byte) (int, error) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, err := z.readAt(p, z.pos)
-	z.pos += int64(n)
-	if err == io.EOF && n > 0 {
-		err = nil
-	}
-	return n, err
-}
+// zReader is a blobs.BlobReader over a zBlob: Read and Seek from the
+// section reader, over ReadAt.
+type zReader struct{ *io.SectionReader }
 
-func (z *zBlob) Seek(off int64, whence int) (int64, error) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		off += z.pos
-	case io.SeekEnd:
-		off += z.sk.Size()
-	default:
-		return 0, fmt.Errorf("blob %s: bad whence %d", z.key, whence)
-	}
-	if off < 0 {
-		return 0, fmt.Errorf("blob %s: seek to %d", z.key, off)
-	}
-	z.pos = off
-	return off, nil
-}
-
-func (z *zBlob) Close() error { return nil }
+func (zReader) Close() error { return nil }

@@ -677,7 +677,7 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 		if sha256.Sum256(p) != d {
 			return nil, fmt.Errorf("blob %s (pack %s, offset %d): %w", key, l.pack, l.off, blobs.ErrBlobCorrupt)
 		}
-		return &memBlob{Reader: bytes.NewReader(p)}, nil
+		return blobs.MemBlob{Reader: bytes.NewReader(p)}, nil
 	}
 	r, err := s.openLoose(ctx, d, key)
 	if errors.Is(err, blobs.ErrNotFound) && !retried {
@@ -691,11 +691,6 @@ func (s *Store) open(c cid.Cid, retried bool) (blobs.BlobReader, error) {
 	}
 	return r, nil
 }
-
-// memBlob is a blob read whole (decompressed) and checked.
-type memBlob struct{ *bytes.Reader }
-
-func (m *memBlob) Close() error { return nil }
 
 // Stat returns blob c's size (uncompressed).
 func (s *Store) Stat(c cid.Cid) (int64, error) { return s.stat(c, false) }
