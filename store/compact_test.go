@@ -9,7 +9,9 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/flightrec/flightrec/event"
@@ -201,7 +203,9 @@ func jpegFrames(t testing.TB, n int) [][]byte {
 	return out
 }
 
-// TestCompressedFramesEveryPath: frames packed compressed (blobs.CompressPacked)
+// TestCompressedFramesEveryPath: frames packed compressed (blobs.CompressPacked,
+// most of them as deltas against the frame before, in well under what they
+// take alone)
 // read back as their bytes under their CIDs in every path that reads
 // blobs: Open and Stat, verify, a bundle's export (which carries the
 // frames' own bytes) and its import (packed compressed again, the same
@@ -209,12 +213,14 @@ func jpegFrames(t testing.TB, n int) [][]byte {
 // frames a removed recording alone held.
 func TestCompressedFramesEveryPath(t *testing.T) {
 	frames := jpegFrames(t, 12)
-	var raw int64
+	var raw, alone int64
 	for _, f := range frames {
-		if _, z := blobs.CompressPacked(f); !z {
+		stored, z := blobs.CompressPacked(f)
+		if !z {
 			t.Fatal("fixture: a frame does not compress")
 		}
 		raw += int64(len(f))
+		alone += int64(len(stored))
 	}
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -230,6 +236,35 @@ func TestCompressedFramesEveryPath(t *testing.T) {
 	}
 	if n := stored(s); n*10 > (raw+raw/4)*7 {
 		t.Fatalf("the store holds %d bytes for frames of %d (and 3 more): not kept compressed", n, raw)
+	}
+	// Frames of one page a little apart: most are kept as deltas against
+	// the frame before (blobs' packs), in well under what they take each
+	// compressed alone.
+	for _, f := range jpegFrames(t, 15)[12:] {
+		stored, _ := blobs.CompressPacked(f)
+		alone += int64(len(stored))
+	}
+	// What the packs hold to their logical end: all stored bytes but
+	// the loose blobs' files (segments, the manifest).
+	packed := stored(s)
+	bt := layout.Of(dir).Blobs()
+	err := filepath.WalkDir(bt.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() && p == bt.Packs() {
+			if err == nil {
+				err = filepath.SkipDir
+			}
+			return err
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			packed -= fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if packed*100 > alone*85 {
+		t.Fatalf("the packs hold %d bytes for 15 frames that take %d compressed alone: not kept as deltas", packed, alone)
 	}
 	readAll := func(what string, s *Store) {
 		t.Helper()

@@ -88,11 +88,14 @@ func BenchmarkStoredBytesOfDemoRuns(b *testing.B) {
 		t.Logf("frames, %s", r)
 	}
 	alone, inContext := framesPacked(t, st, ids[0])
+	segRaw, segStored, segDict := rerunSegments(t, st, ids)
 	// Printed, not logged: a benchmark's log is cut after its first lines.
 	fmt.Printf("next steps: the 5 runs' distinct frames are %s; as changed 16×16 tiles against the frame before, about %s; "+
 		"the first run's %s of distinct frames as one VP8 WebM (CRF 12, 5 fps) %s; "+
-		"the first run's distinct frames packed now (each compressed alone) %s, as one zstd stream in recording order (each in the context of those before) %s\n",
-		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)), kb(alone), kb(inContext))
+		"the first run's distinct frames each compressed alone %s, as one zstd stream in recording order (each in the context of those before; packs keep a frame against the one before it) %s; "+
+		"the reruns' log segments hold %s, stored in %s, and would take %s against the first run's as a dictionary\n",
+		kb(fs.distinct), kb(fs.tileBytes), kb(fs.firstDistinct), kb(videoBytes(t, fs.video)), kb(alone), kb(inContext),
+		kb(segRaw), kb(segStored), kb(segDict))
 }
 
 // storedBytes is what a data directory holds, the index aside (it is
@@ -189,11 +192,13 @@ type frameStats struct {
 	video []webm.Frame
 }
 
-// framesPacked is what recording id's distinct frames take packed as now
-// (each its own zstd frame when that saves a tenth: blobs.CompressPacked),
-// and as one zstd stream in recording order (zstd's default level, a
-// window that holds them all), each frame compressed in the context of
-// those before it: what a next step would save, were frames kept so.
+// framesPacked is what recording id's distinct frames take each compressed
+// alone (its own zstd frame when that saves a tenth: blobs.CompressPacked,
+// as version-2 packs kept them), and as one zstd stream in recording order
+// (zstd's default level, a window that holds them all), each frame
+// compressed in the context of those before it. Packs now keep a frame
+// against the one packed before it (a delta), which comes close to the
+// second.
 func framesPacked(t testing.TB, st *store.Store, id string) (alone, inContext int64) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -506,7 +511,7 @@ func BenchmarkStoredBytesOfPlaywrightTraces(b *testing.B) {
 	if len(ids) > 0 {
 		t.Logf("event data of one import by kind: %s", dataByKind(t, st, ids[0]))
 		alone, inContext := framesPacked(t, st, ids[0])
-		t.Logf("one import's distinct frames: packed now (each compressed alone) %s; as one zstd stream in recording order "+
+		t.Logf("one import's distinct frames: each compressed alone %s; as one zstd stream in recording order "+
 			"(each in the context of those before: a next step) %s", kb(alone), kb(inContext))
 	}
 	st.Close()
@@ -516,4 +521,47 @@ func BenchmarkStoredBytesOfPlaywrightTraces(b *testing.B) {
 	if out, errOut, code := flightrec(t, "verify", "--data", data); code != exitOK {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// rerunSegments is what the reruns' (ids[1:]) sealed log segments hold,
+// what they are stored in (each compressed alone), and what they would be
+// compressed against the first run's segments as a zstd raw-content
+// dictionary: what a next step would save.
+func rerunSegments(t testing.TB, st *store.Store, ids []string) (raw, asStored, dict int64) {
+	segs := func(id string) [][]byte {
+		m, _, err := st.Manifest(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [][]byte
+		for _, s := range m.Segments {
+			b, err := readBlob(st, s.CID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	first := bytes.Join(segs(ids[0]), nil)
+	if len(first) > 1<<20 {
+		first = first[len(first)-1<<20:]
+	}
+	withDict, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderDictRaw(1, first), zstd.WithWindowSize(4<<20))
+	bt := layout.Of(st.Dir()).Blobs()
+	for _, id := range ids[1:] {
+		m, _, _ := st.Manifest(id)
+		for _, s := range m.Segments {
+			raw += s.Bytes
+			if fi, err := os.Stat(bt.LooseCompressed(s.CID)); err == nil {
+				asStored += fi.Size()
+			}
+		}
+	}
+	for _, id := range ids[1:] {
+		for _, s := range segs(id) {
+			dict += int64(len(withDict.EncodeAll(s, nil)))
+		}
+	}
+	return raw, asStored, dict
 }

@@ -2,9 +2,11 @@ package blobs
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -691,6 +693,8 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 	off := int64(len(packMagic))
 	entries := make(map[[32]byte]packLoc, len(sorted))
 	var buf []byte
+	var last deltaBase // the entry copied last: a delta's base in pack k
+	var coder deltaCoder
 	for _, e := range sorted {
 		size := packEntryHdr + e.loc.n
 		if int64(cap(buf)) < size {
@@ -700,21 +704,45 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		if _, err := src.ReadAt(buf, e.loc.off-packEntryHdr); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d: %v", n, errPackCorrupt, e.loc.off, err)
 		}
-		// Copied as stored (compressed or not), after checking it.
-		if binary.LittleEndian.Uint32(buf[0:4]) != entryWord(e.loc.n, e.loc.z) || [32]byte(buf[8:40]) != e.d {
+		// Checked, then copied as stored (compressed or not); a delta is
+		// kept again against the entry copied before it, since its
+		// base in pack n may be dead or elsewhere in pack k.
+		if binary.LittleEndian.Uint32(buf[0:4]) != entryWord(e.loc.n, e.loc.z, e.loc.d) || [32]byte(buf[8:40]) != e.d {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d does not check out", n, errPackCorrupt, e.loc.off)
 		}
-		if raw, ok := checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], e.loc.z); !ok || raw != e.loc.raw {
+		var blob []byte
+		var ok bool
+		if e.loc.d {
+			_, whole, _ := checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], true, true, nil)
+			blob, err = readPacked(src, e.loc, 0)
+			ok = whole && err == nil && sha256.Sum256(blob) == e.d
+		} else {
+			blob, _, ok = checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], e.loc.z, false, nil)
+		}
+		if !ok || int64(len(blob)) != e.loc.raw {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d does not check out", n, errPackCorrupt, e.loc.off)
+		}
+		blob = append([]byte(nil), blob...) // buf is reused
+		loc := e.loc
+		loc.pack, loc.off = k, off+packEntryHdr
+		if e.loc.d {
+			stored, z := CompressPacked(blob)
+			var out []byte
+			out, loc.z, loc.d, last = last.next(&coder, blob, stored, z, off)
+			loc.n = int64(len(out))
+			crc := crc32.Update(crc32.Checksum(e.d[:], castagnoli), castagnoli, out)
+			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))
+			buf = binary.LittleEndian.AppendUint32(buf, crc)
+			buf = append(append(buf, e.d[:]...), out...)
+		} else {
+			last = deltaBase{off: off, blob: blob}
 		}
 		if _, err := w.Write(buf); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w", n, err)
 		}
-		loc := e.loc
-		loc.pack, loc.off = k, off+packEntryHdr
 		entries[e.d] = loc
 		moved = append(moved, idxEntry{d: e.d, loc: loc})
-		off += size
+		off += int64(len(buf))
 	}
 	if err = w.Flush(); err == nil {
 		err = tmp.Chmod(0o644)

@@ -29,18 +29,20 @@ import (
 // stay content-addressed (found by CID, stored once, never rewritten);
 // only their placement differs from a loose blob's.
 //
-//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x02", then entries:
-//	    u32 LE z<<31 | n | u32 LE CRC-32C of (digest ‖ stored) | 32-byte sha2-256 digest of the blob | n stored bytes
+//	DIR/packs/NNNNNNNN.pack   header "FRPACK\x00\x03", then entries:
+//	    u32 LE z<<31 | d<<30 | n | u32 LE CRC-32C of (digest ‖ stored) | 32-byte sha2-256 digest of the blob | n stored bytes
 //	DIR/packs/NNNNNNNN.idx    written when a pack is full (atomic):
-//	    "FRPIDX\x00\x02" | u32 LE count |
-//	    count × (digest, u64 LE offset, u32 LE z<<31 | stored length, u32 LE blob size) | u32 LE CRC-32C of all before
+//	    "FRPIDX\x00\x03" | u32 LE count |
+//	    count × (digest, u64 LE offset, u32 LE z<<31 | d<<30 | stored length, u32 LE blob size) | u32 LE CRC-32C of all before
 //
 // An entry with z set stores the blob as one zstd frame (packz.go): a
 // blob is kept so when that saves a tenth of it, which screencast frames
-// do. The digest is always the blob's, so a CID never depends on how it
-// is kept. Packs and indexes of version 1 ("FRPACK\x00\x01",
+// do. One with d set too is a delta: the frame was compressed against an
+// earlier entry of the pack, which its stored bytes name (packz.go). The
+// digest is always the blob's, so a CID never depends on how it is kept.
+// Packs and indexes of version 2 (no d) and version 1 ("FRPACK\x00\x01",
 // "FRPIDX\x00\x01" with 44-byte rows and no z) are read as before; the
-// packs written now, and the packs a sweep rewrites, are version 2.
+// packs written now, and the packs a sweep rewrites, are version 3.
 //
 // A pack is preallocated (fallocate) ahead of its logical end and written
 // there: writing into allocated space costs a tenth of the CPU of extending
@@ -74,6 +76,8 @@ type packs struct {
 	corrupt  map[[32]byte]packLoc
 	damaged  []PackDamage
 	readOnly bool
+	// delta makes the deltas (under mu).
+	delta deltaCoder
 	// buf is reused for every batch: growing a fresh slice to a megabyte
 	// copies it many times into newly faulted pages, which cost more than
 	// the write itself.
@@ -90,17 +94,22 @@ type packLoc struct {
 	n    int64 // stored bytes
 	raw  int64 // the blob's size (n, unless z)
 	z    bool  // the stored bytes are the blob's zstd frame
+	d    bool  // ... compressed against an earlier entry (a delta; z too)
 }
 
 const (
-	packMagic      = "FRPACK\x00\x02"
+	packMagic      = "FRPACK\x00\x03"
+	packMagicV2    = "FRPACK\x00\x02"
 	packMagicV1    = "FRPACK\x00\x01"
-	packIdxMagic   = "FRPIDX\x00\x02"
+	packIdxMagic   = "FRPIDX\x00\x03"
+	packIdxMagicV2 = "FRPIDX\x00\x02"
 	packIdxMagicV1 = "FRPIDX\x00\x01"
 	packEntryHdr   = 4 + 4 + 32
 	// packZ, in an entry's first word, says its stored bytes are the
-	// blob's zstd frame; the other 31 bits are their length.
+	// blob's zstd frame, and packD that they are a delta (packz.go); the
+	// other 30 bits are their length.
 	packZ          = 1 << 31
+	packD          = 1 << 30
 	defaultPackMax = 128 << 20
 	// packAllocStart is a new pack's first allocation; it doubles as the
 	// pack fills.
@@ -164,9 +173,9 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 			p.cut += sc.size - sc.end
 			sc.size = sc.end
 		}
-		// A version-1 pack is not filled further: it is finished, and
-		// the next put starts a version-2 one.
-		if !last || sc.end >= maxBytes || sc.v1 {
+		// A pack of an older version is not filled further: it is
+		// finished, and the next put starts a version-3 one.
+		if !last || sc.end >= maxBytes || sc.version < 3 {
 			if err := trimPack(p.path(n), sc.end); err != nil {
 				return nil, err
 			}
@@ -337,7 +346,7 @@ type packScan struct {
 	end     int64 // the logical end: after the last whole entry
 	size    int64 // the file size
 	torn    bool  // from end on lies an entry that runs past the end of the file
-	v1      bool  // the pack's header says version 1
+	version int   // the version the pack's header names (3 if damaged)
 }
 
 // scan reads a pack's entries, checking each one's CRC and digest. A pack
@@ -368,7 +377,7 @@ func (p *packs) scan(n int) (packScan, error) {
 	}
 	sc.size = fi.Size()
 	head := make([]byte, len(packMagic))
-	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic && string(head) != packMagicV1 {
+	if _, err := f.ReadAt(head, 0); err != nil || string(head) != packMagic && string(head) != packMagicV2 && string(head) != packMagicV1 {
 		if allZeroBytes(head) || sc.size < int64(len(packMagic)) { // created, header never made durable
 			sc.torn = sc.size > 0
 			return sc, nil
@@ -376,8 +385,14 @@ func (p *packs) scan(n int) (packScan, error) {
 		// A damaged header: the entries after it are read as usual.
 		sc.damaged = append(sc.damaged, PackDamage{Pack: n, Offset: 0, To: int64(len(packMagic))})
 	}
-	sc.v1 = string(head) == packMagicV1
-	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size}
+	sc.version = 3
+	switch string(head) {
+	case packMagicV1:
+		sc.version = 1
+	case packMagicV2:
+		sc.version = 2
+	}
+	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size, prevOff: -1}
 	pr.skip(int64(len(packMagic)))
 	off := int64(len(packMagic))
 	for {
@@ -387,7 +402,14 @@ func (p *packs) scan(n int) (packScan, error) {
 			sc.end = off
 			return sc, nil
 		case entryGood:
-			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z}
+			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z, d: e.delta}
+			pr.prevOff, pr.prevBlob = off, append(pr.prevBlob[:0], e.blob...)
+			off += packEntryHdr + e.n
+			continue
+		case entryOrphan:
+			// Whole, but its base is not readable: corrupt with it.
+			sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.n, z: e.z, d: e.delta}
+			pr.prevOff = -1
 			off += packEntryHdr + e.n
 			continue
 		case entryBad:
@@ -400,11 +422,13 @@ func (p *packs) scan(n int) (packScan, error) {
 				continue
 			}
 			if next == sc.size || pr.boundary(next) {
-				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.n, z: e.z}
+				sc.corrupt[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.n, z: e.z, d: e.delta}
+				pr.prevOff = -1
 				off = next
 				continue
 			}
 		}
+		pr.prevOff = -1
 		// No entry parses here: a damaged region if a good entry follows,
 		// else the torn tail.
 		next := pr.resync(off + 1)
@@ -425,48 +449,73 @@ const (
 	entryGood                   // a whole entry whose bytes match its digest
 	entryBad                    // a whole entry (its length fits) whose bytes do not
 	entryNone                   // no whole entry: a length that does not fit, a short header
+	// entryOrphan is a whole delta entry (its CRC matches) whose base is
+	// not the good entry the scan read before it: not readable.
+	entryOrphan
 )
 
 type packEntry struct {
-	d   [32]byte
-	n   int64 // stored bytes
-	raw int64 // the blob's size
-	z   bool
+	d     [32]byte
+	n     int64 // stored bytes
+	raw   int64 // the blob's size
+	z     bool
+	delta bool
+	blob  []byte // entryGood's blob (valid until the next read)
 }
 
 // entryWord is an entry header's first word.
-func entryWord(n int64, z bool) uint32 {
+func entryWord(n int64, z, d bool) uint32 {
+	w := uint32(n)
 	if z {
-		return uint32(n) | packZ
+		w |= packZ
 	}
-	return uint32(n)
+	if d {
+		w |= packD
+	}
+	return w
 }
 
 // parseWord splits an entry header's first word.
-func parseWord(w uint32) (n int64, z bool) { return int64(w &^ packZ), w&packZ != 0 }
+func parseWord(w uint32) (n int64, z, d bool) {
+	return int64(w &^ (packZ | packD)), w&packZ != 0, w&packD != 0
+}
 
 // checkEntry checks a whole entry: the CRC of its header's digest and its
-// stored bytes, and that the blob they hold (decompressed when z) hashes
-// to the digest. It returns the blob's size.
-func checkEntry(hdr, stored []byte, z bool) (raw int64, ok bool) {
+// stored bytes, and that the blob they hold (decompressed when z, against
+// base when d) hashes to the digest. It returns the blob (stored itself
+// when neither). A delta needs its base's bytes: without them (base nil)
+// only its CRC is checked, and whole says whether it matched.
+func checkEntry(hdr, stored []byte, z, d bool, base []byte) (blob []byte, whole, ok bool) {
 	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
-	if crc != binary.LittleEndian.Uint32(hdr[4:8]) {
-		return 0, false
+	if crc != binary.LittleEndian.Uint32(hdr[4:8]) || d && !z {
+		return nil, false, false
 	}
-	blob := stored
-	if z {
+	blob = stored
+	switch {
+	case d:
+		if base == nil {
+			return nil, true, false
+		}
+		size, err := deltaSize(stored)
+		if err != nil {
+			return nil, true, false
+		}
+		if blob, err = decompressDelta(stored, size, base); err != nil {
+			return nil, true, false
+		}
+	case z:
 		size, err := packedSize(stored)
 		if err != nil {
-			return 0, false
+			return nil, true, false
 		}
 		if blob, err = DecompressPacked(stored, size); err != nil {
-			return 0, false
+			return nil, true, false
 		}
 	}
 	if sha256.Sum256(blob) != [32]byte(hdr[8:40]) {
-		return 0, false
+		return nil, true, false
 	}
-	return int64(len(blob)), true
+	return blob, true, true
 }
 
 // packReader reads a pack's entries in order through a buffer, and checks
@@ -478,6 +527,11 @@ type packReader struct {
 	pos  int64 // where r is
 	hdr  [packEntryHdr]byte
 	body []byte
+	// prevOff is where the last good entry the scan read starts, -1
+	// after anything else, and prevBlob its blob: a delta after it may
+	// name it as its base (the writer only ever names the entry before).
+	prevOff  int64
+	prevBlob []byte
 }
 
 func (r *packReader) skip(n int64) {
@@ -506,7 +560,7 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	if allZeroBytes(r.hdr[:]) {
 		return e, entryEnd // the preallocated, unwritten rest
 	}
-	e.n, e.z = parseWord(binary.LittleEndian.Uint32(r.hdr[0:4]))
+	e.n, e.z, e.delta = parseWord(binary.LittleEndian.Uint32(r.hdr[0:4]))
 	copy(e.d[:], r.hdr[8:40])
 	if e.n > PackMaxBlob || r.size-off-packEntryHdr < e.n {
 		return e, entryNone
@@ -519,11 +573,20 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 		return e, entryNone
 	}
 	r.pos += e.n
-	raw, ok := checkEntry(r.hdr[:], r.body, e.z)
+	var base []byte
+	if e.delta {
+		if back, err := deltaBack(r.body); err == nil && r.prevOff >= 0 && off-back == r.prevOff {
+			base = r.prevBlob
+		}
+	}
+	blob, whole, ok := checkEntry(r.hdr[:], r.body, e.z, e.delta, base)
 	if !ok {
+		if whole && e.delta && base == nil {
+			return e, entryOrphan
+		}
 		return e, entryBad
 	}
-	e.raw = raw
+	e.raw, e.blob = int64(len(blob)), blob
 	return e, entryGood
 }
 
@@ -531,7 +594,7 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 // entry are there.
 func (r *packReader) boundary(off int64) bool {
 	_, st := r.entryAt(off)
-	return st == entryEnd || st == entryGood
+	return st == entryEnd || st == entryGood || st == entryOrphan
 }
 
 // resync returns the offset of the first good entry at or after from, or
@@ -550,12 +613,13 @@ func (r *packReader) resync(from int64) int64 {
 		if binary.LittleEndian.Uint64(h) == 0 {
 			continue // a zero length and checksum start no entry worth the hashing
 		}
-		n64, z := parseWord(binary.LittleEndian.Uint32(h[0:4]))
+		n64, z, d := parseWord(binary.LittleEndian.Uint32(h[0:4]))
 		n := int(n64)
 		if n > PackMaxBlob || i+packEntryHdr+n > len(rest) {
 			continue
 		}
-		if _, ok := checkEntry(h, rest[i+packEntryHdr:i+packEntryHdr+n], z); ok {
+		// A delta's base is not known here: its CRC makes it an entry.
+		if _, whole, ok := checkEntry(h, rest[i+packEntryHdr:i+packEntryHdr+n], z, d, nil); ok || d && whole {
 			return from + int64(i)
 		}
 	}
@@ -605,7 +669,7 @@ func (p *packs) readIdx(n int) ([]idxEntry, error) {
 	}
 	rowLen := 0
 	switch string(b[:len(packIdxMagic)]) {
-	case packIdxMagic:
+	case packIdxMagic, packIdxMagicV2:
 		rowLen = 48
 	case packIdxMagicV1:
 		rowLen = 44
@@ -626,12 +690,13 @@ func (p *packs) readIdx(n int) ([]idxEntry, error) {
 		r := rows[i*rowLen:]
 		copy(out[i].d[:], r[:32])
 		loc := packLoc{pack: n, off: int64(binary.LittleEndian.Uint64(r[32:40]))}
-		loc.n, loc.z = parseWord(binary.LittleEndian.Uint32(r[40:44]))
+		loc.n, loc.z, loc.d = parseWord(binary.LittleEndian.Uint32(r[40:44]))
 		loc.raw = loc.n
 		if rowLen == 48 {
 			loc.raw = int64(binary.LittleEndian.Uint32(r[44:48]))
 		}
-		if loc.n > PackMaxBlob || loc.raw > PackMaxBlob || rowLen == 44 && loc.z || !loc.z && loc.raw != loc.n {
+		if loc.n > PackMaxBlob || loc.raw > PackMaxBlob || rowLen == 44 && loc.z || !loc.z && loc.raw != loc.n ||
+			loc.d && (!loc.z || string(b[:len(packIdxMagic)]) != packIdxMagic || loc.off < int64(len(packMagic))+packEntryHdr) {
 			return nil, errPackCorrupt
 		}
 		out[i].loc = loc
@@ -652,7 +717,7 @@ func (p *packs) writeIdx(n int, entries map[[32]byte]packLoc) error {
 		loc := entries[d]
 		b = append(b, d[:]...)
 		b = binary.LittleEndian.AppendUint64(b, uint64(loc.off))
-		b = binary.LittleEndian.AppendUint32(b, entryWord(loc.n, loc.z))
+		b = binary.LittleEndian.AppendUint32(b, entryWord(loc.n, loc.z, loc.d))
 		b = binary.LittleEndian.AppendUint32(b, uint32(loc.raw))
 	}
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -739,6 +804,9 @@ type packFile struct {
 	alloc   int64                // bytes preallocated (packs.mu)
 	entries map[[32]byte]packLoc // everything written, durable or not (packs.mu)
 
+	// last is the entry written last (packs.mu): a delta's base.
+	last deltaBase
+
 	syncMu sync.Mutex
 	synced int64 // bytes known durable (syncMu)
 	err    error // a failed fsync: nothing after synced can be trusted (syncMu)
@@ -768,6 +836,33 @@ func (f *packFile) syncThrough(end int64) error {
 	}
 	f.synced = target
 	return nil
+}
+
+// deltaBase is the entry a writer may keep the next blob against: where
+// its header starts, its blob, and how many deltas lead to it (0: kept
+// whole). A zero value (no blob) is none.
+type deltaBase struct {
+	off   int64
+	blob  []byte
+	depth int
+}
+
+// next returns how data is kept as the entry after b, whose header starts
+// at off: alone (stored, z: what CompressPacked made) or as a delta
+// against b when that saves a tenth more and the chain stays within
+// packDeltaDepth; and the base the entry after it would have.
+//
+// Only a blob that compresses alone is tried: one that does not is
+// already compressed media (a PNG screenshot, a video chunk) that repeats
+// nothing of the blob before it, and trying costs a second encode (it
+// tripled BenchmarkPackPut's time for random blobs).
+func (b deltaBase) next(c *deltaCoder, data, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
+	if b.blob != nil && b.depth < packDeltaDepth && z {
+		if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
+			return delta, true, true, deltaBase{off: off, blob: data, depth: b.depth + 1}
+		}
+	}
+	return stored, z, false, deltaBase{off: off, blob: data}
 }
 
 // put appends the blobs not yet packed to the current pack with one write,
@@ -800,6 +895,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 		}
 	}
 	pf := p.cur
+	last := pf.last
 	for i, d := range ds {
 		if _, ok := p.index[d]; ok || seen[d] || stored[i] == nil {
 			// Packed (by now, or before the stored forms were made: a
@@ -808,12 +904,17 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 			continue
 		}
 		seen[d] = true
-		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, stored[i])
-		adds = append(adds, packAdd{d: d, off: pf.size.Load() + int64(len(buf)) + packEntryHdr,
-			n: int64(len(stored[i])), raw: int64(len(datas[i])), z: zs[i]})
-		buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(stored[i])), zs[i]))
+		// A delta against the entry before is made here, under the
+		// lock, since only here is it known which entry that is.
+		off := pf.size.Load() + int64(len(buf))
+		out, z, delta, after := last.next(&p.delta, datas[i], stored[i], zs[i], off)
+		last = after
+		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
+		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,
+			n: int64(len(out)), raw: int64(len(datas[i])), z: z, delta: delta})
+		buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(out)), z, delta))
 		buf = binary.LittleEndian.AppendUint32(buf, crc)
-		buf = append(append(buf, d[:]...), stored[i]...)
+		buf = append(append(buf, d[:]...), out...)
 	}
 	if len(buf) == 0 {
 		p.mu.Unlock()
@@ -831,6 +932,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 		return fmt.Errorf("store: pack write: %w", err)
 	}
 	end := pf.size.Add(int64(len(buf)))
+	pf.last = last
 	for _, a := range adds {
 		pf.entries[a.d] = a.loc(pf.n)
 	}
@@ -874,14 +976,14 @@ func (p *packs) abandon(pf *packFile) {
 
 // packAdd is a blob written to a pack but not yet indexed.
 type packAdd struct {
-	d      [32]byte
-	off    int64
-	n, raw int64
-	z      bool
+	d        [32]byte
+	off      int64
+	n, raw   int64
+	z, delta bool
 }
 
 func (a packAdd) loc(pack int) packLoc {
-	return packLoc{pack: pack, off: a.off, n: a.n, raw: a.raw, z: a.z}
+	return packLoc{pack: pack, off: a.off, n: a.n, raw: a.raw, z: a.z, d: a.delta}
 }
 
 // finishCurrent finishes the pack being filled, if any (see finish); the
@@ -975,17 +1077,67 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 		return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
 	}
 	defer f.Close()
-	stored := make([]byte, loc.n)
-	if _, err := f.ReadAt(stored, loc.off); err != nil {
-		return nil, fmt.Errorf("store: packed blob: %w", err)
-	}
-	blob, err := DecompressPacked(stored, loc.raw)
+	blob, err := readPacked(f, loc, 0)
 	if err != nil {
 		// Damaged since the pack was indexed: never served (an
 		// uncompressed one is caught by verify's rehash instead).
 		return nil, fmt.Errorf("pack %d, offset %d: %w: %w", loc.pack, loc.off, ErrBlobCorrupt, err)
 	}
 	return MemBlob{bytes.NewReader(blob)}, nil
+}
+
+// readPacked reads the blob of a compressed entry at loc in pack f: a
+// delta's base first, checked against the digest in its header (the
+// frame's checksum would catch a wrong base too), chain entries deep.
+func readPacked(f io.ReaderAt, loc packLoc, chain int) ([]byte, error) {
+	if loc.n > PackMaxBlob || loc.n < 0 {
+		return nil, fmt.Errorf("%w: %d stored bytes", ErrBadPacked, loc.n)
+	}
+	stored := make([]byte, loc.n)
+	if _, err := f.ReadAt(stored, loc.off); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	if !loc.d {
+		if !loc.z {
+			return stored, nil
+		}
+		return DecompressPacked(stored, loc.raw)
+	}
+	back, err := deltaBack(stored)
+	if err != nil {
+		return nil, err
+	}
+	at := loc.off - packEntryHdr - back
+	if chain >= packDeltaMaxChain || back <= 0 || at < int64(len(packMagicV1)) {
+		return nil, fmt.Errorf("%w: a delta's base at %d", ErrBadPacked, at)
+	}
+	var hdr [packEntryHdr]byte
+	if _, err := f.ReadAt(hdr[:], at); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	n, z, d := parseWord(binary.LittleEndian.Uint32(hdr[0:4]))
+	base := packLoc{off: at + packEntryHdr, n: n, raw: n, z: z, d: d}
+	if z {
+		// A compressed base names its size in its frame.
+		var head [packDeltaHdr + 18]byte
+		m, _ := f.ReadAt(head[:min(int64(len(head)), n)], base.off)
+		if d {
+			base.raw, err = deltaSize(head[:m])
+		} else {
+			base.raw, err = packedSize(head[:m])
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	blob, err := readPacked(f, base, chain+1)
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(blob) != [32]byte(hdr[8:40]) {
+		return nil, fmt.Errorf("%w: a delta's base does not match its digest", ErrBadPacked)
+	}
+	return decompressDelta(stored, loc.raw, blob)
 }
 
 // MemBlob reads a blob held in memory (read whole: decompressed, checked).

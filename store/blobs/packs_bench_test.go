@@ -3,9 +3,12 @@ package blobs
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"io"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ipfs/go-cid"
 )
 
 // BenchmarkPackPut appends batches of 20 × 50 KB frames to a pack and
@@ -43,4 +46,44 @@ func BenchmarkPackPut(b *testing.B) {
 	}
 	b.ReportMetric(64*1.048576/time.Since(start).Seconds(), "baseline_MB/s")
 	f.Close()
+}
+
+// BenchmarkPackOpenDelta reads 50 KB blobs kept in a chain of deltas
+// (packDeltaDepth after a whole one, as similar screencast frames are)
+// and reports the time to read the chain's last, beside the time to read
+// its head (one zstd frame, no base) measured in the same run.
+func BenchmarkPackOpenDelta(b *testing.B) {
+	dir := b.TempDir()
+	fb, err := OpenFSBlobs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fb.Close()
+	datas := similar(b, packDeltaDepth+1, 50_000)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(b, fb, datas[i:i+1])...)
+	}
+	if loc, _ := fb.packs.has(sha256.Sum256(datas[packDeltaDepth])); !loc.d {
+		b.Fatal("the chain's last blob is not a delta")
+	}
+	read := func(c cid.Cid) {
+		r, err := fb.Open(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, r)
+		r.Close()
+	}
+	start := time.Now()
+	for range 200 {
+		read(cids[0])
+	}
+	head := time.Since(start) / 200
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		read(cids[packDeltaDepth])
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(head.Nanoseconds()), "head_ns/op")
 }

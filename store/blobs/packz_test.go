@@ -39,7 +39,7 @@ func packEntries(t testing.TB, bs []byte) (offs []int, ns []int, zs []bool) {
 		if w == 0 && binary.LittleEndian.Uint32(bs[off+4:]) == 0 {
 			break
 		}
-		n, z := parseWord(w)
+		n, z, _ := parseWord(w)
 		offs, ns, zs = append(offs, off), append(ns, int(n)), append(zs, z)
 		off += packEntryHdr + int(n)
 	}
@@ -282,6 +282,7 @@ func FuzzPackScan(f *testing.F) {
 		f.Fatal(err)
 	}
 	seeds := append(compressible(f, 2, 500), randBytes(f, 300))
+	seeds = append(seeds, similar(f, 3, 400)...) // a chain of deltas
 	for i := range seeds {
 		putAll(f, b, seeds[i:i+1])
 	}

@@ -1,0 +1,325 @@
+package blobs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ipfs/go-cid"
+)
+
+// similar returns n blobs of size bytes that zstd shrinks alone to about
+// half (16-byte runs drawn from a palette, each about 4 times, as a page's
+// JPEG blocks repeat) and that differ from each other only in a small region, as
+// consecutive screencast frames of one page differ below the block that
+// changed.
+func similar(t testing.TB, n, size int) [][]byte {
+	t.Helper()
+	runs := max(8, size/64) // each run about 4 times in a blob
+	palette := randBytes(t, runs*16)
+	pick := randBytes(t, size/16+1)
+	page := make([]byte, 0, size+16)
+	for _, k := range pick {
+		at := int(k) % runs * 16
+		page = append(page, palette[at:at+16]...)
+	}
+	page = page[:size]
+	out := make([][]byte, n)
+	for i := range out {
+		b := append([]byte(nil), page...)
+		at := (i * 997) % (size - 256)
+		copy(b[at:], randBytes(t, 200))
+		out[i] = b
+	}
+	return out
+}
+
+// packEntryFlags walks a pack's bytes and returns each entry's d.
+func packEntryFlags(t testing.TB, bs []byte) (ds []bool) {
+	t.Helper()
+	offs, _, _ := packEntries(t, bs)
+	for _, off := range offs {
+		_, _, d := parseWord(uint32(bs[off]) | uint32(bs[off+1])<<8 | uint32(bs[off+2])<<16 | uint32(bs[off+3])<<24)
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+// TestPackDeltaEntries: blobs that differ a little from the one packed
+// before are kept as deltas against it, a chain at most packDeltaDepth
+// long; each reads back as its bytes through a scan, through the index,
+// and after a sweep that dropped the whole entry at the head of a chain
+// and one in its middle (the survivors are kept again against what was
+// copied before them, and nothing of the dead blobs is left in the pack).
+func TestPackDeltaEntries(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	datas := similar(t, n, 40000)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(t, b, datas[i:i+1])...)
+	}
+	b.Close()
+	pack := filepath.Join(dir, "packs", "00000001.pack")
+	bs, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ns, _ := packEntries(t, bs)
+	ds := packEntryFlags(t, bs)
+	stored := 0
+	for i := range n {
+		// Entries 0, 5 and 10 start chains; the others are deltas.
+		if want := i%(packDeltaDepth+1) != 0; ds[i] != want {
+			t.Fatalf("entry %d: delta %v, want %v (entries %v)", i, ds[i], want, ds)
+		}
+		stored += ns[i]
+	}
+	if stored > 3*40000 {
+		t.Fatalf("%d similar blobs of 40000 bytes stored in %d", n, stored)
+	}
+	check := func(what string, b *FSBlobs, live []int) {
+		t.Helper()
+		for _, i := range live {
+			if got := readBlob(t, b, cids[i]); !bytes.Equal(got, datas[i]) {
+				t.Fatalf("%s: blob %d reads back other bytes", what, i)
+			}
+			if sz, err := b.Stat(cids[i]); err != nil || sz != int64(len(datas[i])) {
+				t.Fatalf("%s: Stat of blob %d: %d, %v", what, i, sz, err)
+			}
+		}
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	ro, err := OpenFSBlobsReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("read-only, scanned", ro, all)
+	ro.Close()
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("writer, scanned", b, all)
+	if err := b.packs.finishCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	check("from the index", b, all)
+	dead := map[int]bool{0: true, 2: true, 7: true}
+	var live []int
+	for i := range n {
+		if !dead[i] {
+			live = append(live, i)
+		}
+	}
+	sw := b.BeginSweep()
+	_, err = sw.Collect(func(c cid.Cid) bool {
+		for i := range cids {
+			if cids[i] == c {
+				return !dead[i]
+			}
+		}
+		return false
+	}, nil)
+	sw.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after the sweep", b, live)
+	for i := range dead {
+		if _, err := b.Open(cids[i]); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("swept blob %d: %v", i, err)
+		}
+	}
+	packs, _ := filepath.Glob(filepath.Join(dir, "packs", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs after the sweep: %v", packs)
+	}
+	rewritten, _ := os.ReadFile(packs[0])
+	ds2 := packEntryFlags(t, rewritten)
+	if len(ds2) != len(live) || ds2[0] {
+		t.Fatalf("the rewritten pack's entries: delta %v", ds2)
+	}
+	deltas := 0
+	for _, d := range ds2 {
+		if d {
+			deltas++
+		}
+	}
+	if deltas < len(live)-3 {
+		t.Errorf("the rewritten pack keeps %d of %d blobs as deltas", deltas, len(live))
+	}
+	// The dead blobs' own bytes (the regions that set them apart) are
+	// nowhere in the packs: a retention sweep leaves nothing of them.
+	for i := range dead {
+		at := (i * 997) % (40000 - 256)
+		if bytes.Contains(rewritten, datas[i][at:at+200]) {
+			t.Errorf("swept blob %d's bytes are still in the pack", i)
+		}
+	}
+	r2, _ := OpenFSBlobs(dir)
+	check("reopened after the sweep", r2, live)
+	r2.Close()
+}
+
+// TestPackDeltaAnyFlippedByte flips bytes of the entry at the head of a
+// chain in turn, in a pack without an index (so it is scanned): its
+// dependents can no longer be read, and none is served with other bytes;
+// they are reported corrupt. The blobs before it still read back.
+// Damage after the index was loaded: a dependent is ErrBlobCorrupt.
+func TestPackDeltaAnyFlippedByte(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := append(compressible(t, 1, 3000), similar(t, 4, 1000)...)
+	var cids []cid.Cid
+	for i := range datas {
+		cids = append(cids, putAll(t, b, datas[i:i+1])...)
+	}
+	b.Close()
+	orig, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, ns, _ := packEntries(t, orig)
+	if ds := packEntryFlags(t, orig); ds[1] || !ds[2] || !ds[3] || !ds[4] {
+		t.Fatalf("entries' deltas %v, want a chain from entry 1", ds)
+	}
+	const head = 1
+	// Every byte of the header, every fifth of the body (a flip there
+	// fails the CRC alike).
+	next := func(pos int) int {
+		if pos < offs[head]+packEntryHdr {
+			return pos + 1
+		}
+		return pos + 5
+	}
+	for pos := offs[head]; pos < offs[head]+packEntryHdr+ns[head]; pos = next(pos) {
+		for _, bit := range []byte{0x01, 0x80} {
+			what := fmt.Sprintf("byte %d bit %#x", pos, bit)
+			d := t.TempDir()
+			os.MkdirAll(filepath.Join(d, "packs"), 0o755)
+			pack := filepath.Join(d, "packs", "00000001.pack")
+			bs := append([]byte(nil), orig...)
+			bs[pos] ^= bit
+			os.WriteFile(pack, bs, 0o644)
+			b, err := OpenFSBlobs(d)
+			if err != nil {
+				t.Fatalf("%s: open: %v", what, err)
+			}
+			if got := readBlob(t, b, cids[0]); !bytes.Equal(got, datas[0]) {
+				t.Fatalf("%s: the blob before the damage reads back other bytes", what)
+			}
+			regions, corrupt := b.PackDamage()
+			for i := head; i < len(datas); i++ {
+				r, err := b.Open(cids[i])
+				if err == nil {
+					got, _ := io.ReadAll(r)
+					r.Close()
+					if !bytes.Equal(got, datas[i]) {
+						t.Fatalf("%s: blob %d served with other bytes", what, i)
+					}
+					if i == head {
+						t.Fatalf("%s: the damaged blob is served", what)
+					}
+					continue
+				}
+				// (A flip in the head's digest reports it under another CID.)
+				inDigest := i == head && pos >= offs[head]+8 && pos < offs[head]+packEntryHdr
+				if _, ok := corrupt[cids[i].String()]; !ok && len(regions) == 0 && !inDigest {
+					t.Fatalf("%s: blob %d unreadable (%v) but not reported", what, i, err)
+				}
+			}
+			if b.PackCut() != 0 {
+				t.Fatalf("%s: the scan cut %d bytes", what, b.PackCut())
+			}
+			b.Close()
+		}
+	}
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bs := append([]byte(nil), orig...)
+	bs[offs[head]+packEntryHdr+ns[head]/2] ^= 0x10
+	if err := os.WriteFile(filepath.Join(dir, "packs", "00000001.pack"), bs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := head + 1; i < len(datas); i++ {
+		if r, err := b.Open(cids[i]); !errors.Is(err, ErrBlobCorrupt) {
+			if err == nil {
+				r.Close()
+			}
+			t.Fatalf("a delta whose base was damaged after open: %v, want ErrBlobCorrupt", err)
+		}
+	}
+}
+
+// TestPackDeltaVersion2 opens a store whose pack being filled is version
+// 2 (no deltas): it is finished, its blobs read back, and new blobs go to
+// a version-3 pack, as deltas.
+func TestPackDeltaVersion2(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := compressible(t, 3, 3000)
+	cids := putAll(t, b, datas)
+	b.Close()
+	pack := filepath.Join(dir, "packs", "00000001.pack")
+	bs, _ := os.ReadFile(pack)
+	if ds := packEntryFlags(t, bs); ds[0] || ds[1] || ds[2] {
+		t.Fatalf("unlike blobs kept as deltas: %v", ds)
+	}
+	os.WriteFile(pack, append([]byte(packMagicV2), bs[len(packMagic):]...), 0o644)
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i, c := range cids {
+		if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+			t.Fatalf("version-2 blob %d reads back other bytes", i)
+		}
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.idx"))
+	if err != nil || string(idx[:len(packIdxMagic)]) != packIdxMagic {
+		t.Fatalf("the version-2 pack being filled was not finished: %v", err)
+	}
+	more := similar(t, 2, 5000)
+	mc := putAll(t, b, more[:1])
+	mc = append(mc, putAll(t, b, more[1:])...)
+	bs, err = os.ReadFile(filepath.Join(dir, "packs", "00000002.pack"))
+	if err != nil || string(bs[:len(packMagic)]) != packMagic {
+		t.Fatalf("new blobs did not start a version-3 pack: %v", err)
+	}
+	if ds := packEntryFlags(t, bs); len(ds) != 2 || ds[0] || !ds[1] {
+		t.Fatalf("the new pack's deltas: %v", ds)
+	}
+	for i, c := range mc {
+		if got := readBlob(t, b, c); !bytes.Equal(got, more[i]) {
+			t.Fatalf("new blob %d reads back other bytes", i)
+		}
+	}
+}
