@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/flightrec/flightrec/internal/app"
+	"github.com/flightrec/flightrec/internal/gcheadroom"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -17,9 +18,15 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) int {
 	var logLevel string
 	envFlag(fs, &logLevel, "log-level", "info", "debug, info, warn or error")
 	cpuProfile := cpuProfileFlag(fs)
+	var gcHeadroom int64
+	envFlag(fs, &gcHeadroom, "gc-headroom", 64<<20,
+		"bytes the heap may grow by between garbage collections when little is live (0: Go's own pacing, GOGC)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
+	// A node keeps little live, so Go would collect every 4 MB: the
+	// headroom spends memory to spare that CPU (internal/gcheadroom).
+	defer gcheadroom.Start(gcHeadroom)()
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		printErr(errOut, false, err)
