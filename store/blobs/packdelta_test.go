@@ -323,3 +323,45 @@ func TestPackDeltaVersion2(t *testing.T) {
 		}
 	}
 }
+
+// TestPackDeltaCallerReusesBuffer: the caller may reuse a blob's buffer
+// once PutMany returns; the next blob, kept as a delta against it, still
+// reads back, and a scan of the pack finds every entry good.
+func TestPackDeltaCallerReusesBuffer(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := similar(t, 3, 20000)
+	buf := append([]byte(nil), datas[0]...)
+	cids := putAll(t, b, [][]byte{buf})
+	for i := range buf {
+		buf[i] = 0xAA // reused for something else
+	}
+	cids = append(cids, putAll(t, b, datas[1:2])...)
+	cids = append(cids, putAll(t, b, datas[2:3])...)
+	for i, c := range cids {
+		if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+			t.Fatalf("blob %d reads back other bytes", i)
+		}
+	}
+	b.Close()
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if regions, corrupt := b.PackDamage(); len(regions)+len(corrupt) > 0 {
+		t.Fatalf("the scan found damage: %v %v", regions, corrupt)
+	}
+	for i, c := range cids {
+		if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+			t.Fatalf("after reopening, blob %d reads back other bytes", i)
+		}
+	}
+	bs, _ := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if ds := packEntryFlags(t, bs); len(ds) != 3 || !ds[1] {
+		t.Fatalf("the second blob was not kept as a delta: %v", ds)
+	}
+}

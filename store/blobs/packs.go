@@ -857,12 +857,18 @@ type deltaBase struct {
 // nothing of the blob before it, and trying costs a second encode (it
 // tripled BenchmarkPackPut's time for random blobs).
 func (b deltaBase) next(c *deltaCoder, data, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
+	// The base is a copy: the caller owns data, and may reuse it once
+	// put returns, while the pack's next entry may be kept against it.
+	var keep []byte
+	if len(data) <= packDeltaMax {
+		keep = append([]byte(nil), data...)
+	}
 	if b.blob != nil && b.depth < packDeltaDepth && z {
 		if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
-			return delta, true, true, deltaBase{off: off, blob: data, depth: b.depth + 1}
+			return delta, true, true, deltaBase{off: off, blob: keep, depth: b.depth + 1}
 		}
 	}
-	return stored, z, false, deltaBase{off: off, blob: data}
+	return stored, z, false, deltaBase{off: off, blob: keep}
 }
 
 // put appends the blobs not yet packed to the current pack with one write,
