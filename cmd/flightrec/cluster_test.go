@@ -179,6 +179,29 @@ func (e *clusterEnv) nodesCPU() time.Duration {
 	return cpu
 }
 
+// nodesSwitches is how many times the running nodes' threads have been
+// switched out so far (voluntary: they slept, in a futex or the network
+// poller; and involuntary), from /proc/PID/task/*/status; threads that
+// have exited are not counted.
+func (e *clusterEnv) nodesSwitches() (n int64) {
+	for _, p := range e.nodes {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", p.cmd.Process.Pid))
+		for _, task := range tasks {
+			raw, err := os.ReadFile(task)
+			if err != nil {
+				continue // exited meanwhile
+			}
+			for _, line := range strings.Split(string(raw), "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+					c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					n += c
+				}
+			}
+		}
+	}
+	return n
+}
+
 func (e *clusterEnv) url(i int) string { return "http://" + e.nodes[i].addr }
 
 // waitLapsed waits until recording id's ownership lease has expired.
@@ -916,7 +939,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 			}
 			e.startNodes(mode.nodes, mode.cluster)
 			base := e.roundRobin()
-			startCPU := e.nodesCPU()
+			startCPU, startSwitches := e.nodesCPU(), e.nodesSwitches()
 			var mu sync.Mutex
 			var lat []time.Duration
 			var ids []string
@@ -972,7 +995,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 			// nodes used to start and what they use to stop (a per-process
 			// cost, not a per-event one: closing connections, the last
 			// index flush) are both left out, and the latter reported.
-			endCPU := e.nodesCPU()
+			endCPU, switches := e.nodesCPU(), e.nodesSwitches()-startSwitches
 			cpu := (endCPU - startCPU).Seconds()
 			stopping := (e.stopNodes() - endCPU).Seconds()
 			if b.Failed() {
@@ -989,9 +1012,10 @@ func BenchmarkClusterIngest(b *testing.B) {
 				ratios[mode.name] = append(ratios[mode.name], perM/cpu1)
 			}
 			load, _ := os.ReadFile("/proc/loadavg")
-			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s (stopping the nodes: %.2fs more); load %s",
+			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s (stopping the nodes: %.2fs more); %.1f thread switches per 50-event append; load %s",
 				mode.name, events, elapsed.Seconds(), float64(events)/elapsed.Seconds(),
-				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio, stopping, bytes.Join(bytes.Fields(load)[:3], []byte(" ")))
+				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio, stopping,
+				float64(switches)/float64(len(lat)), bytes.Join(bytes.Fields(load)[:3], []byte(" ")))
 		}
 	}
 }
