@@ -444,80 +444,95 @@ func TestCollect(t *testing.T) {
 // crash would) and reopens: every live blob is readable, verify passes,
 // and a new sweep finishes the job.
 func TestCollectCrash(t *testing.T) {
-	for _, step := range []string{"pack-written", "pack-renamed", "idx-written", "swapped", "old-idx-removed"} {
-		for _, nth := range []int{1, 2} { // a repacked pack, then the all-dead one
-			if nth == 2 && step != "swapped" && step != "old-idx-removed" {
-				continue // only a rewrite has these steps
+	for _, kind := range []string{"random", "similar"} {
+		for _, step := range []string{"pack-written", "pack-renamed", "idx-written", "swapped", "old-idx-removed"} {
+			for _, nth := range []int{1, 2} { // a repacked pack, then the all-dead one
+				if nth == 2 && step != "swapped" && step != "old-idx-removed" {
+					continue // only a rewrite has these steps
+				}
+				t.Run(fmt.Sprintf("%s/%s#%d", kind, step, nth), func(t *testing.T) { collectCrash(t, kind, step, nth) })
 			}
-			t.Run(fmt.Sprintf("%s#%d", step, nth), func(t *testing.T) {
-				dir := t.TempDir()
-				s := openTestStore(t, dir)
-				fsBlobs(t, s).SetPackBytes(8 << 10)
-				// Pack 1 holds blobs of both; pack 2 only gone's;
-				// the active pack keep's last ones.
-				keep := blobsOf(t, 6, 1500)
-				gone := blobsOf(t, 9, 1500)
-				mixed := [][]byte{keep[0], gone[0], keep[1], gone[1], keep[2], gone[2]}
-				putAll(t, s.Blobs, mixed)
-				putAll(t, s.Blobs, gone[3:])
-				putAll(t, s.Blobs, keep[3:])
-				ids := []string{record(t, s, keep, true), record(t, s, gone, true)}
-				if fp, _ := fsBlobs(t, s).FullPacks(); len(fp) < 2 {
-					t.Fatalf("fixture: full packs %v", fp)
-				}
-				if _, err := s.RemoveRecording(ids[1]); err != nil {
-					t.Fatal(err)
-				}
-				sw := s.Blobs.BeginSweep()
-				live := mark(t, s)
-				seen := 0
-				fsBlobs(t, s).SetGCHook(func(at string) error {
-					if at == step {
-						if seen++; seen == nth {
-							return errors.New("crash")
-						}
-					}
-					return nil
-				})
-				_, err := sw.Collect(live.has, nil)
-				sw.End()
-				if !errors.Is(err, blobs.ErrGCHook) {
-					t.Fatalf("collect did not stop at %s: %v", step, err)
-				}
-				s.Close()
+		}
+	}
+}
 
-				s2 := openTestStore(t, dir)
-				defer s2.Close()
-				for _, d := range keep {
-					if got := readBlob(t, s2.Blobs, Sum(d)); !bytes.Equal(got, d) {
-						t.Fatal("a live blob differs after the crash")
-					}
-				}
-				mustVerify(t, s2)
-				sw = s2.Blobs.BeginSweep()
-				live = mark(t, s2)
-				if _, err := sw.Collect(live.has, nil); err != nil {
-					t.Fatal(err)
-				}
-				sw.End()
-				for _, d := range gone {
-					if _, err := s2.Blobs.Stat(Sum(d)); !errors.Is(err, ErrNotFound) {
-						t.Fatalf("dead blob survived two sweeps: %v", err)
-					}
-				}
-				for cs := range live {
-					c, _ := ParseCID(cs)
-					if _, err := s2.Blobs.Stat(c); err != nil {
-						t.Fatalf("live %s: %v", cs, err)
-					}
-				}
-				mustVerify(t, s2)
-				for _, f := range packFiles(t, filepath.Join(dir, "blobs")) {
-					if f[0] == '.' {
-						t.Fatalf("temporary %s left", f)
-					}
-				}
-			})
+// collectCrash is one case of TestCollectCrash: blobs of kind "random"
+// (kept as they are), or "similar" (kept as deltas, each against the one
+// before, so that a live blob's base is often a dead one).
+func collectCrash(t *testing.T, kind, step string, nth int) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	fsBlobs(t, s).SetPackBytes(8 << 10)
+	// Pack 1 holds blobs of both; pack 2 only gone's;
+	// the active pack keep's last ones.
+	keep := blobsOf(t, 6, 1500)
+	gone := blobsOf(t, 9, 1500)
+	if kind == "similar" {
+		all := blobstest.Similar(t, 15, 1500)
+		keep, gone = all[:6], all[6:]
+		fsBlobs(t, s).SetPackBytes(1 << 10)
+	}
+	mixed := [][]byte{keep[0], gone[0], keep[1], gone[1], keep[2], gone[2]}
+	putAll(t, s.Blobs, mixed)
+	putAll(t, s.Blobs, gone[3:])
+	putAll(t, s.Blobs, keep[3:])
+	ids := []string{record(t, s, keep, true), record(t, s, gone, true)}
+	if fp, _ := fsBlobs(t, s).FullPacks(); len(fp) < 2 {
+		t.Fatalf("fixture: full packs %v", fp)
+	}
+	if kind == "similar" && !fsBlobs(t, s).IsDelta(Sum(keep[1])) {
+		t.Fatal("fixture: keep[1] is not a delta (against gone[0], which dies)")
+	}
+	if _, err := s.RemoveRecording(ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	sw := s.Blobs.BeginSweep()
+	live := mark(t, s)
+	seen := 0
+	fsBlobs(t, s).SetGCHook(func(at string) error {
+		if at == step {
+			if seen++; seen == nth {
+				return errors.New("crash")
+			}
+		}
+		return nil
+	})
+	_, err := sw.Collect(live.has, nil)
+	sw.End()
+	if !errors.Is(err, blobs.ErrGCHook) {
+		t.Fatalf("collect did not stop at %s: %v", step, err)
+	}
+	s.Close()
+
+	s2 := openTestStore(t, dir)
+	defer s2.Close()
+	for _, d := range keep {
+		if got := readBlob(t, s2.Blobs, Sum(d)); !bytes.Equal(got, d) {
+			t.Fatal("a live blob differs after the crash")
+		}
+	}
+	mustVerify(t, s2)
+	sw = s2.Blobs.BeginSweep()
+	live = mark(t, s2)
+	if _, err := sw.Collect(live.has, nil); err != nil {
+		t.Fatal(err)
+	}
+	sw.End()
+	for _, d := range gone {
+		if _, err := s2.Blobs.Stat(Sum(d)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("dead blob survived two sweeps: %v", err)
+		}
+	}
+	for cs := range live {
+		c, _ := ParseCID(cs)
+		if _, err := s2.Blobs.Stat(c); err != nil {
+			t.Fatalf("live %s: %v", cs, err)
+		}
+	}
+	mustVerify(t, s2)
+	for _, f := range packFiles(t, filepath.Join(dir, "blobs")) {
+		if f[0] == '.' {
+			t.Fatalf("temporary %s left", f)
 		}
 	}
 }

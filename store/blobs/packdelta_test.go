@@ -10,33 +10,12 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
 )
 
-// similar returns n blobs of size bytes that zstd shrinks alone to about
-// half (16-byte runs drawn from a palette, each about 4 times, as a page's
-// JPEG blocks repeat) and that differ from each other only in a small region, as
-// consecutive screencast frames of one page differ below the block that
-// changed.
-func similar(t testing.TB, n, size int) [][]byte {
-	t.Helper()
-	runs := max(8, size/64) // each run about 4 times in a blob
-	palette := randBytes(t, runs*16)
-	pick := randBytes(t, size/16+1)
-	page := make([]byte, 0, size+16)
-	for _, k := range pick {
-		at := int(k) % runs * 16
-		page = append(page, palette[at:at+16]...)
-	}
-	page = page[:size]
-	out := make([][]byte, n)
-	for i := range out {
-		b := append([]byte(nil), page...)
-		at := (i * 997) % (size - 256)
-		copy(b[at:], randBytes(t, 200))
-		out[i] = b
-	}
-	return out
-}
+// similar is blobstest.Similar.
+func similar(t testing.TB, n, size int) [][]byte { t.Helper(); return blobstest.Similar(t, n, size) }
 
 // packEntryFlags walks a pack's bytes and returns each entry's d.
 func packEntryFlags(t testing.TB, bs []byte) (ds []bool) {

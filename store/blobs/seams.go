@@ -21,6 +21,14 @@ func (b *FSBlobs) PackOf(c cid.Cid) (pack int, ok bool) {
 	return loc.pack, ok
 }
 
+// IsDelta reports whether blob c is packed as a delta against another
+// entry (packs.go).
+func (b *FSBlobs) IsDelta(c cid.Cid) bool {
+	d, _ := digestOf(c)
+	loc, _ := b.packs.has(d)
+	return loc.d
+}
+
 // FullPacks lists the full packs (those with an index on disk).
 func (b *FSBlobs) FullPacks() ([]int, error) { return b.packs.fullPacks() }
 

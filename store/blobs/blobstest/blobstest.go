@@ -32,6 +32,33 @@ func RandMany(t testing.TB, n, size int) [][]byte {
 	return out
 }
 
+// Similar returns n blobs of size bytes that zstd shrinks alone to about
+// half (16-byte runs drawn from a palette, each about 4 times, as a page's
+// JPEG blocks repeat) and that differ from each other only in a small
+// region, as consecutive screencast frames of one page differ below the
+// block that changed: a pack keeps each as a delta against the one
+// before.
+func Similar(t testing.TB, n, size int) [][]byte {
+	t.Helper()
+	runs := max(8, size/64)
+	palette := Rand(t, runs*16)
+	pick := Rand(t, size/16+1)
+	page := make([]byte, 0, size+16)
+	for _, k := range pick {
+		at := int(k) % runs * 16
+		page = append(page, palette[at:at+16]...)
+	}
+	page = page[:size]
+	out := make([][]byte, n)
+	for i := range out {
+		b := append([]byte(nil), page...)
+		at := (i * 997) % (size - 256)
+		copy(b[at:], Rand(t, 200))
+		out[i] = b
+	}
+	return out
+}
+
 // PutMany puts datas in one batch with put (a blob store's PutMany).
 func PutMany(t testing.TB, put func([][]byte) ([]cid.Cid, error), datas [][]byte) []cid.Cid {
 	t.Helper()
