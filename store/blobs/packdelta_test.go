@@ -36,29 +36,16 @@ func packEntryFlags(t testing.TB, bs []byte) (ds []bool) {
 // copied before them, and nothing of the dead blobs is left in the pack).
 func TestPackDeltaEntries(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 12
 	datas := similar(t, n, 40000)
-	var cids []cid.Cid
-	for i := range datas {
-		cids = append(cids, putAll(t, b, datas[i:i+1])...)
-	}
-	b.Close()
-	pack := filepath.Join(dir, "packs", "00000001.pack")
-	bs, err := os.ReadFile(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ns, _ := packEntries(t, bs)
+	cids, bs := packEach(t, dir, datas)
+	_, ns, zs := packEntries(t, bs)
 	ds := packEntryFlags(t, bs)
 	stored := 0
 	for i := range n {
 		// Entries 0, 5 and 10 start chains; the others are deltas.
 		if want := i%(packDeltaDepth+1) != 0; ds[i] != want {
-			t.Fatalf("entry %d: delta %v, want %v (entries %v)", i, ds[i], want, ds)
+			t.Fatalf("entry %d: delta %v, want %v (entries %v, stored %v, z %v)", i, ds[i], want, ds, ns, zs)
 		}
 		stored += ns[i]
 	}
@@ -80,27 +67,8 @@ func TestPackDeltaEntries(t *testing.T) {
 	for i := range all {
 		all[i] = i
 	}
-	ro, err := OpenFSBlobsReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("read-only, scanned", ro, all)
-	ro.Close()
-	b, err = OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("writer, scanned", b, all)
-	if err := b.packs.finishCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	b, err = OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := throughEachOpen(t, dir, func(what string, b *FSBlobs) { check(what, b, all) })
 	defer b.Close()
-	check("from the index", b, all)
 	dead := map[int]bool{0: true, 2: true, 7: true}
 	var live []int
 	for i := range n {
@@ -109,7 +77,7 @@ func TestPackDeltaEntries(t *testing.T) {
 		}
 	}
 	sw := b.BeginSweep()
-	_, err = sw.Collect(func(c cid.Cid) bool {
+	_, err := sw.Collect(func(c cid.Cid) bool {
 		for i := range cids {
 			if cids[i] == c {
 				return !dead[i]
@@ -165,20 +133,8 @@ func TestPackDeltaEntries(t *testing.T) {
 // Damage after the index was loaded: a dependent is ErrBlobCorrupt.
 func TestPackDeltaAnyFlippedByte(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	datas := append(compressible(t, 1, 3000), similar(t, 4, 1000)...)
-	var cids []cid.Cid
-	for i := range datas {
-		cids = append(cids, putAll(t, b, datas[i:i+1])...)
-	}
-	b.Close()
-	orig, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	datas := append([][]byte{randBytes(t, 3000)}, similar(t, 4, 1000)...) // nothing to keep a delta against
+	cids, orig := packEach(t, dir, datas)
 	offs, ns, _ := packEntries(t, orig)
 	if ds := packEntryFlags(t, orig); ds[1] || !ds[2] || !ds[3] || !ds[4] {
 		t.Fatalf("entries' deltas %v, want a chain from entry 1", ds)
@@ -234,7 +190,7 @@ func TestPackDeltaAnyFlippedByte(t *testing.T) {
 			b.Close()
 		}
 	}
-	b, err = OpenFSBlobs(dir)
+	b, err := OpenFSBlobs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

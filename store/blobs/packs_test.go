@@ -349,16 +349,25 @@ func TestPackAnyFlippedByte(t *testing.T) {
 	}
 }
 
-// packOneByOne puts n blobs of size bytes into a new blob store at dir, one
-// batch each (as frames arrive), closes it, and returns the blobs, their
-// CIDs and the pack's bytes.
+// packOneByOne puts n random blobs of size bytes into a new blob store at
+// dir, one batch each (as frames arrive), closes it, and returns the
+// blobs, their CIDs and the pack's bytes.
 func packOneByOne(t *testing.T, dir string, n, size int) ([][]byte, []cid.Cid, []byte) {
+	t.Helper()
+	datas := blobsOf(t, n, size)
+	cids, bs := packEach(t, dir, datas)
+	return datas, cids, bs
+}
+
+// packEach puts datas into a new blob store at dir, one batch each (so
+// each is an entry, in order), closes it, and returns their CIDs and the
+// pack's bytes.
+func packEach(t testing.TB, dir string, datas [][]byte) ([]cid.Cid, []byte) {
 	t.Helper()
 	b, err := OpenFSBlobs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	datas := blobsOf(t, n, size)
 	var cids []cid.Cid
 	for i := range datas {
 		cids = append(cids, putAll(t, b, datas[i:i+1])...)
@@ -368,7 +377,7 @@ func packOneByOne(t *testing.T, dir string, n, size int) ([][]byte, []cid.Cid, [
 	if err != nil {
 		t.Fatal(err)
 	}
-	return datas, cids, bs
+	return cids, bs
 }
 
 // checkAroundDamage checks a blob store opened over a damaged pack that

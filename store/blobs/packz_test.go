@@ -52,21 +52,8 @@ func packEntries(t testing.TB, bs []byte) (offs []int, ns []int, zs []bool) {
 // through its version-2 index once full, and after a sweep rewrote it.
 func TestPackCompressedEntries(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	datas := append(compressible(t, 4, 30000), randBytes(t, 30000))
-	var cids []cid.Cid
-	for i := range datas {
-		cids = append(cids, putAll(t, b, datas[i:i+1])...)
-	}
-	b.Close()
-	pack := filepath.Join(dir, "packs", "00000001.pack")
-	bs, err := os.ReadFile(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cids, bs := packEach(t, dir, datas)
 	if string(bs[:len(packMagic)]) != packMagic {
 		t.Fatalf("pack header %q, want %q", bs[:len(packMagic)], packMagic)
 	}
@@ -101,29 +88,7 @@ func TestPackCompressedEntries(t *testing.T) {
 		}
 	}
 	all := []int{0, 1, 2, 3, 4}
-	ro, err := OpenFSBlobsReadOnly(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("read-only, scanned", ro, all)
-	ro.Close()
-	b, err = OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("writer, scanned", b, all)
-	if err := b.packs.finishCurrent(); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	if idx, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.idx")); err != nil || string(idx[:len(packIdxMagic)]) != packIdxMagic {
-		t.Fatalf("index: %q, %v; want version 2", idx, err)
-	}
-	b, err = OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("from the index", b, all)
+	b := throughEachOpen(t, dir, func(what string, b *FSBlobs) { check(what, b, all) })
 	// A sweep drops blobs 1 and 4 and copies the rest as they are stored.
 	live := map[cid.Cid]bool{cids[0]: true, cids[2]: true, cids[3]: true}
 	sw := b.BeginSweep()
@@ -156,25 +121,45 @@ func TestPackCompressedEntries(t *testing.T) {
 	}
 }
 
+// throughEachOpen calls check with dir's blobs as a read-only open scans
+// the pack being filled, as the writer's open scans it, and, once it is
+// finished (its index written, of the current version), as the writer's
+// open loads them from the index; it returns the last open.
+func throughEachOpen(t *testing.T, dir string, check func(what string, b *FSBlobs)) *FSBlobs {
+	t.Helper()
+	ro, err := OpenFSBlobsReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("read-only, scanned", ro)
+	ro.Close()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("writer, scanned", b)
+	if err := b.packs.finishCurrent(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if idx, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.idx")); err != nil || string(idx[:len(packIdxMagic)]) != packIdxMagic {
+		t.Fatalf("index: %q, %v; want version %d", idx, err, packIdxMagic[len(packIdxMagic)-1])
+	}
+	b, err = OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("from the index", b)
+	return b
+}
+
 // TestPackCompressedAnyFlippedByte flips every byte of a compressed entry
 // in turn: the other blobs are served, the damaged one never is (not with
 // other bytes, not as a bomb), and nothing is cut.
 func TestPackCompressedAnyFlippedByte(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	datas := compressible(t, 4, 3000)
-	var cids []cid.Cid
-	for i := range datas {
-		cids = append(cids, putAll(t, b, datas[i:i+1])...)
-	}
-	b.Close()
-	orig, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cids, orig := packEach(t, dir, datas)
 	offs, ns, zs := packEntries(t, orig)
 	const victim = 2
 	if !zs[victim] {
@@ -197,7 +182,7 @@ func TestPackCompressedAnyFlippedByte(t *testing.T) {
 		}
 	}
 	// Damage after the index was loaded: Open refuses it as corrupt.
-	b, err = OpenFSBlobs(dir)
+	b, err := OpenFSBlobs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,21 +261,9 @@ func TestPackVersion1(t *testing.T) {
 // and every entry it calls good reads back, through open, as bytes that
 // hash to its digest, with its size.
 func FuzzPackScan(f *testing.F) {
-	dir := f.TempDir()
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
 	seeds := append(compressible(f, 2, 500), randBytes(f, 300))
 	seeds = append(seeds, similar(f, 3, 400)...) // a chain of deltas
-	for i := range seeds {
-		putAll(f, b, seeds[i:i+1])
-	}
-	b.Close()
-	valid, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	_, valid := packEach(f, f.TempDir(), seeds)
 	offs, _, _ := packEntries(f, valid)
 	f.Add(valid[:offs[len(offs)-1]+packEntryHdr+20])
 	f.Add(valid[:len(packMagic)+packEntryHdr+10])
