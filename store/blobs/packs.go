@@ -852,10 +852,14 @@ type deltaBase struct {
 // against b when that saves a tenth more and the chain stays within
 // packDeltaDepth; and the base the entry after it would have.
 //
-// Only a blob that compresses alone is tried: one that does not is
-// already compressed media (a PNG screenshot, a video chunk) that repeats
-// nothing of the blob before it, and trying costs a second encode (it
-// tripled BenchmarkPackPut's time for random blobs).
+// A delta is tried only for a blob that compresses alone or shares a few
+// sampled runs of bytes with the base (alike): already-compressed media
+// (a PNG screenshot, a video chunk) repeats nothing of the blob before
+// it, and trying costs a second encode (it tripled BenchmarkPackPut's time
+// for random blobs). Compressing alone is not enough of a test: zstd's
+// fastest level sometimes keeps a blob that repeats itself whole (it
+// skips ahead through a start with nothing to match), which a delta
+// would still take to a few hundred bytes.
 func (b deltaBase) next(c *deltaCoder, data, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
 	// The base is a copy: the caller owns data, and may reuse it once
 	// put returns, while the pack's next entry may be kept against it.
@@ -863,12 +867,29 @@ func (b deltaBase) next(c *deltaCoder, data, stored []byte, z bool, off int64) (
 	if len(data) <= packDeltaMax {
 		keep = append([]byte(nil), data...)
 	}
-	if b.blob != nil && b.depth < packDeltaDepth && z {
+	if b.blob != nil && b.depth < packDeltaDepth && (z || alike(data, b.blob)) {
 		if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
 			return delta, true, true, deltaBase{off: off, blob: keep, depth: b.depth + 1}
 		}
 	}
 	return stored, z, false, deltaBase{off: off, blob: keep}
+}
+
+// alike reports whether at least two of four runs of 32 bytes sampled
+// across data occur in base: a cheap sign that a delta may pay.
+func alike(data, base []byte) bool {
+	const run = 32
+	if len(data) < 8*run || len(base) < run {
+		return false
+	}
+	found := 0
+	for k := 1; k <= 4; k++ {
+		at := len(data) * k / 5
+		if bytes.Contains(base, data[at:at+run]) {
+			found++
+		}
+	}
+	return found >= 2
 }
 
 // put appends the blobs not yet packed to the current pack with one write,
