@@ -2,7 +2,6 @@ package devcluster_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +70,15 @@ func ingest(t *testing.T, c *devcluster.Cluster, fault func()) []sent {
 		wg.Go(func() {
 			cl := client.New(c.Nodes[0].URL)
 			cl.RetryFor = 5 * time.Minute
-			for r := 0; r < 100; r++ {
+			// Bounded by time, not by a count of recordings: how many
+			// fit in the fault depends on how fast the node is (100 each
+			// once did not outlast a 10 s ZooKeeper outage).
+			deadline := time.Now().Add(5 * time.Minute)
+			for r := 0; ; r++ {
+				if time.Now().After(deadline) {
+					errs <- fmt.Errorf("%d recordings in 5 minutes and the fault never ended", r)
+					return
+				}
 				after := isClosed(over)
 				evs := testgen.Recording(testgen.Options{Seed: uint64(1000*e + r + 1), Steps: steps, EventsPerStep: perStep})
 				rep, err := cl.Open(ctx, wire.OpenRequest{Project: "cluster", Flow: fmt.Sprintf("e%d", e)})
@@ -106,7 +113,6 @@ func ingest(t *testing.T, c *devcluster.Cluster, fault func()) []sent {
 					return
 				}
 			}
-			errs <- errors.New("100 recordings and the fault never ended")
 		})
 	}
 	done := make(chan struct{})
