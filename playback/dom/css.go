@@ -14,7 +14,9 @@ import (
 // removed wherever they are (browsers drop tabs and newlines anywhere and
 // controls and spaces at the ends; dropping more only makes the check
 // stricter), lowercased. "java\tscript:", " JaVaScRiPt:" and
-// "&#106;avascript:" all read as "javascript:".
+// "&#106;avascript:" all read as "javascript:". The one allowance, a
+// raster data: image, is read as strictly as a browser reads it
+// (browserPrefix): dropping more there would let more through.
 
 // urlPrefix returns at most max bytes of v as a URL parser reads it.
 func urlPrefix(v string, max int) string {
@@ -38,6 +40,36 @@ func urlPrefix(v string, max int) string {
 	}
 	return string(b)
 }
+
+// browserPrefix is urlPrefix for an allowance (rasterURL): it must not be
+// more lenient than the browser, so it drops only what a URL parser
+// drops, controls and spaces at the start and tabs and newlines anywhere.
+// "data:image/p\x00ng," is not a PNG to a browser, whatever urlPrefix
+// makes of it.
+func browserPrefix(v string, max int) string {
+	if strings.IndexByte(v, '&') >= 0 {
+		v = html.UnescapeString(v)
+	}
+	v = strings.TrimLeft(v, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+	var buf [64]byte
+	b := buf[:0]
+	max = min(max, len(buf))
+	for i := 0; i < len(v) && len(b) < max; i++ {
+		c := v[i]
+		if c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// rasterURL reports whether v is a data: URL of a raster image as a
+// browser reads it.
+func rasterURL(v string) bool { return rasterData(browserPrefix(v, 48)) }
 
 // rasterTypes are the data: image types kept: raster formats only, since
 // an SVG image is a document that can carry script and references.
@@ -66,7 +98,7 @@ func dangerousURL(v string) bool {
 	case strings.HasPrefix(p, "javascript:"), strings.HasPrefix(p, "vbscript:"), strings.HasPrefix(p, "livescript:"):
 		return true
 	case strings.HasPrefix(p, "data:"):
-		return !rasterData(p)
+		return !rasterURL(v)
 	}
 	return false
 }
@@ -140,7 +172,7 @@ func sanitizeCSS(s string) string {
 					// (writeCSSString): a NUL is U+FFFD, so "p\x00ng" is
 					// not "png" (urlPrefix drops control bytes).
 					val = strings.ReplaceAll(val, "\x00", "\uFFFD")
-					if ok && (fragmentURL(val) || rasterData(urlPrefix(val, 48))) {
+					if ok && (fragmentURL(val) || rasterURL(val)) {
 						b.WriteString(`url("`)
 						writeCSSString(&b, val)
 						b.WriteString(`")`)

@@ -419,13 +419,13 @@ func (r *renderer) attrs(x *node, lt string, svg bool, selected *bool) {
 		case strings.HasPrefix(ln, "on"), strings.HasPrefix(ln, "rr_"), ln == "_csstext", dropAttrs[ln]:
 			continue
 		case fetchAttrs[ln]:
-			if !rasterData(urlPrefix(val, 48)) {
+			if !rasterURL(val) {
 				continue
 			}
 		case ln == "href" || strings.HasSuffix(ln, ":href"):
 			switch {
 			case fragmentURL(val):
-			case svg && (lt == "image" || lt == "feimage") && rasterData(urlPrefix(val, 48)):
+			case svg && (lt == "image" || lt == "feimage") && rasterURL(val):
 			case lt == "a" || lt == "area":
 				if !dangerousURL(val) {
 					r.attr(hrefAttr, val)
