@@ -133,7 +133,10 @@ func TestPackDeltaEntries(t *testing.T) {
 // Damage after the index was loaded: a dependent is ErrBlobCorrupt.
 func TestPackDeltaAnyFlippedByte(t *testing.T) {
 	dir := t.TempDir()
-	datas := append([][]byte{randBytes(t, 3000)}, similar(t, 4, 1000)...) // nothing to keep a delta against
+	// The first blob is too large to be a base (packDeltaMax): the chain
+	// starts at entry 1 (a small blob may win a tenth against an
+	// unrelated base, zstd's fastest level being erratic on it).
+	datas := append([][]byte{randBytes(t, packDeltaMax+1)}, similar(t, 4, 1000)...)
 	cids, orig := packEach(t, dir, datas)
 	offs, ns, _ := packEntries(t, orig)
 	if ds := packEntryFlags(t, orig); ds[1] || !ds[2] || !ds[3] || !ds[4] {
@@ -219,13 +222,16 @@ func TestPackDeltaVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	datas := compressible(t, 3, 3000)
+	// Compressed entries, each after a blob too large to be a base, so
+	// that none is a delta: a version-2 pack has none.
+	c := compressible(t, 2, 3000)
+	datas := [][]byte{c[0], randBytes(t, packDeltaMax+1), c[1]}
 	cids := putAll(t, b, datas)
 	b.Close()
 	pack := filepath.Join(dir, "packs", "00000001.pack")
 	bs, _ := os.ReadFile(pack)
 	if ds := packEntryFlags(t, bs); ds[0] || ds[1] || ds[2] {
-		t.Fatalf("unlike blobs kept as deltas: %v", ds)
+		t.Fatalf("a version-2 fixture holds deltas: %v", ds)
 	}
 	os.WriteFile(pack, append([]byte(packMagicV2), bs[len(packMagic):]...), 0o644)
 	b, err = OpenFSBlobs(dir)
