@@ -714,7 +714,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		var ok bool
 		if e.loc.d {
 			_, whole, _ := checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], true, true, nil)
-			blob, err = readPacked(src, e.loc, 0)
+			blob, err = unpack(src, e.loc, buf[packEntryHdr:], 0)
 			ok = whole && err == nil && sha256.Sum256(blob) == e.d
 		} else {
 			blob, _, ok = checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], e.loc.z, false, nil)

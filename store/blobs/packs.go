@@ -1124,6 +1124,11 @@ func readPacked(f io.ReaderAt, loc packLoc, chain int) ([]byte, error) {
 	if _, err := f.ReadAt(stored, loc.off); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
+	return unpack(f, loc, stored, chain)
+}
+
+// unpack is readPacked with the entry's stored bytes already read.
+func unpack(f io.ReaderAt, loc packLoc, stored []byte, chain int) ([]byte, error) {
 	if !loc.d {
 		if !loc.z {
 			return stored, nil

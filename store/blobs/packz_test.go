@@ -153,6 +153,23 @@ func throughEachOpen(t *testing.T, dir string, check func(what string, b *FSBlob
 	return b
 }
 
+// openThenDamage opens the blob store at dir (its pack 1 holding orig),
+// then flips a bit of byte at in the pack behind its back: damage after
+// the index was loaded.
+func openThenDamage(t *testing.T, dir string, orig []byte, at int) *FSBlobs {
+	t.Helper()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := append([]byte(nil), orig...)
+	bs[at] ^= 0x10
+	if err := os.WriteFile(filepath.Join(dir, "packs", "00000001.pack"), bs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestPackCompressedAnyFlippedByte flips every byte of a compressed entry
 // in turn: the other blobs are served, the damaged one never is (not with
 // other bytes, not as a bomb), and nothing is cut.
@@ -182,16 +199,8 @@ func TestPackCompressedAnyFlippedByte(t *testing.T) {
 		}
 	}
 	// Damage after the index was loaded: Open refuses it as corrupt.
-	b, err := OpenFSBlobs(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openThenDamage(t, dir, orig, offs[victim]+packEntryHdr+ns[victim]/2)
 	defer b.Close()
-	bs := append([]byte(nil), orig...)
-	bs[offs[victim]+packEntryHdr+ns[victim]/2] ^= 0x10
-	if err := os.WriteFile(filepath.Join(dir, "packs", "00000001.pack"), bs, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if r, err := b.Open(cids[victim]); !errors.Is(err, ErrBlobCorrupt) {
 		if err == nil {
 			got, _ := io.ReadAll(r)
