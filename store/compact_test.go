@@ -204,8 +204,8 @@ func jpegFrames(t testing.TB, n int) [][]byte {
 }
 
 // TestCompressedFramesEveryPath: frames packed compressed (blobs.CompressPacked,
-// most of them as deltas against the frame before, in well under what they
-// take alone)
+// most of them as JPEG deltas against the frame before, in well under what
+// they take alone)
 // read back as their bytes under their CIDs in every path that reads
 // blobs: Open and Stat, verify, a bundle's export (which carries the
 // frames' own bytes) and its import (packed compressed again, the same
@@ -263,8 +263,17 @@ func TestCompressedFramesEveryPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if packed*100 > alone*85 {
-		t.Fatalf("the packs hold %d bytes for 15 frames that take %d compressed alone: not kept as deltas", packed, alone)
+	jpegDeltas := 0
+	for _, f := range frames {
+		c, _ := ParseCID(SumString(f))
+		if fsBlobs(t, s).IsJPEGDelta(c) {
+			jpegDeltas++
+		}
+	}
+	// Chains of 4 deltas after a whole frame: 9 of the 12 can be; the
+	// frames change in a few MCUs, so they are JPEG deltas.
+	if packed*100 > alone*75 || jpegDeltas < 8 {
+		t.Fatalf("the packs hold %d bytes for 15 frames that take %d compressed alone, %d of 12 frames as JPEG deltas", packed, alone, jpegDeltas)
 	}
 	readAll := func(what string, s *Store) {
 		t.Helper()

@@ -444,7 +444,7 @@ func TestCollect(t *testing.T) {
 // crash would) and reopens: every live blob is readable, verify passes,
 // and a new sweep finishes the job.
 func TestCollectCrash(t *testing.T) {
-	for _, kind := range []string{"random", "similar"} {
+	for _, kind := range []string{"random", "similar", "frames"} {
 		for _, step := range []string{"pack-written", "pack-renamed", "idx-written", "swapped", "old-idx-removed"} {
 			for _, nth := range []int{1, 2} { // a repacked pack, then the all-dead one
 				if nth == 2 && step != "swapped" && step != "old-idx-removed" {
@@ -457,8 +457,9 @@ func TestCollectCrash(t *testing.T) {
 }
 
 // collectCrash is one case of TestCollectCrash: blobs of kind "random"
-// (kept as they are), or "similar" (kept as deltas, each against the one
-// before, so that a live blob's base is often a dead one).
+// (kept as they are), "similar" (kept as deltas, each against the one
+// before, so that a live blob's base is often a dead one), or "frames"
+// (JPEGs kept so as JPEG deltas).
 func collectCrash(t *testing.T, kind, step string, nth int) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -467,8 +468,13 @@ func collectCrash(t *testing.T, kind, step string, nth int) {
 	// the active pack keep's last ones.
 	keep := blobsOf(t, 6, 1500)
 	gone := blobsOf(t, 9, 1500)
-	if kind == "similar" {
+	switch kind {
+	case "similar":
 		all := blobstest.Similar(t, 15, 1500)
+		keep, gone = all[:6], all[6:]
+		fsBlobs(t, s).SetPackBytes(1 << 10)
+	case "frames":
+		all := blobstest.Frames(t, 15, 96, 64, false, 15)
 		keep, gone = all[:6], all[6:]
 		fsBlobs(t, s).SetPackBytes(1 << 10)
 	}
@@ -482,6 +488,9 @@ func collectCrash(t *testing.T, kind, step string, nth int) {
 	}
 	if kind == "similar" && !fsBlobs(t, s).IsDelta(Sum(keep[1])) {
 		t.Fatal("fixture: keep[1] is not a delta (against gone[0], which dies)")
+	}
+	if kind == "frames" && !fsBlobs(t, s).IsJPEGDelta(Sum(keep[1])) {
+		t.Fatal("fixture: keep[1] is not a JPEG delta (against gone[0], which dies)")
 	}
 	if _, err := s.RemoveRecording(ids[1]); err != nil {
 		t.Fatal(err)

@@ -34,23 +34,49 @@ func packEntryFlags(t testing.TB, bs []byte) (ds []bool) {
 // and after a sweep that dropped the whole entry at the head of a chain
 // and one in its middle (the survivors are kept again against what was
 // copied before them, and nothing of the dead blobs is left in the pack).
+//
+// Screencast frames (JPEGs that differ in a few MCUs) are kept as JPEG
+// deltas, in a small part of what they take compressed alone.
 func TestPackDeltaEntries(t *testing.T) {
+	t.Run("bytes", func(t *testing.T) {
+		datas := similar(t, 12, 40000)
+		deltaEntries(t, datas, false, 0.6, func(i int) []byte {
+			// The region that sets blob i apart (blobstest.Similar).
+			at := (i * 997) % (40000 - 256)
+			return datas[i][at : at+200]
+		})
+	})
+	t.Run("JPEG", func(t *testing.T) {
+		deltaEntries(t, blobstest.Frames(t, 12, 320, 200, false, 12), true, 0.4, nil)
+	})
+}
+
+// deltaEntries is TestPackDeltaEntries for 12 datas, which must take at
+// most a fraction most of their bytes compressed alone; distinct, when
+// set, is what sets blob i apart, which a sweep must leave nowhere once
+// i is dead.
+func deltaEntries(t *testing.T, datas [][]byte, jpeg bool, most float64, distinct func(i int) []byte) {
 	dir := t.TempDir()
-	const n = 12
-	datas := similar(t, n, 40000)
+	n := len(datas)
 	cids, bs := packEach(t, dir, datas)
-	_, ns, zs := packEntries(t, bs)
+	offs, ns, zs := packEntries(t, bs)
 	ds := packEntryFlags(t, bs)
-	stored := 0
+	stored, alone := 0, 0
 	for i := range n {
 		// Entries 0, 5 and 10 start chains; the others are deltas.
 		if want := i%(packDeltaDepth+1) != 0; ds[i] != want {
 			t.Fatalf("entry %d: delta %v, want %v (entries %v, stored %v, z %v)", i, ds[i], want, ds, ns, zs)
 		}
+		if ds[i] && isJPEGDelta(bs[offs[i]+packEntryHdr:offs[i]+packEntryHdr+ns[i]]) != jpeg {
+			t.Fatalf("entry %d: a JPEG delta %v, want %v", i, !jpeg, jpeg)
+		}
 		stored += ns[i]
+		z, _ := CompressPacked(datas[i])
+		alone += len(z)
 	}
-	if stored > 3*40000 {
-		t.Fatalf("%d similar blobs of 40000 bytes stored in %d", n, stored)
+	t.Logf("%d blobs stored in %d bytes, %d each compressed alone", n, stored, alone)
+	if float64(stored) > float64(alone)*most {
+		t.Fatalf("%d similar blobs stored in %d bytes, %d each compressed alone", n, stored, alone)
 	}
 	check := func(what string, b *FSBlobs, live []int) {
 		t.Helper()
@@ -116,8 +142,7 @@ func TestPackDeltaEntries(t *testing.T) {
 	// The dead blobs' own bytes (the regions that set them apart) are
 	// nowhere in the packs: a retention sweep leaves nothing of them.
 	for i := range dead {
-		at := (i * 997) % (40000 - 256)
-		if bytes.Contains(rewritten, datas[i][at:at+200]) {
+		if distinct != nil && bytes.Contains(rewritten, distinct(i)) {
 			t.Errorf("swept blob %d's bytes are still in the pack", i)
 		}
 	}
@@ -132,15 +157,31 @@ func TestPackDeltaEntries(t *testing.T) {
 // they are reported corrupt. The blobs before it still read back.
 // Damage after the index was loaded: a dependent is ErrBlobCorrupt.
 func TestPackDeltaAnyFlippedByte(t *testing.T) {
-	dir := t.TempDir()
 	// The first blob is too large to be a base (packDeltaMax): the chain
 	// starts at entry 1 (a small blob may win a tenth against an
 	// unrelated base, zstd's fastest level being erratic on it).
-	datas := append([][]byte{randBytes(t, packDeltaMax+1)}, similar(t, 4, 1000)...)
+	large := randBytes(t, packDeltaMax+1)
+	t.Run("bytes", func(t *testing.T) {
+		flipChainHead(t, append([][]byte{large}, similar(t, 4, 1000)...), false)
+	})
+	t.Run("JPEG", func(t *testing.T) {
+		flipChainHead(t, append([][]byte{large}, blobstest.Frames(t, 4, 96, 64, false, 11)...), true)
+	})
+}
+
+// flipChainHead is TestPackDeltaAnyFlippedByte for datas, whose entries
+// 2 to 4 are kept as deltas (JPEG deltas when jpeg).
+func flipChainHead(t *testing.T, datas [][]byte, jpeg bool) {
+	dir := t.TempDir()
 	cids, orig := packEach(t, dir, datas)
 	offs, ns, _ := packEntries(t, orig)
 	if ds := packEntryFlags(t, orig); ds[1] || !ds[2] || !ds[3] || !ds[4] {
 		t.Fatalf("entries' deltas %v, want a chain from entry 1", ds)
+	}
+	for i := 2; i <= 4; i++ {
+		if got := isJPEGDelta(orig[offs[i]+packEntryHdr : offs[i]+packEntryHdr+ns[i]]); got != jpeg {
+			t.Fatalf("entry %d is a JPEG delta: %v, want %v", i, got, jpeg)
+		}
 	}
 	const head = 1
 	// Every byte of the header, every fifth of the body (a flip there

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/flightrec/flightrec/store/blobs/jpegdelta"
 	"github.com/flightrec/flightrec/store/layout"
 )
 
@@ -845,12 +846,18 @@ type deltaBase struct {
 	off   int64
 	blob  []byte
 	depth int
+	// jpeg is blob parsed as a JPEG (nil: not one, or not parsed yet:
+	// jpegTried says which).
+	jpeg      *jpegdelta.Frame
+	jpegTried bool
 }
 
 // next returns how data is kept as the entry after b, whose header starts
 // at off: alone (stored, z: what CompressPacked made) or as a delta
 // against b when that saves a tenth more and the chain stays within
-// packDeltaDepth; and the base the entry after it would have.
+// packDeltaDepth; and the base the entry after it would have. jpeg is
+// data parsed as a JPEG (parseJPEG), or nil: a JPEG delta is tried first,
+// then a byte delta.
 //
 // A delta is tried only for a blob that compresses alone or shares a few
 // sampled runs of bytes with the base (alike): already-compressed media
@@ -860,19 +867,30 @@ type deltaBase struct {
 // fastest level sometimes keeps a blob that repeats itself whole (it
 // skips ahead through a start with nothing to match), which a delta
 // would still take to a few hundred bytes.
-func (b deltaBase) next(c *deltaCoder, data, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
+func (b deltaBase) next(c *deltaCoder, data []byte, jpeg *jpegdelta.Frame, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
 	// The base is a copy: the caller owns data, and may reuse it once
 	// put returns, while the pack's next entry may be kept against it.
 	var keep []byte
 	if len(data) <= packDeltaMax {
 		keep = append([]byte(nil), data...)
 	}
-	if b.blob != nil && b.depth < packDeltaDepth && (z || alike(data, b.blob)) {
-		if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
-			return delta, true, true, deltaBase{off: off, blob: keep, depth: b.depth + 1}
+	after = deltaBase{off: off, blob: keep, jpeg: jpeg, jpegTried: true}
+	if b.blob != nil && b.depth < packDeltaDepth {
+		if jpeg != nil && !b.jpegTried {
+			b.jpeg, b.jpegTried = parseJPEG(b.blob), true
+		}
+		if delta := c.encodeJPEG(data, jpeg, b.blob, b.jpeg, off-b.off, len(stored)); delta != nil {
+			after.depth = b.depth + 1
+			return delta, true, true, after
+		}
+		if z || alike(data, b.blob) {
+			if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
+				after.depth = b.depth + 1
+				return delta, true, true, after
+			}
 		}
 	}
-	return stored, z, false, deltaBase{off: off, blob: keep}
+	return stored, z, false, after
 }
 
 // alike reports whether at least two of four runs of 32 bytes sampled
@@ -900,12 +918,14 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	// already packed: a rerun's frames mostly are).
 	stored := make([][]byte, len(datas))
 	zs := make([]bool, len(datas))
+	jpegs := make([]*jpegdelta.Frame, len(datas))
 	need := 0
 	for i, d := range datas {
 		if _, ok := p.has(ds[i]); ok {
 			continue
 		}
 		stored[i], zs[i] = CompressPacked(d)
+		jpegs[i] = parseJPEG(d)
 		need += packEntryHdr + len(stored[i])
 	}
 	p.mu.Lock()
@@ -934,7 +954,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 		// A delta against the entry before is made here, under the
 		// lock, since only here is it known which entry that is.
 		off := pf.size.Load() + int64(len(buf))
-		out, z, delta, after := last.next(&p.delta, datas[i], stored[i], zs[i], off)
+		out, z, delta, after := last.next(&p.delta, datas[i], jpegs[i], stored[i], zs[i], off)
 		last = after
 		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
 		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+
+	"github.com/flightrec/flightrec/store/blobs/blobstest"
 )
 
 // compressible returns n blobs of size bytes that zstd shrinks to well
@@ -277,6 +279,8 @@ func FuzzPackScan(f *testing.F) {
 	f.Add(valid[:offs[len(offs)-1]+packEntryHdr+20])
 	f.Add(valid[:len(packMagic)+packEntryHdr+10])
 	f.Add(append([]byte(packMagicV1), valid[len(packMagic):]...))
+	_, frames := packEach(f, f.TempDir(), blobstest.Frames(f, 3, 48, 32, false, 9)) // a chain of JPEG deltas
+	f.Add(frames)
 	d := f.TempDir()
 	p := &packs{dir: d, maxBytes: defaultPackMax, readOnly: true}
 	f.Fuzz(func(t *testing.T, bs []byte) {

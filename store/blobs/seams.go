@@ -1,6 +1,10 @@
 package blobs
 
-import "github.com/ipfs/go-cid"
+import (
+	"os"
+
+	"github.com/ipfs/go-cid"
+)
 
 // Seams for the tests of code built on the blob store (the store's
 // garbage-collection tests, which mark with real recordings): a pack
@@ -39,3 +43,22 @@ func (b *FSBlobs) SetGCHook(fn func(step string) error) { b.packs.gcHook = fn }
 
 // ErrGCHook marks an error a test's GC hook returned.
 var ErrGCHook = errGCHook
+
+// IsJPEGDelta reports whether blob c is packed as a JPEG delta (packz.go).
+func (b *FSBlobs) IsJPEGDelta(c cid.Cid) bool {
+	d, _ := digestOf(c)
+	loc, ok := b.packs.has(d)
+	if !ok || !loc.d {
+		return false
+	}
+	f, err := os.Open(b.packs.path(loc.pack))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, packJPEGHdr)
+	if _, err := f.ReadAt(head, loc.off); err != nil {
+		return false
+	}
+	return isJPEGDelta(head)
+}

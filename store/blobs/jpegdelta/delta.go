@@ -1,0 +1,289 @@
+package jpegdelta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// A delta is
+//
+//	"JD\x01" | uvarint n | the frame's n bytes before its scan (markers,
+//	tables, SOS) | uvarint n | its n bytes after the scan (EOI) |
+//	the MCU map: one bit per MCU in scan order, least significant bit
+//	first, set for an MCU coded here | the coded MCUs' blocks, entropy-
+//	coded with the frame's tables as in a scan (DC predicted from the
+//	block before in scan order, whether coded here or taken from the
+//	base), without stuffing, each run of consecutive coded MCUs starting
+//	on a byte and padded with ones
+//
+// Starting each run on a byte makes identical MCUs (a page's flat
+// background) identical bytes, which the compressor the delta is kept
+// in finds.
+const magic = "JD\x01"
+
+// Frame is a parsed JPEG that this package rebuilds byte for byte from
+// its coefficients.
+type Frame struct {
+	f    *frame
+	size int
+}
+
+// Parse decodes data's coefficients, and checks that they entropy-code
+// back to data; ErrNotApplicable when data is not a JPEG this package
+// takes, or does not come back exactly.
+func Parse(data []byte) (*Frame, error) {
+	f, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	again, err := f.encode(len(data))
+	if err != nil || !bytes.Equal(again, data) {
+		return nil, ErrNotApplicable
+	}
+	f.src, f.entropyBytes = nil, nil // only the coefficients are needed now
+	return &Frame{f: f, size: len(data)}, nil
+}
+
+// Looks reports whether data starts as a JPEG does: a cheap test before
+// Parse.
+func Looks(data []byte) bool {
+	return len(data) > 4 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF
+}
+
+// Delta returns the delta that rebuilds frame from base, or
+// ErrNotApplicable when their geometries differ. The delta is checked:
+// it rebuilds frame.
+func Delta(frame, base *Frame) ([]byte, error) {
+	f, b := frame.f, base.f
+	if !sameGeometry(f, b) {
+		return nil, ErrNotApplicable
+	}
+	out := append([]byte(magic), binary.AppendUvarint(nil, uint64(len(f.header)))...)
+	out = append(out, f.header...)
+	out = binary.AppendUvarint(out, uint64(len(f.trailer)))
+	out = append(out, f.trailer...)
+	n := f.mcus()
+	mapAt := len(out)
+	out = append(out, make([]byte, (n+7)/8)...)
+	w := &bitWriter{out: out}
+	preds := make([]int32, len(f.comps))
+	prev := false
+	for m := range n {
+		coded := !sameMCU(f, b, m)
+		if coded {
+			w.out[mapAt+m/8] |= 1 << (m % 8)
+			if !prev {
+				w.align()
+			}
+		}
+		err := f.eachBlock(m, func(c *component, blk []int16) error {
+			p := &preds[f.index(c)]
+			if !coded {
+				*p = int32(blk[0])
+				return nil
+			}
+			return encodeBlock(w, c, blk, p)
+		})
+		if err != nil {
+			return nil, ErrNotApplicable
+		}
+		prev = coded
+	}
+	w.align()
+	delta := w.out
+	// The check: the delta, read as Decode reads it, gives the frame's
+	// coefficients, which Parse found to code back to its bytes.
+	check, err := rebuildFrame(delta, b)
+	if err != nil || !sameCoefficients(check, f) || !bytes.Equal(check.header, f.header) || !bytes.Equal(check.trailer, f.trailer) {
+		return nil, ErrNotApplicable
+	}
+	return delta, nil
+}
+
+// Encode returns the delta that rebuilds data from base: Parse of both,
+// then Delta.
+func Encode(data, base []byte) ([]byte, error) {
+	f, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	return Delta(f, b)
+}
+
+func sameCoefficients(a, b *frame) bool {
+	if len(a.comps) != len(b.comps) {
+		return false
+	}
+	for i, c := range a.comps {
+		if !slices.Equal(c.coef, b.comps[i].coef) {
+			return false
+		}
+	}
+	return true
+}
+
+// Decode returns the JPEG that delta rebuilds from base; one larger than
+// maxSize is refused.
+func Decode(delta, base []byte, maxSize int) ([]byte, error) {
+	b, err := parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its base: %v", ErrDamaged, err)
+	}
+	return rebuild(delta, b, maxSize)
+}
+
+// Header returns the bytes of a JPEG before its scan (what a delta
+// against it most likely repeats: quantization and Huffman tables), or
+// nil.
+func Header(data []byte) []byte {
+	f, err := parseHeader(data, false)
+	if err != nil {
+		return nil
+	}
+	return f.header
+}
+
+func parse(data []byte) (*frame, error) {
+	f, err := parseHeader(data, false)
+	if err != nil {
+		return nil, err
+	}
+	// Each block takes at least two bits (its DC and its end), so a
+	// small file cannot name a huge frame and make its reader allocate
+	// for it.
+	blocks := 0
+	for _, c := range f.comps {
+		blocks += c.bw * c.bh
+	}
+	if blocks > 4*len(f.entropyBytes)+64 {
+		return nil, ErrNotApplicable
+	}
+	if err := f.decode(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func sameGeometry(a, b *frame) bool {
+	if a.width != b.width || a.height != b.height || len(a.comps) != len(b.comps) {
+		return false
+	}
+	for i, c := range a.comps {
+		if c.h != b.comps[i].h || c.v != b.comps[i].v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameMCU(f, b *frame, m int) bool {
+	var blocks [][]int16
+	_ = b.eachBlock(m, func(_ *component, blk []int16) error {
+		blocks = append(blocks, blk)
+		return nil
+	})
+	i := 0
+	same := true
+	_ = f.eachBlock(m, func(_ *component, blk []int16) error {
+		if same && !slices.Equal(blk, blocks[i]) {
+			same = false
+		}
+		i++
+		return nil
+	})
+	return same
+}
+
+func rebuild(delta []byte, b *frame, maxSize int) ([]byte, error) {
+	f, err := rebuildFrame(delta, b)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.encode(len(b.header) + len(b.entropyBytes) + 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its coefficients do not fit its tables", ErrDamaged)
+	}
+	if len(out) > maxSize {
+		return nil, fmt.Errorf("%w: larger than its entry names", ErrDamaged)
+	}
+	return out, nil
+}
+
+// rebuildFrame reads delta against b: the frame's header, trailer and
+// coefficients.
+func rebuildFrame(delta []byte, b *frame) (*frame, error) {
+	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrDamaged, why) }
+	if !bytes.HasPrefix(delta, []byte(magic)) {
+		return nil, bad("no magic")
+	}
+	rest := delta[len(magic):]
+	take := func() ([]byte, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nil, false
+		}
+		out := rest[k : k+int(n)]
+		rest = rest[k+int(n):]
+		return out, true
+	}
+	header, ok := take()
+	if !ok {
+		return nil, bad("its header")
+	}
+	trailer, ok := take()
+	if !ok {
+		return nil, bad("its trailer")
+	}
+	f, err := parseHeader(header, true)
+	if err != nil {
+		return nil, bad("its header does not parse")
+	}
+	f.trailer = trailer
+	if !sameGeometry(f, b) {
+		return nil, bad("its geometry is not its base's")
+	}
+	n := f.mcus()
+	if len(rest) < (n+7)/8 {
+		return nil, bad("its MCU map")
+	}
+	mcuMap := rest[:(n+7)/8]
+	f.alloc()
+	r := &bitReader{data: rest[(n+7)/8:]}
+	preds := make([]int32, len(f.comps))
+	prev := false
+	for m := range n {
+		coded := mcuMap[m/8]&(1<<(m%8)) != 0
+		if coded && !prev {
+			r.align()
+		}
+		var from [][]int16
+		if !coded {
+			_ = b.eachBlock(m, func(_ *component, blk []int16) error {
+				from = append(from, blk)
+				return nil
+			})
+		}
+		i := 0
+		err := f.eachBlock(m, func(c *component, blk []int16) error {
+			p := &preds[f.index(c)]
+			if !coded {
+				copy(blk, from[i])
+				i++
+				*p = int32(blk[0])
+				return nil
+			}
+			return decodeBlock(r, c, blk, p)
+		})
+		if err != nil || r.exhausted() {
+			return nil, bad("its coded MCUs")
+		}
+		prev = coded
+	}
+	return f, nil
+}
