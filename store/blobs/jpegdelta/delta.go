@@ -182,20 +182,12 @@ func sameGeometry(a, b *frame) bool {
 	return true
 }
 
+// sameMCU reports whether MCU m of f and b (of the same geometry) holds
+// the same coefficients.
 func sameMCU(f, b *frame, m int) bool {
-	var blocks [][]int16
-	_ = b.eachBlock(m, func(_ *component, blk []int16) error {
-		blocks = append(blocks, blk)
-		return nil
-	})
-	i := 0
 	same := true
-	_ = f.eachBlock(m, func(_ *component, blk []int16) error {
-		if same && !slices.Equal(blk, blocks[i]) {
-			same = false
-		}
-		i++
-		return nil
+	f.mcuRuns(m, func(ci, lo, hi int) {
+		same = same && slices.Equal(f.comps[ci].coef[lo:hi], b.comps[ci].coef[lo:hi])
 	})
 	return same
 }
@@ -262,23 +254,17 @@ func rebuildFrame(delta []byte, b *frame) (*frame, error) {
 		if coded && !prev {
 			r.align()
 		}
-		var from [][]int16
 		if !coded {
-			_ = b.eachBlock(m, func(_ *component, blk []int16) error {
-				from = append(from, blk)
-				return nil
+			f.mcuRuns(m, func(ci, lo, hi int) {
+				copy(f.comps[ci].coef[lo:hi], b.comps[ci].coef[lo:hi])
+				// The predictor is the DC of the run's last block.
+				preds[ci] = int32(f.comps[ci].coef[hi-64])
 			})
+			prev = false
+			continue
 		}
-		i := 0
 		err := f.eachBlock(m, func(c *component, blk []int16) error {
-			p := &preds[f.index(c)]
-			if !coded {
-				copy(blk, from[i])
-				i++
-				*p = int32(blk[0])
-				return nil
-			}
-			return decodeBlock(r, c, blk, p)
+			return decodeBlock(r, c, blk, &preds[f.index(c)])
 		})
 		if err != nil || r.exhausted() {
 			return nil, bad("its coded MCUs")

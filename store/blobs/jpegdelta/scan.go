@@ -43,16 +43,24 @@ type huffTable struct {
 	valPtr  [17]int32
 	minCode [17]int32
 	vals    []byte
+	// lut maps the next lutBits bits to a code of at most that many
+	// bits: its length<<8 | its symbol (0: a longer code).
+	lut [1 << lutBits]uint16
 	// encoding
 	code [256]uint16
 	size [256]uint8
 }
+
+const lutBits = 9
 
 func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 	h := &huffTable{vals: vals}
 	code, k := int32(0), int32(0)
 	for l := 1; l <= 16; l++ {
 		n := int32(counts[l-1])
+		if code+n > 1<<l {
+			return nil, fmt.Errorf("bad Huffman table")
+		}
 		h.valPtr[l] = k
 		h.minCode[l] = code
 		if n == 0 {
@@ -63,13 +71,16 @@ func buildHuff(counts []byte, vals []byte) (*huffTable, error) {
 				s := vals[k+i]
 				h.code[s] = uint16(code + i)
 				h.size[s] = uint8(l)
+				if l <= lutBits {
+					at := int(code+i) << (lutBits - l)
+					for x := range 1 << (lutBits - l) {
+						h.lut[at+x] = uint16(l)<<8 | uint16(s)
+					}
+				}
 			}
 		}
 		code += n
 		k += n
-		if code > 1<<l {
-			return nil, fmt.Errorf("bad Huffman table")
-		}
 		code <<= 1
 	}
 	h.maxCode[17] = 1 << 30
@@ -321,6 +332,12 @@ func (r *bitReader) decode(h *huffTable) (byte, error) {
 	if r.n < 16 {
 		r.fill()
 	}
+	if e := h.lut[r.acc>>(64-lutBits)]; e != 0 {
+		l := uint(e >> 8)
+		r.acc <<= l
+		r.n -= l
+		return byte(e), nil
+	}
 	code := int32(0)
 	for l := 1; l <= 16; l++ {
 		code = code<<1 | int32(r.acc>>63)
@@ -415,6 +432,22 @@ func (f *frame) eachBlock(m int, fn func(c *component, b []int16) error) error {
 	return nil
 }
 
+// mcuRuns calls fn for each run of consecutive coefficients that MCU m
+// holds in component ci's array (a row of its blocks in the MCU).
+func (f *frame) mcuRuns(m int, fn func(ci, lo, hi int)) {
+	if !f.interleaved {
+		fn(0, m*64, m*64+64)
+		return
+	}
+	mx, my := m%f.mcux, m/f.mcux
+	for ci, c := range f.comps {
+		for y := range c.v {
+			lo := ((my*c.v+y)*c.bw + mx*c.h) * 64
+			fn(ci, lo, lo+c.h*64)
+		}
+	}
+}
+
 func (f *frame) alloc() {
 	for _, c := range f.comps {
 		c.coef = make([]int16, c.bw*c.bh*64)
@@ -464,7 +497,15 @@ func (w *bitWriter) put(code uint32, size uint) {
 	}
 	w.acc |= uint64(code&(1<<size-1)) << (64 - w.n - size)
 	w.n += size
-	for w.n >= 8 {
+	if w.n >= 32 {
+		w.flush(32)
+	}
+}
+
+// flush writes the accumulator's first bits (a multiple of 8, at most
+// what it holds).
+func (w *bitWriter) flush(bits uint) {
+	for ; bits > 0; bits -= 8 {
 		b := byte(w.acc >> 56)
 		w.out = append(w.out, b)
 		if b == 0xFF && w.stuff {
@@ -475,11 +516,13 @@ func (w *bitWriter) put(code uint32, size uint) {
 	}
 }
 
-// align pads to a byte boundary with ones.
+// align pads to a byte boundary with ones, and writes out every whole
+// byte.
 func (w *bitWriter) align() {
-	if w.n > 0 {
-		w.put(1<<(8-w.n)-1, 8-w.n)
+	if pad := (8 - w.n%8) % 8; pad > 0 {
+		w.put(1<<pad-1, pad)
 	}
+	w.flush(w.n)
 }
 
 func magnitude(v int32) (bitsOut uint32, s uint) {
@@ -499,8 +542,7 @@ func encodeBlock(w *bitWriter, c *component, b []int16, pred *int32) error {
 	if c.dc.size[s] == 0 {
 		return ErrNotApplicable
 	}
-	w.put(uint32(c.dc.code[s]), uint(c.dc.size[s]))
-	w.put(v, s)
+	w.put(uint32(c.dc.code[s])<<s|v, uint(c.dc.size[s])+s)
 	run := 0
 	for k := 1; k < 64; k++ {
 		if b[k] == 0 {
@@ -519,8 +561,7 @@ func encodeBlock(w *bitWriter, c *component, b []int16, pred *int32) error {
 		if s > 15 || c.ac.size[sym] == 0 {
 			return ErrNotApplicable
 		}
-		w.put(uint32(c.ac.code[sym]), uint(c.ac.size[sym]))
-		w.put(v, s)
+		w.put(uint32(c.ac.code[sym])<<s|v, uint(c.ac.size[sym])+s)
 		run = 0
 	}
 	if run > 0 {
