@@ -512,7 +512,7 @@ func BenchmarkStoredBytesOfPlaywrightTraces(b *testing.B) {
 		t.Logf("event data of one import by kind: %s", dataByKind(t, st, ids[0]))
 		alone, inContext := framesPacked(t, st, ids[0])
 		t.Logf("one import's distinct frames: each compressed alone %s; as one zstd stream in recording order "+
-			"(each in the context of those before: a next step) %s", kb(alone), kb(inContext))
+			"(each in the context of those before: what byte deltas could at best reach; packs keep JPEG deltas) %s", kb(alone), kb(inContext))
 	}
 	st.Close()
 	if len(ids) != playwrightTraces {
