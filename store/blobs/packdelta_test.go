@@ -2,16 +2,20 @@ package blobs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ipfs/go-cid"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/flightrec/flightrec/store/blobs/blobstest"
+	"github.com/flightrec/flightrec/store/blobs/jpegdelta"
 )
 
 // similar is blobstest.Similar.
@@ -337,5 +341,76 @@ func TestPackDeltaCallerReusesBuffer(t *testing.T) {
 	bs, _ := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
 	if ds := packEntryFlags(t, bs); len(ds) != 3 || !ds[1] {
 		t.Fatalf("the second blob was not kept as a delta: %v", ds)
+	}
+}
+
+// TestPackJPEGDeltaRebuildChecked: a JPEG delta whose every checksum holds
+// but which rebuilds other bytes than its entry's digest (what a reader
+// whose rebuilding changed would make of it: here the last byte of the
+// delta's copy of the frame's trailer) is not served. A byte delta's
+// frame checksum covers the blob; a JPEG delta's covers only the delta.
+func TestPackJPEGDeltaRebuildChecked(t *testing.T) {
+	dir := t.TempDir()
+	frames := blobstest.Frames(t, 2, 96, 64, false, 21)
+	cids, orig := packEach(t, dir, frames)
+	offs, ns, _ := packEntries(t, orig)
+	at := offs[1] + packEntryHdr
+	stored := orig[at : at+ns[1]]
+	if !isJPEGDelta(stored) {
+		t.Fatal("fixture: entry 1 is not a JPEG delta")
+	}
+	dict := jpegdelta.Header(frames[0])
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderDictRaw(packJPEGDict, dict))
+	delta, err := dec.DecodeAll(stored[packJPEGHdr:], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The delta's copy of the frame's trailer (its EOI), after its header.
+	hlen, k := binary.Uvarint(delta[3:])
+	eoi := 3 + k + int(hlen) + 1 + 1
+	if !bytes.Equal(delta[eoi-1:eoi+1], []byte{0xFF, 0xD9}) {
+		t.Fatalf("fixture: no EOI at %d in the delta", eoi)
+	}
+	var c deltaCoder
+	var tampered []byte
+	// A value whose frame keeps the entry's length, so that the index's
+	// location still frames it.
+	for v := 0; v < 256 && tampered == nil; v++ {
+		if v == 0xD9 {
+			continue
+		}
+		d := append([]byte(nil), delta...)
+		d[eoi] = byte(v)
+		if err := c.reset(packJPEGDict, dict); err != nil {
+			t.Fatal(err)
+		}
+		out := c.enc.EncodeAll(d, append([]byte(nil), stored[:packJPEGHdr]...))
+		if len(out) == len(stored) {
+			tampered = out
+		}
+	}
+	if tampered == nil {
+		t.Fatal("fixture: no trailer keeps the frame's length")
+	}
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bs := append([]byte(nil), orig...)
+	copy(bs[at:], tampered)
+	crc := crc32.Update(crc32.Checksum(bs[offs[1]+8:offs[1]+40], castagnoli), castagnoli, tampered)
+	binary.LittleEndian.PutUint32(bs[offs[1]+4:], crc)
+	if err := os.WriteFile(filepath.Join(dir, "packs", "00000001.pack"), bs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := readBlob(t, b, cids[0]); !bytes.Equal(got, frames[0]) {
+		t.Fatal("the base reads back other bytes")
+	}
+	if r, err := b.Open(cids[1]); !errors.Is(err, ErrBlobCorrupt) {
+		if err == nil {
+			r.Close()
+		}
+		t.Fatalf("a JPEG delta that rebuilds other bytes: %v, want ErrBlobCorrupt", err)
 	}
 }
