@@ -19,6 +19,7 @@ import (
 	"github.com/flightrec/flightrec/executor/client"
 	"github.com/flightrec/flightrec/internal/testgen"
 	"github.com/flightrec/flightrec/store"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/wire"
 )
 
@@ -275,22 +276,33 @@ func TestDamageFlippedPackByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Walk the entries (u32 length, u32 CRC, 32-byte digest, data) to the
-	// tenth, and flip a byte in the middle of its data.
-	off, victim := 8, ""
+	// Walk the entries (u32 flags and length, u32 CRC, 32-byte digest,
+	// stored bytes), and flip a byte in the middle of the stored bytes of
+	// the tenth or a later one that no delta is kept against (the entry
+	// after it is not a delta: packs.go), so that it alone is damaged.
+	const flagZ, flagD = 1 << 31, 1 << 30
+	type entry struct {
+		off, n int
+		delta  bool
+	}
+	var entries []entry
 	var cids []string
-	for i := 0; off+40 <= len(b); i++ {
-		n := int(bin.LittleEndian.Uint32(b[off:]))
-		if n == 0 {
+	victim := ""
+	for off := 8; off+40 <= len(b); {
+		w := bin.LittleEndian.Uint32(b[off:])
+		if w == 0 {
 			break
 		}
-		data := b[off+40 : off+40+n]
-		cids = append(cids, store.SumString(data))
-		if i == 9 {
-			victim = cids[i]
-			data[n/2] ^= 0x01
-		}
+		n := int(w &^ (flagZ | flagD))
+		entries = append(entries, entry{off: off, n: n, delta: w&flagD != 0})
+		cids = append(cids, blobs.FromDigest(b[off+8:off+40]).String())
 		off += 40 + n
+	}
+	for i := 9; i < len(entries) && victim == ""; i++ {
+		if i+1 == len(entries) || !entries[i+1].delta {
+			victim = cids[i]
+			b[entries[i].off+40+entries[i].n/2] ^= 0x01
+		}
 	}
 	if victim == "" {
 		t.Fatalf("the pack holds %d blobs, want ≥ 10", len(cids))

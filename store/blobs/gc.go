@@ -695,6 +695,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 	var buf []byte
 	var last deltaBase // the entry copied last: a delta's base in pack k
 	var coder deltaCoder
+	var frames frameCache
 	for _, e := range sorted {
 		size := packEntryHdr + e.loc.n
 		if int64(cap(buf)) < size {
@@ -714,7 +715,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		var ok bool
 		if e.loc.d {
 			_, whole, _ := checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], true, true, nil)
-			blob, err = unpack(src, e.loc, buf[packEntryHdr:], 0)
+			blob, err = unpack(src, e.loc, buf[packEntryHdr:], 0, &frames)
 			ok = whole && err == nil && sha256.Sum256(blob) == e.d
 		} else {
 			blob, _, ok = checkEntry(buf[:packEntryHdr], buf[packEntryHdr:], e.loc.z, false, nil)

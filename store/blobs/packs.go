@@ -79,6 +79,8 @@ type packs struct {
 	readOnly bool
 	// delta makes the deltas (under mu).
 	delta deltaCoder
+	// frames keeps the JPEG frames reads rebuilt last (packz.go).
+	frames *frameCache
 	// buf is reused for every batch: growing a fresh slice to a megabyte
 	// copies it many times into newly faulted pages, which cost more than
 	// the write itself.
@@ -125,7 +127,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 	if maxBytes <= 0 {
 		maxBytes = defaultPackMax
 	}
-	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
+	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, frames: &frameCache{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: packs: %w", err)
 	}
@@ -206,7 +208,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 // tail is cut (a writer may be appending to it right now), no pack is
 // trimmed or preallocated, no index written, no leftover removed.
 func openPacksReadOnly(dir string) (*packs, error) {
-	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true}
+	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true, frames: &frameCache{}}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return p, nil
 	}
@@ -1124,7 +1126,7 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 		return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
 	}
 	defer f.Close()
-	blob, err := readPacked(f, loc, 0)
+	blob, err := readPacked(f, loc, 0, p.frames)
 	if err != nil {
 		// Damaged since the pack was indexed: never served (an
 		// uncompressed one is caught by verify's rehash instead).
@@ -1136,7 +1138,16 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 // readPacked reads the blob of a compressed entry at loc in pack f: a
 // delta's base first, checked against the digest in its header (the
 // frame's checksum would catch a wrong base too), chain entries deep.
-func readPacked(f io.ReaderAt, loc packLoc, chain int) ([]byte, error) {
+// frames (nil: none) keeps JPEG frames rebuilt along the way.
+func readPacked(f io.ReaderAt, loc packLoc, chain int, frames *frameCache) ([]byte, error) {
+	stored, err := readStored(f, loc)
+	if err != nil {
+		return nil, err
+	}
+	return unpack(f, loc, stored, chain, frames)
+}
+
+func readStored(f io.ReaderAt, loc packLoc) ([]byte, error) {
 	if loc.n > PackMaxBlob || loc.n < 0 {
 		return nil, fmt.Errorf("%w: %d stored bytes", ErrBadPacked, loc.n)
 	}
@@ -1144,31 +1155,51 @@ func readPacked(f io.ReaderAt, loc packLoc, chain int) ([]byte, error) {
 	if _, err := f.ReadAt(stored, loc.off); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	return unpack(f, loc, stored, chain)
+	return stored, nil
 }
 
 // unpack is readPacked with the entry's stored bytes already read.
-func unpack(f io.ReaderAt, loc packLoc, stored []byte, chain int) ([]byte, error) {
+func unpack(f io.ReaderAt, loc packLoc, stored []byte, chain int, frames *frameCache) ([]byte, error) {
 	if !loc.d {
 		if !loc.z {
 			return stored, nil
 		}
 		return DecompressPacked(stored, loc.raw)
 	}
-	back, err := deltaBack(stored)
+	base, digest, err := baseOf(f, loc, stored, chain)
 	if err != nil {
 		return nil, err
 	}
+	if isJPEGDelta(stored) {
+		return unpackJPEG(f, loc, stored, base, digest, chain, frames)
+	}
+	blob, err := readPacked(f, base, chain+1, frames)
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(blob) != digest {
+		return nil, fmt.Errorf("%w: a delta's base does not match its digest", ErrBadPacked)
+	}
+	return decompressDelta(stored, loc.raw, blob)
+}
+
+// baseOf finds the base of the delta at loc (stored: its stored bytes):
+// where it is, and the digest its header names.
+func baseOf(f io.ReaderAt, loc packLoc, stored []byte, chain int) (packLoc, [32]byte, error) {
+	back, err := deltaBack(stored)
+	if err != nil {
+		return packLoc{}, [32]byte{}, err
+	}
 	at := loc.off - packEntryHdr - back
 	if chain >= packDeltaMaxChain || back <= 0 || at < int64(len(packMagicV1)) {
-		return nil, fmt.Errorf("%w: a delta's base at %d", ErrBadPacked, at)
+		return packLoc{}, [32]byte{}, fmt.Errorf("%w: a delta's base at %d", ErrBadPacked, at)
 	}
 	var hdr [packEntryHdr]byte
 	if _, err := f.ReadAt(hdr[:], at); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+		return packLoc{}, [32]byte{}, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
 	n, z, d := parseWord(binary.LittleEndian.Uint32(hdr[0:4]))
-	base := packLoc{off: at + packEntryHdr, n: n, raw: n, z: z, d: d}
+	base := packLoc{pack: loc.pack, off: at + packEntryHdr, n: n, raw: n, z: z, d: d}
 	if z {
 		// A compressed base names its size in its frame.
 		var head [packDeltaHdr + 18]byte
@@ -1179,31 +1210,89 @@ func unpack(f io.ReaderAt, loc packLoc, stored []byte, chain int) ([]byte, error
 			base.raw, err = packedSize(head[:m])
 		}
 		if err != nil {
-			return nil, err
+			return packLoc{}, [32]byte{}, err
 		}
 	}
-	blob, err := readPacked(f, base, chain+1)
+	return base, [32]byte(hdr[8:40]), nil
+}
+
+// unpackJPEG is unpack for a JPEG delta, whose base is at base (named
+// baseDigest). A chain of JPEG deltas is applied in coefficients, coding
+// only its last frame; that frame's bytes are checked against its entry's
+// digest before they are served: a byte delta's frame checksum covers the
+// blob it decodes to, but a JPEG delta's covers only the delta, and the
+// JPEG is rebuilt by code that may change between versions.
+func unpackJPEG(f io.ReaderAt, loc packLoc, stored []byte, base packLoc, baseDigest [32]byte, chain int, frames *frameCache) ([]byte, error) {
+	fr, err := applyJPEG(f, stored, loc.raw, base, baseDigest, chain, frames)
 	if err != nil {
 		return nil, err
 	}
-	if sha256.Sum256(blob) != [32]byte(hdr[8:40]) {
-		return nil, fmt.Errorf("%w: a delta's base does not match its digest", ErrBadPacked)
+	out, err := fr.Bytes(int(loc.raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	out, err := decompressDelta(stored, loc.raw, blob)
-	if err != nil || !isJPEGDelta(stored) {
-		return out, err
-	}
-	// A byte delta's frame checksum covers the blob it decodes to; a
-	// JPEG delta's covers only the delta, and the JPEG is rebuilt by
-	// code that may change between versions: it is checked against the
-	// entry's digest before it is served.
+	var hdr [packEntryHdr]byte
 	if _, err := f.ReadAt(hdr[:], loc.off-packEntryHdr); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	if sha256.Sum256(out) != [32]byte(hdr[8:40]) {
+	digest := [32]byte(hdr[8:40])
+	if int64(len(out)) != loc.raw || sha256.Sum256(out) != digest {
 		return nil, fmt.Errorf("%w: a JPEG delta rebuilds other bytes than its digest names", ErrBadPacked)
 	}
+	frames.put(digest, fr)
 	return out, nil
+}
+
+// applyJPEG returns the frame the JPEG delta stored (of a raw-byte blob)
+// rebuilds from its base, in coefficients.
+func applyJPEG(f io.ReaderAt, stored []byte, raw int64, base packLoc, baseDigest [32]byte, chain int, frames *frameCache) (*jpegdelta.Frame, error) {
+	bf, err := jpegAt(f, base, baseDigest, chain+1, frames)
+	if err != nil {
+		return nil, err
+	}
+	delta, err := jpegDeltaOf(stored, raw, bf.Header())
+	if err != nil {
+		return nil, err
+	}
+	fr, err := jpegdelta.Apply(delta, bf)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	return fr, nil
+}
+
+// jpegAt returns the JPEG of the entry at loc (named digest) in
+// coefficients: kept from an earlier read, rebuilt from its own JPEG
+// delta (unchecked: the chain's last frame is), or decoded from its
+// bytes, checked against digest.
+func jpegAt(f io.ReaderAt, loc packLoc, digest [32]byte, chain int, frames *frameCache) (*jpegdelta.Frame, error) {
+	if fr := frames.get(digest); fr != nil {
+		return fr, nil
+	}
+	stored, err := readStored(f, loc)
+	if err != nil {
+		return nil, err
+	}
+	if loc.d && isJPEGDelta(stored) {
+		base, bd, err := baseOf(f, loc, stored, chain)
+		if err != nil {
+			return nil, err
+		}
+		return applyJPEG(f, stored, loc.raw, base, bd, chain, frames)
+	}
+	blob, err := unpack(f, loc, stored, chain, frames)
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(blob) != digest {
+		return nil, fmt.Errorf("%w: a delta's base does not match its digest", ErrBadPacked)
+	}
+	fr, err := jpegdelta.Open(blob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	frames.put(digest, fr)
+	return fr, nil
 }
 
 // MemBlob reads a blob held in memory (read whole: decompressed, checked).

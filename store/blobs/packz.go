@@ -287,6 +287,23 @@ func decompressDelta(stored []byte, raw int64, base []byte) ([]byte, error) {
 
 // decompressJPEGDelta is decompressDelta for a JPEG delta.
 func decompressJPEGDelta(stored []byte, raw int64, base []byte) ([]byte, error) {
+	delta, err := jpegDeltaOf(stored, raw, jpegdelta.Header(base))
+	if err != nil {
+		return nil, err
+	}
+	out, err := jpegdelta.Decode(delta, base, int(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	if int64(len(out)) != raw {
+		return nil, fmt.Errorf("%w: %d bytes, the entry names %d", ErrBadPacked, len(out), raw)
+	}
+	return out, nil
+}
+
+// jpegDeltaOf decompresses the jpegdelta delta a JPEG delta's stored
+// bytes hold (of a raw-byte blob); dict is its base's header.
+func jpegDeltaOf(stored []byte, raw int64, dict []byte) ([]byte, error) {
 	if size, err := deltaSize(stored); err != nil || size != raw {
 		return nil, fmt.Errorf("%w: a JPEG delta of %d bytes, the entry names %d", ErrBadPacked, size, raw)
 	}
@@ -303,19 +320,62 @@ func decompressJPEGDelta(stored []byte, raw int64, base []byte) ([]byte, error) 
 	}
 	d := deltaDecoders.Get().(*zstd.Decoder)
 	defer deltaDecoders.Put(d)
-	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(packJPEGDict, jpegdelta.Header(base))); err != nil {
+	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(packJPEGDict, dict)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
 	delta, err := d.DecodeAll(frame, make([]byte, 0, h.FrameContentSize))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	out, err := jpegdelta.Decode(delta, base, int(raw))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	return delta, nil
+}
+
+// frameCache keeps the JPEG frames (in coefficients) last read, by
+// digest, so that reading a chain's frames in order (a video, verify, a
+// bundle, a sweep's copy, the player stepping on) applies one delta each
+// rather than the whole chain. It holds only frames whose bytes were
+// checked against their digest. A nil cache keeps nothing.
+type frameCache struct {
+	mu     sync.Mutex
+	keys   [][32]byte
+	frames []*jpegdelta.Frame
+	bytes  int
+}
+
+// frameCacheBytes bounds the coefficients a cache keeps (an 800×500
+// frame's take 1.2 MB).
+const frameCacheBytes = 16 << 20
+
+func (c *frameCache) get(d [32]byte) *jpegdelta.Frame {
+	if c == nil {
+		return nil
 	}
-	if int64(len(out)) != raw {
-		return nil, fmt.Errorf("%w: %d bytes, the entry names %d", ErrBadPacked, len(out), raw)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range c.keys {
+		if k == d {
+			return c.frames[i]
+		}
 	}
-	return out, nil
+	return nil
+}
+
+func (c *frameCache) put(d [32]byte, fr *jpegdelta.Frame) {
+	n := fr.Coefficients()
+	if c == nil || n > frameCacheBytes/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.keys {
+		if k == d {
+			return
+		}
+	}
+	for c.bytes+n > frameCacheBytes && len(c.keys) > 0 {
+		c.bytes -= c.frames[0].Coefficients()
+		c.keys, c.frames = c.keys[1:], c.frames[1:]
+	}
+	c.keys, c.frames = append(c.keys, d), append(c.frames, fr)
+	c.bytes += n
 }

@@ -93,7 +93,7 @@ func Delta(frame, base *Frame) ([]byte, error) {
 	}
 	w.align()
 	delta := w.out
-	// The check: the delta, read as Decode reads it, gives the frame's
+	// The check: the delta, read as Apply reads it, gives the frame's
 	// coefficients, which Parse found to code back to its bytes.
 	check, err := rebuildFrame(delta, b)
 	if err != nil || !sameCoefficients(check, f) || !bytes.Equal(check.header, f.header) || !bytes.Equal(check.trailer, f.trailer) {
@@ -131,11 +131,60 @@ func sameCoefficients(a, b *frame) bool {
 // Decode returns the JPEG that delta rebuilds from base; one larger than
 // maxSize is refused.
 func Decode(delta, base []byte, maxSize int) ([]byte, error) {
+	b, err := Open(base)
+	if err != nil {
+		return nil, err
+	}
+	f, err := Apply(delta, b)
+	if err != nil {
+		return nil, err
+	}
+	return f.Bytes(maxSize)
+}
+
+// Open decodes the coefficients of base, a JPEG that some delta was made
+// against (its bytes known good: it is not checked to code back exactly,
+// as Parse does).
+func Open(base []byte) (*Frame, error) {
 	b, err := parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("%w: its base: %v", ErrDamaged, err)
 	}
-	return rebuild(delta, b, maxSize)
+	b.src, b.entropyBytes = nil, nil
+	return &Frame{f: b, size: len(base)}, nil
+}
+
+// Apply returns the frame delta rebuilds from base, in coefficients: a
+// chain of deltas is applied one after another without coding the frames
+// between (Bytes codes the last).
+func Apply(delta []byte, base *Frame) (*Frame, error) {
+	f, err := rebuildFrame(delta, base.f)
+	if err != nil {
+		return nil, err
+	}
+	return &Frame{f: f, size: base.size}, nil
+}
+
+// Bytes entropy-codes the frame: its JPEG. One larger than maxSize is
+// refused (ErrDamaged) as soon as it is.
+func (fr *Frame) Bytes(maxSize int) ([]byte, error) {
+	out, err := fr.f.encodeAtMost(fr.size+64, maxSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDamaged, err)
+	}
+	return out, nil
+}
+
+// Header is the frame's bytes before its scan (see the function Header).
+func (fr *Frame) Header() []byte { return fr.f.header }
+
+// Coefficients is how many bytes the frame's coefficients take in memory.
+func (fr *Frame) Coefficients() int {
+	n := 0
+	for _, c := range fr.f.comps {
+		n += 2 * len(c.coef)
+	}
+	return n
 }
 
 // Header returns the bytes of a JPEG before its scan (what a delta
@@ -190,21 +239,6 @@ func sameMCU(f, b *frame, m int) bool {
 		same = same && slices.Equal(f.comps[ci].coef[lo:hi], b.comps[ci].coef[lo:hi])
 	})
 	return same
-}
-
-func rebuild(delta []byte, b *frame, maxSize int) ([]byte, error) {
-	f, err := rebuildFrame(delta, b)
-	if err != nil {
-		return nil, err
-	}
-	out, err := f.encode(len(b.header) + len(b.entropyBytes) + 64)
-	if err != nil {
-		return nil, fmt.Errorf("%w: its coefficients do not fit its tables", ErrDamaged)
-	}
-	if len(out) > maxSize {
-		return nil, fmt.Errorf("%w: larger than its entry names", ErrDamaged)
-	}
-	return out, nil
 }
 
 // rebuildFrame reads delta against b: the frame's header, trailer and

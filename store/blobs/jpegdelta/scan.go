@@ -576,7 +576,15 @@ func encodeBlock(w *bitWriter, c *component, b []int16, pred *int32) error {
 // encode writes f's whole file: its bytes before the scan, the scan
 // entropy-coded from its coefficients, and its bytes after.
 func (f *frame) encode(sizeHint int) ([]byte, error) {
-	w := &bitWriter{out: append(make([]byte, 0, sizeHint), f.header...), stuff: true}
+	return f.encodeAtMost(sizeHint, 1<<62)
+}
+
+var errTooLarge = errors.New("larger than its bound")
+
+// encodeAtMost is encode, refusing a file larger than limit as soon as
+// it is.
+func (f *frame) encodeAtMost(sizeHint, limit int) ([]byte, error) {
+	w := &bitWriter{out: append(make([]byte, 0, min(sizeHint, limit)), f.header...), stuff: true}
 	preds := make([]int32, len(f.comps))
 	for m := range f.mcus() {
 		err := f.eachBlock(m, func(c *component, b []int16) error {
@@ -585,9 +593,16 @@ func (f *frame) encode(sizeHint int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(w.out) > limit {
+			return nil, errTooLarge
+		}
 	}
 	w.align()
-	return append(w.out, f.trailer...), nil
+	out := append(w.out, f.trailer...)
+	if len(out) > limit {
+		return nil, errTooLarge
+	}
+	return out, nil
 }
 
 // align drops the rest of the byte being read.
