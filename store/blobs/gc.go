@@ -729,7 +729,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		if e.loc.d {
 			stored, z := CompressPacked(blob)
 			var out []byte
-			out, loc.z, loc.d, last = last.next(&coder, blob, parseJPEG(blob), stored, z, off)
+			out, loc.z, loc.d, last = last.next(&coder, blob, parsedJPEG{}, stored, z, off)
 			loc.n = int64(len(out))
 			crc := crc32.Update(crc32.Checksum(e.d[:], castagnoli), castagnoli, out)
 			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))

@@ -414,3 +414,45 @@ func TestPackJPEGDeltaRebuildChecked(t *testing.T) {
 		t.Fatalf("a JPEG delta that rebuilds other bytes: %v, want ErrBlobCorrupt", err)
 	}
 }
+
+// TestPackJPEGDeltaOneBatch: a batch whose frames take more coefficients
+// than a put parses before taking the lock (putJPEGBytes) still keeps
+// every frame it can as a JPEG delta (the rest are parsed under the
+// lock), and each reads back.
+func TestPackJPEGDeltaOneBatch(t *testing.T) {
+	dir := t.TempDir()
+	datas := blobstest.Frames(t, 12, 800, 500, false, 13)
+	f, err := jpegdelta.Parse(datas[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Coefficients()*len(datas) <= 2*putJPEGBytes {
+		t.Fatalf("fixture: %d bytes of coefficients a frame do not pass the bound", f.Coefficients())
+	}
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cids := putAll(t, b, datas)
+	b.Close()
+	bs, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, ns, _ := packEntries(t, bs)
+	ds := packEntryFlags(t, bs)
+	for i := range datas {
+		want := i%(packDeltaDepth+1) != 0
+		if ds[i] != want || want && !isJPEGDelta(bs[offs[i]+packEntryHdr:offs[i]+packEntryHdr+ns[i]]) {
+			t.Fatalf("entry %d: a delta %v (JPEG or not), want a JPEG delta %v", i, ds[i], want)
+		}
+	}
+	b = throughEachOpen(t, dir, func(what string, b *FSBlobs) {
+		for i, c := range cids {
+			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+				t.Fatalf("%s: frame %d reads back other bytes", what, i)
+			}
+		}
+	})
+	b.Close()
+}

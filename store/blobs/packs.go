@@ -857,8 +857,8 @@ type deltaBase struct {
 // next returns how data is kept as the entry after b, whose header starts
 // at off: alone (stored, z: what CompressPacked made) or as a delta
 // against b when that saves a tenth more and the chain stays within
-// packDeltaDepth; and the base the entry after it would have. jpeg is
-// data parsed as a JPEG (parseJPEG), or nil: a JPEG delta is tried first,
+// packDeltaDepth; and the base the entry after it would have. pj is data
+// parsed as a JPEG, or to be parsed here: a JPEG delta is tried first,
 // then a byte delta.
 //
 // A delta is tried only for a blob that compresses alone or shares a few
@@ -869,7 +869,8 @@ type deltaBase struct {
 // fastest level sometimes keeps a blob that repeats itself whole (it
 // skips ahead through a start with nothing to match), which a delta
 // would still take to a few hundred bytes.
-func (b deltaBase) next(c *deltaCoder, data []byte, jpeg *jpegdelta.Frame, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
+func (b deltaBase) next(c *deltaCoder, data []byte, pj parsedJPEG, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
+	jpeg := pj.of(data)
 	// The base is a copy: the caller owns data, and may reuse it once
 	// put returns, while the pack's next entry may be kept against it.
 	var keep []byte
@@ -894,6 +895,25 @@ func (b deltaBase) next(c *deltaCoder, data []byte, jpeg *jpegdelta.Frame, store
 	}
 	return stored, z, false, after
 }
+
+// parsedJPEG is a blob parsed as a JPEG (parseJPEG; f nil: not one), or
+// not parsed yet.
+type parsedJPEG struct {
+	f      *jpegdelta.Frame
+	parsed bool
+}
+
+// of returns data parsed, parsing it now if it was not.
+func (j parsedJPEG) of(data []byte) *jpegdelta.Frame {
+	if !j.parsed {
+		return parseJPEG(data)
+	}
+	return j.f
+}
+
+// putJPEGBytes bounds the coefficients of the JPEGs a batch parses
+// before taking the packs lock.
+const putJPEGBytes = 4 << 20
 
 // alike reports whether at least two of four runs of 32 bytes sampled
 // across data occur in base: a cheap sign that a delta may pay.
@@ -920,14 +940,23 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	// already packed: a rerun's frames mostly are).
 	stored := make([][]byte, len(datas))
 	zs := make([]bool, len(datas))
-	jpegs := make([]*jpegdelta.Frame, len(datas))
+	// JPEGs are parsed here too, outside the lock, up to a bound on the
+	// coefficients a batch holds at once (an 800×500 frame's take 1.2
+	// MB); the rest are parsed under the lock, as their turn comes.
+	jpegs := make([]parsedJPEG, len(datas))
+	budget := putJPEGBytes
 	need := 0
 	for i, d := range datas {
 		if _, ok := p.has(ds[i]); ok {
 			continue
 		}
 		stored[i], zs[i] = CompressPacked(d)
-		jpegs[i] = parseJPEG(d)
+		if budget > 0 {
+			jpegs[i] = parsedJPEG{f: parseJPEG(d), parsed: true}
+			if jpegs[i].f != nil {
+				budget -= jpegs[i].f.Coefficients()
+			}
+		}
 		need += packEntryHdr + len(stored[i])
 	}
 	p.mu.Lock()
