@@ -359,7 +359,11 @@ func TestPackJPEGDeltaRebuildChecked(t *testing.T) {
 	if !isJPEGDelta(stored) {
 		t.Fatal("fixture: entry 1 is not a JPEG delta")
 	}
-	dict := jpegdelta.Header(frames[0])
+	f0, err := jpegdelta.Open(frames[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dict := f0.Header()
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderDictRaw(packJPEGDict, dict))
 	delta, err := dec.DecodeAll(stored[packJPEGHdr:], nil)
 	if err != nil {

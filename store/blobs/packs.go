@@ -80,7 +80,7 @@ type packs struct {
 	// delta makes the deltas (under mu).
 	delta deltaCoder
 	// frames keeps the JPEG frames reads rebuilt last (packz.go).
-	frames *frameCache
+	frames frameCache
 	// buf is reused for every batch: growing a fresh slice to a megabyte
 	// copies it many times into newly faulted pages, which cost more than
 	// the write itself.
@@ -127,7 +127,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 	if maxBytes <= 0 {
 		maxBytes = defaultPackMax
 	}
-	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, frames: &frameCache{}}
+	p := &packs{dir: dir, maxBytes: maxBytes, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: packs: %w", err)
 	}
@@ -208,7 +208,7 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 // tail is cut (a writer may be appending to it right now), no pack is
 // trimmed or preallocated, no index written, no leftover removed.
 func openPacksReadOnly(dir string) (*packs, error) {
-	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true, frames: &frameCache{}}
+	p := &packs{dir: dir, maxBytes: defaultPackMax, index: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, readOnly: true}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return p, nil
 	}
@@ -848,10 +848,8 @@ type deltaBase struct {
 	off   int64
 	blob  []byte
 	depth int
-	// jpeg is blob parsed as a JPEG (nil: not one, or not parsed yet:
-	// jpegTried says which).
-	jpeg      *jpegdelta.Frame
-	jpegTried bool
+	// jpeg is blob parsed as a JPEG, or not parsed yet.
+	jpeg parsedJPEG
 }
 
 // next returns how data is kept as the entry after b, whose header starts
@@ -877,14 +875,14 @@ func (b deltaBase) next(c *deltaCoder, data []byte, pj parsedJPEG, stored []byte
 	if len(data) <= packDeltaMax {
 		keep = append([]byte(nil), data...)
 	}
-	after = deltaBase{off: off, blob: keep, jpeg: jpeg, jpegTried: true}
+	after = deltaBase{off: off, blob: keep, jpeg: parsedJPEG{f: jpeg, parsed: true}}
 	if b.blob != nil && b.depth < packDeltaDepth {
-		if jpeg != nil && !b.jpegTried {
-			b.jpeg, b.jpegTried = parseJPEG(b.blob), true
-		}
-		if delta := c.encodeJPEG(data, jpeg, b.blob, b.jpeg, off-b.off, len(stored)); delta != nil {
-			after.depth = b.depth + 1
-			return delta, true, true, after
+		if jpeg != nil {
+			// Only a JPEG's base need be parsed.
+			if delta := c.encodeJPEG(data, jpeg, b.blob, b.jpeg.of(b.blob), off-b.off, len(stored)); delta != nil {
+				after.depth = b.depth + 1
+				return delta, true, true, after
+			}
 		}
 		if z || alike(data, b.blob) {
 			if delta := c.encode(data, b.blob, off-b.off, len(stored)); delta != nil {
@@ -1155,7 +1153,7 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 		return &packBlob{SectionReader: io.NewSectionReader(f, loc.off, loc.n), f: f}, nil
 	}
 	defer f.Close()
-	blob, err := readPacked(f, loc, 0, p.frames)
+	blob, err := readPacked(f, loc, 0, &p.frames)
 	if err != nil {
 		// Damaged since the pack was indexed: never served (an
 		// uncompressed one is caught by verify's rehash instead).
@@ -1167,7 +1165,7 @@ func (p *packs) open(loc packLoc) (BlobReader, error) {
 // readPacked reads the blob of a compressed entry at loc in pack f: a
 // delta's base first, checked against the digest in its header (the
 // frame's checksum would catch a wrong base too), chain entries deep.
-// frames (nil: none) keeps JPEG frames rebuilt along the way.
+// frames keeps JPEG frames rebuilt along the way.
 func readPacked(f io.ReaderAt, loc packLoc, chain int, frames *frameCache) ([]byte, error) {
 	stored, err := readStored(f, loc)
 	if err != nil {
@@ -1279,15 +1277,7 @@ func applyJPEG(f io.ReaderAt, stored []byte, raw int64, base packLoc, baseDigest
 	if err != nil {
 		return nil, err
 	}
-	delta, err := jpegDeltaOf(stored, raw, bf.Header())
-	if err != nil {
-		return nil, err
-	}
-	fr, err := jpegdelta.Apply(delta, bf)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
-	}
-	return fr, nil
+	return applyStored(stored, raw, bf)
 }
 
 // jpegAt returns the JPEG of the entry at loc (named digest) in

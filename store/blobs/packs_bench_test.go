@@ -77,7 +77,7 @@ func openDelta(b *testing.B, datas [][]byte) {
 		b.Fatal("the chain's last blob is not a delta")
 	}
 	read := func(c cid.Cid) {
-		fb.packs.frames = &frameCache{} // a cold read: no frame kept from the last
+		fb.packs.frames = frameCache{} // a cold read: no frame kept from the last
 		r, err := fb.Open(c)
 		if err != nil {
 			b.Fatal(err)

@@ -194,7 +194,7 @@ func (c *deltaCoder) encodeJPEG(data []byte, frame *jpegdelta.Frame, base []byte
 	if err != nil {
 		return nil
 	}
-	if err := c.reset(packJPEGDict, jpegdelta.Header(base)); err != nil {
+	if err := c.reset(packJPEGDict, baseFrame.Header()); err != nil {
 		return nil
 	}
 	out := binary.LittleEndian.AppendUint32(make([]byte, 0, alone), uint32(back))
@@ -262,36 +262,46 @@ func decompressDelta(stored []byte, raw int64, base []byte) ([]byte, error) {
 	if isJPEGDelta(stored) {
 		return decompressJPEGDelta(stored, raw, base)
 	}
-	frame := stored[packDeltaHdr:]
+	return decodeAgainst(stored[packDeltaHdr:], packDeltaDict, base, func(size uint64) bool { return size == uint64(raw) })
+}
+
+// decodeAgainst decodes frame, a zstd frame compressed against dict under
+// dictionary id, whose header must name its content size and one that
+// fits; the frame's checksum is checked.
+func decodeAgainst(frame []byte, id uint32, dict []byte, fits func(size uint64) bool) ([]byte, error) {
 	var h zstd.Header
 	if err := h.Decode(frame); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	if !h.HasFCS || h.FrameContentSize != uint64(raw) || h.DictionaryID != packDeltaDict {
-		return nil, fmt.Errorf("%w: the delta holds %d bytes (dictionary %d), the entry names %d", ErrBadPacked, h.FrameContentSize, h.DictionaryID, raw)
+	if !h.HasFCS || h.DictionaryID != id || !fits(h.FrameContentSize) {
+		return nil, fmt.Errorf("%w: a delta of %d bytes against dictionary %d, want %d", ErrBadPacked, h.FrameContentSize, h.DictionaryID, id)
 	}
 	d := deltaDecoders.Get().(*zstd.Decoder)
 	defer deltaDecoders.Put(d)
-	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(packDeltaDict, base)); err != nil {
+	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(id, dict)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	out, err := d.DecodeAll(frame, make([]byte, 0, raw))
+	out, err := d.DecodeAll(frame, make([]byte, 0, h.FrameContentSize))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	if int64(len(out)) != raw {
-		return nil, fmt.Errorf("%w: %d bytes, the entry names %d", ErrBadPacked, len(out), raw)
+	if uint64(len(out)) != h.FrameContentSize {
+		return nil, fmt.Errorf("%w: %d bytes, the frame names %d", ErrBadPacked, len(out), h.FrameContentSize)
 	}
 	return out, nil
 }
 
 // decompressJPEGDelta is decompressDelta for a JPEG delta.
 func decompressJPEGDelta(stored []byte, raw int64, base []byte) ([]byte, error) {
-	delta, err := jpegDeltaOf(stored, raw, jpegdelta.Header(base))
+	bf, err := jpegdelta.Open(base)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
+	}
+	fr, err := applyStored(stored, raw, bf)
 	if err != nil {
 		return nil, err
 	}
-	out, err := jpegdelta.Decode(delta, base, int(raw))
+	out, err := fr.Bytes(int(raw))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
@@ -301,45 +311,41 @@ func decompressJPEGDelta(stored []byte, raw int64, base []byte) ([]byte, error) 
 	return out, nil
 }
 
-// jpegDeltaOf decompresses the jpegdelta delta a JPEG delta's stored
-// bytes hold (of a raw-byte blob); dict is its base's header.
-func jpegDeltaOf(stored []byte, raw int64, dict []byte) ([]byte, error) {
+// applyStored returns the frame that a JPEG delta's stored bytes (of a
+// raw-byte blob) rebuild from its base bf, in coefficients.
+func applyStored(stored []byte, raw int64, bf *jpegdelta.Frame) (*jpegdelta.Frame, error) {
 	if size, err := deltaSize(stored); err != nil || size != raw {
 		return nil, fmt.Errorf("%w: a JPEG delta of %d bytes, the entry names %d", ErrBadPacked, size, raw)
-	}
-	frame := stored[packJPEGHdr:]
-	var h zstd.Header
-	if err := h.Decode(frame); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
 	// The delta holds the frame's header and its changed MCUs' bits
 	// without stuffing, and a bit per MCU (each at least two bits in
 	// the frame): never much more than the frame.
-	if !h.HasFCS || h.FrameContentSize > uint64(raw)*2+4096 || h.DictionaryID != packJPEGDict {
-		return nil, fmt.Errorf("%w: a JPEG delta of %d bytes (dictionary %d) for %d", ErrBadPacked, h.FrameContentSize, h.DictionaryID, raw)
+	delta, err := decodeAgainst(stored[packJPEGHdr:], packJPEGDict, bf.Header(), func(size uint64) bool { return size <= uint64(raw)*2+4096 })
+	if err != nil {
+		return nil, err
 	}
-	d := deltaDecoders.Get().(*zstd.Decoder)
-	defer deltaDecoders.Put(d)
-	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(packJPEGDict, dict)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
-	}
-	delta, err := d.DecodeAll(frame, make([]byte, 0, h.FrameContentSize))
+	fr, err := jpegdelta.Apply(delta, bf)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}
-	return delta, nil
+	return fr, nil
 }
 
 // frameCache keeps the JPEG frames (in coefficients) last read, by
 // digest, so that reading a chain's frames in order (a video, verify, a
 // bundle, a sweep's copy, the player stepping on) applies one delta each
 // rather than the whole chain. It holds only frames whose bytes were
-// checked against their digest. A nil cache keeps nothing.
+// checked against their digest.
 type frameCache struct {
-	mu     sync.Mutex
-	keys   [][32]byte
-	frames []*jpegdelta.Frame
-	bytes  int
+	mu      sync.Mutex
+	entries []cachedFrame // oldest first
+	bytes   int
+}
+
+type cachedFrame struct {
+	d     [32]byte
+	frame *jpegdelta.Frame
+	bytes int // its coefficients' bytes
 }
 
 // frameCacheBytes bounds the coefficients a cache keeps (an 800×500
@@ -347,14 +353,11 @@ type frameCache struct {
 const frameCacheBytes = 16 << 20
 
 func (c *frameCache) get(d [32]byte) *jpegdelta.Frame {
-	if c == nil {
-		return nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, k := range c.keys {
-		if k == d {
-			return c.frames[i]
+	for _, e := range c.entries {
+		if e.d == d {
+			return e.frame
 		}
 	}
 	return nil
@@ -362,20 +365,20 @@ func (c *frameCache) get(d [32]byte) *jpegdelta.Frame {
 
 func (c *frameCache) put(d [32]byte, fr *jpegdelta.Frame) {
 	n := fr.Coefficients()
-	if c == nil || n > frameCacheBytes/4 {
+	if n > frameCacheBytes/4 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, k := range c.keys {
-		if k == d {
+	for _, e := range c.entries {
+		if e.d == d {
 			return
 		}
 	}
-	for c.bytes+n > frameCacheBytes && len(c.keys) > 0 {
-		c.bytes -= c.frames[0].Coefficients()
-		c.keys, c.frames = c.keys[1:], c.frames[1:]
+	for c.bytes+n > frameCacheBytes && len(c.entries) > 0 {
+		c.bytes -= c.entries[0].bytes
+		c.entries = c.entries[1:]
 	}
-	c.keys, c.frames = append(c.keys, d), append(c.frames, fr)
+	c.entries = append(c.entries, cachedFrame{d: d, frame: fr, bytes: n})
 	c.bytes += n
 }

@@ -42,7 +42,7 @@ func Parse(data []byte) (*Frame, error) {
 	if err != nil || !bytes.Equal(again, data) {
 		return nil, ErrNotApplicable
 	}
-	f.src, f.entropyBytes = nil, nil // only the coefficients are needed now
+	f.entropyBytes = nil // only the coefficients are needed now
 	return &Frame{f: f, size: len(data)}, nil
 }
 
@@ -71,25 +71,22 @@ func Delta(frame, base *Frame) ([]byte, error) {
 	preds := make([]int32, len(f.comps))
 	prev := false
 	for m := range n {
-		coded := !sameMCU(f, b, m)
-		if coded {
-			w.out[mapAt+m/8] |= 1 << (m % 8)
-			if !prev {
-				w.align()
-			}
+		if sameMCU(f, b, m) {
+			f.mcuRuns(m, func(ci, _, hi int) { preds[ci] = lastDC(f, ci, hi) })
+			prev = false
+			continue
 		}
-		err := f.eachBlock(m, func(c *component, blk []int16) error {
-			p := &preds[f.index(c)]
-			if !coded {
-				*p = int32(blk[0])
-				return nil
-			}
-			return encodeBlock(w, c, blk, p)
+		w.out[mapAt+m/8] |= 1 << (m % 8)
+		if !prev {
+			w.align()
+		}
+		prev = true
+		err := f.eachBlock(m, func(ci int, blk []int16) error {
+			return encodeBlock(w, f.comps[ci], blk, &preds[ci])
 		})
 		if err != nil {
 			return nil, ErrNotApplicable
 		}
-		prev = coded
 	}
 	w.align()
 	delta := w.out
@@ -150,7 +147,7 @@ func Open(base []byte) (*Frame, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: its base: %v", ErrDamaged, err)
 	}
-	b.src, b.entropyBytes = nil, nil
+	b.entropyBytes = nil
 	return &Frame{f: b, size: len(base)}, nil
 }
 
@@ -175,7 +172,8 @@ func (fr *Frame) Bytes(maxSize int) ([]byte, error) {
 	return out, nil
 }
 
-// Header is the frame's bytes before its scan (see the function Header).
+// Header is the frame's bytes before its scan: what a delta against it
+// most likely repeats (quantization and Huffman tables).
 func (fr *Frame) Header() []byte { return fr.f.header }
 
 // Coefficients is how many bytes the frame's coefficients take in memory.
@@ -185,17 +183,6 @@ func (fr *Frame) Coefficients() int {
 		n += 2 * len(c.coef)
 	}
 	return n
-}
-
-// Header returns the bytes of a JPEG before its scan (what a delta
-// against it most likely repeats: quantization and Huffman tables), or
-// nil.
-func Header(data []byte) []byte {
-	f, err := parseHeader(data, false)
-	if err != nil {
-		return nil
-	}
-	return f.header
 }
 
 func parse(data []byte) (*frame, error) {
@@ -230,6 +217,11 @@ func sameGeometry(a, b *frame) bool {
 	}
 	return true
 }
+
+// lastDC is the DC of the block that ends at hi in component ci: the
+// predictor of the component's next block, after a run of an MCU taken
+// from the base.
+func lastDC(f *frame, ci, hi int) int32 { return int32(f.comps[ci].coef[hi-64]) }
 
 // sameMCU reports whether MCU m of f and b (of the same geometry) holds
 // the same coefficients.
@@ -284,26 +276,24 @@ func rebuildFrame(delta []byte, b *frame) (*frame, error) {
 	preds := make([]int32, len(f.comps))
 	prev := false
 	for m := range n {
-		coded := mcuMap[m/8]&(1<<(m%8)) != 0
-		if coded && !prev {
-			r.align()
-		}
-		if !coded {
+		if mcuMap[m/8]&(1<<(m%8)) == 0 {
 			f.mcuRuns(m, func(ci, lo, hi int) {
 				copy(f.comps[ci].coef[lo:hi], b.comps[ci].coef[lo:hi])
-				// The predictor is the DC of the run's last block.
-				preds[ci] = int32(f.comps[ci].coef[hi-64])
+				preds[ci] = lastDC(f, ci, hi)
 			})
 			prev = false
 			continue
 		}
-		err := f.eachBlock(m, func(c *component, blk []int16) error {
-			return decodeBlock(r, c, blk, &preds[f.index(c)])
+		if !prev {
+			r.align()
+		}
+		prev = true
+		err := f.eachBlock(m, func(ci int, blk []int16) error {
+			return decodeBlock(r, f.comps[ci], blk, &preds[ci])
 		})
 		if err != nil || r.exhausted() {
 			return nil, bad("its coded MCUs")
 		}
-		prev = coded
 	}
 	return f, nil
 }

@@ -99,7 +99,6 @@ type component struct {
 // scan, the geometry, and (once decoded) every block's coefficients in
 // zigzag order.
 type frame struct {
-	src          []byte
 	header       []byte // the bytes before the entropy-coded data
 	trailer      []byte // ... and after it
 	width        int
@@ -117,7 +116,7 @@ func parseHeader(data []byte, headerOnly bool) (*frame, error) {
 	if len(data) < 4 || data[0] != 0xFF || data[1] != 0xD8 {
 		return nil, ErrNotApplicable
 	}
-	f := &frame{src: data}
+	f := &frame{}
 	var dc, ac [4]*huffTable
 	sof := false
 	i := 2
@@ -217,7 +216,7 @@ func parseHeader(data []byte, headerOnly bool) (*frame, error) {
 				}
 				return f, nil
 			}
-			return f, f.findScanEnd(i)
+			return f, f.findScanEnd(data, i)
 		case m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC:
 			return nil, ErrNotApplicable // progressive, lossless, arithmetic
 		case m == 0xD8 || m == 0xD9 || (m >= 0xD0 && m <= 0xD7) || m == 0x01:
@@ -264,8 +263,7 @@ func (f *frame) mcus() int { return f.mcux * f.mcuy }
 
 // findScanEnd finds where the entropy-coded data ends (the first marker
 // that is not a stuffed 0xFF), and unstuffs it.
-func (f *frame) findScanEnd(start int) error {
-	d := f.src
+func (f *frame) findScanEnd(d []byte, start int) error {
 	out := make([]byte, 0, len(d)-start)
 	i := start
 	for i < len(d) {
@@ -412,24 +410,13 @@ func decodeBlock(r *bitReader, c *component, b []int16, pred *int32) error {
 
 // blockAt calls fn for each block of MCU m: its component and the block's
 // coefficients.
-func (f *frame) eachBlock(m int, fn func(c *component, b []int16) error) error {
-	if !f.interleaved {
-		c := f.comps[0]
-		return fn(c, c.coef[m*64:m*64+64])
-	}
-	mx, my := m%f.mcux, m/f.mcux
-	for _, c := range f.comps {
-		for y := range c.v {
-			row := (my*c.v + y) * c.bw
-			for x := range c.h {
-				i := (row + mx*c.h + x) * 64
-				if err := fn(c, c.coef[i:i+64]); err != nil {
-					return err
-				}
-			}
+func (f *frame) eachBlock(m int, fn func(ci int, b []int16) error) (err error) {
+	f.mcuRuns(m, func(ci, lo, hi int) {
+		for i := lo; i < hi && err == nil; i += 64 {
+			err = fn(ci, f.comps[ci].coef[i:i+64])
 		}
-	}
-	return nil
+	})
+	return err
 }
 
 // mcuRuns calls fn for each run of consecutive coefficients that MCU m
@@ -460,8 +447,8 @@ func (f *frame) decode() error {
 	r := &bitReader{data: f.entropyBytes}
 	preds := make([]int32, len(f.comps))
 	for m := range f.mcus() {
-		err := f.eachBlock(m, func(c *component, b []int16) error {
-			return decodeBlock(r, c, b, &preds[f.index(c)])
+		err := f.eachBlock(m, func(ci int, b []int16) error {
+			return decodeBlock(r, f.comps[ci], b, &preds[ci])
 		})
 		if err != nil {
 			return err
@@ -471,15 +458,6 @@ func (f *frame) decode() error {
 		}
 	}
 	return nil
-}
-
-func (f *frame) index(c *component) int {
-	for i, x := range f.comps {
-		if x == c {
-			return i
-		}
-	}
-	return 0
 }
 
 // bitWriter writes entropy-coded bits, stuffing a zero after each 0xFF
@@ -587,8 +565,8 @@ func (f *frame) encodeAtMost(sizeHint, limit int) ([]byte, error) {
 	w := &bitWriter{out: append(make([]byte, 0, min(sizeHint, limit)), f.header...), stuff: true}
 	preds := make([]int32, len(f.comps))
 	for m := range f.mcus() {
-		err := f.eachBlock(m, func(c *component, b []int16) error {
-			return encodeBlock(w, c, b, &preds[f.index(c)])
+		err := f.eachBlock(m, func(ci int, b []int16) error {
+			return encodeBlock(w, f.comps[ci], b, &preds[ci])
 		})
 		if err != nil {
 			return nil, err
