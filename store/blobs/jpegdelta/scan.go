@@ -238,9 +238,6 @@ func (f *frame) layout() error {
 		for _, c := range f.comps {
 			c.bw, c.bh = f.mcux*c.h, f.mcuy*c.v
 			blocks += c.bw * c.bh
-			if blocks > maxBlocks {
-				return ErrNotApplicable
-			}
 		}
 	} else {
 		c := f.comps[0]
