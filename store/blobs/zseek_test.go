@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/flightrec/flightrec/store/layout"
 )
@@ -139,8 +140,9 @@ func TestSeekableDamageIsAnError(t *testing.T) {
 // bounds; and a valid encoding of the input reads back as the input.
 func FuzzSeekable(f *testing.F) {
 	data, ends := recordsLike(11, 12)
-	f.Add(encodeSeekable(data, ends, 256))
-	f.Add(encodeSeekable([]byte("x"), nil, 256))
+	f.Add(encodeSeekable(data, ends, 256, 2))
+	f.Add(encodeSeekable(data, ends, 256, 1))
+	f.Add(encodeSeekable([]byte("x"), nil, 256, 2))
 	f.Add([]byte(zMagic + zTailMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, err := OpenSeekable(bytes.NewReader(b), int64(len(b)), nil); err == nil {
@@ -155,7 +157,7 @@ func FuzzSeekable(f *testing.F) {
 		for i := 0; i < len(b); i += 1 + int(b[i]) {
 			cuts = append(cuts, int64(i))
 		}
-		back, err := DecodeSeekable(encodeSeekable(b, cuts, 256))
+		back, err := DecodeSeekable(encodeSeekable(b, cuts, 256, 2))
 		if err != nil || !bytes.Equal(back, b) {
 			t.Fatalf("round trip of %d bytes: %v", len(b), err)
 		}
@@ -245,5 +247,108 @@ func TestPutSeekable(t *testing.T) {
 	}
 	if err := b.Delete(c3); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second Delete: %v", err)
+	}
+}
+
+// TestSeekableFramesAgainstFirst: in version 2 every frame after the first
+// is compressed against frame 0 (its header names the dictionary), which
+// saves what frames share, and each record still reads back alone, from a
+// fresh reader, in any order.
+func TestSeekableFramesAgainstFirst(t *testing.T) {
+	data, ends := recordsLike(13, 4000)
+	v1, v2 := encodeSeekable(data, ends, ZFrameTarget, 1), EncodeSeekable(data, ends)
+	if len(v2) >= len(v1) {
+		t.Fatalf("version 2 takes %d bytes, version 1 %d: frame 0 as the dictionary saved nothing", len(v2), len(v1))
+	}
+	t.Logf("%d bytes: version 1 %d, version 2 %d", len(data), len(v1), len(v2))
+	s, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Frames() < 3 {
+		t.Fatalf("%d frames", s.Frames())
+	}
+	for i, f := range s.frames {
+		var h zstd.Header
+		if err := h.Decode(v2[f.coff : f.coff+f.clen]); err != nil {
+			t.Fatal(err)
+		}
+		if want := uint32(zDictID); i == 0 && h.DictionaryID != 0 || i > 0 && h.DictionaryID != want {
+			t.Fatalf("frame %d names dictionary %d", i, h.DictionaryID)
+		}
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, i := range rng.Perm(len(ends))[:200] {
+		from := int64(0)
+		if i > 0 {
+			from = ends[i-1]
+		}
+		fresh, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, ends[i]-from)
+		if _, err := fresh.ReadAt(got, from); err != nil || !bytes.Equal(got, data[from:ends[i]]) {
+			t.Fatalf("record %d from a fresh reader: %v", i, err)
+		}
+	}
+}
+
+// TestSeekableVersion1StillReads: blobs written before version 2 (every
+// frame independent) read back, whole and by record; a version-1 frame
+// that names a dictionary is damage.
+func TestSeekableVersion1StillReads(t *testing.T) {
+	data, ends := recordsLike(17, 3000)
+	v1 := encodeSeekable(data, ends, ZFrameTarget, 1)
+	if string(v1[:len(zMagicV1)]) != zMagicV1 {
+		t.Fatal("not version 1")
+	}
+	back, err := DecodeSeekable(v1)
+	if err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("version 1: %v", err)
+	}
+	s, err := OpenSeekable(bytes.NewReader(v1), int64(len(v1)), nil)
+	if err != nil || s.Frames() < 2 {
+		t.Fatalf("%v, %d frames", err, s.Frames())
+	}
+	last := s.frames[len(s.frames)-1]
+	got := make([]byte, last.ulen)
+	if _, err := s.ReadAt(got, last.uoff); err != nil && err != io.EOF || !bytes.Equal(got, data[last.uoff:]) {
+		t.Fatalf("the last frame alone: %v", err)
+	}
+	// A version-2 blob relabelled as version 1: its later frames name a
+	// dictionary a version-1 reader has none of.
+	v2 := EncodeSeekable(data, ends)
+	copy(v2, zMagicV1)
+	if _, err := DecodeSeekable(v2); !errors.Is(err, ErrBadSeekable) {
+		t.Fatalf("version 2 read as version 1: %v", err)
+	}
+}
+
+// BenchmarkSeekableRecord reads one record from the middle of a
+// multi-frame blob with a fresh reader (what a read by locator costs cold:
+// in version 2 frame 0 is decoded too), in both versions.
+func BenchmarkSeekableRecord(b *testing.B) {
+	data, ends := recordsLike(19, 4000)
+	for _, version := range []int{1, 2} {
+		enc := encodeSeekable(data, ends, ZFrameTarget, version)
+		b.Run(fmt.Sprintf("v%d", version), func(b *testing.B) {
+			i := len(ends) * 2 / 3
+			got := make([]byte, ends[i]-ends[i-1])
+			b.SetBytes(int64(len(got)))
+			for b.Loop() {
+				s, err := OpenSeekable(bytes.NewReader(enc), int64(len(enc)), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.ReadAt(got, ends[i-1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, data[ends[i-1]:ends[i]]) {
+				b.Fatal("read other bytes")
+			}
+			b.ReportMetric(float64(len(enc)), "stored-bytes")
+		})
 	}
 }
