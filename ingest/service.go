@@ -91,6 +91,10 @@ type recording struct {
 	// lease is this node's ownership of the recording in cluster mode
 	// (zero on a single node).
 	lease lease.Lease
+	// lastFrame is the last screencast frame stored (cid.Undef before
+	// the first, and after a restart): a new frame is kept against it
+	// when that pays (store.PutBlobsAfter).
+	lastFrame cid.Cid
 }
 
 // Deps are what a Service works with; the caller builds them.
@@ -609,11 +613,17 @@ func (s *Service) commit(ctx context.Context, r *recording, batch []*event.Decod
 		if err := s.st.HoldBlobs(r.meta.ID, blobs); err != nil {
 			return storageError(err)
 		}
-		cids, err := s.st.Blobs.PutMany(blobs)
+		cids, err := s.st.PutBlobsAfter(r.lastFrame, blobs)
 		if err != nil {
 			return storageError(err)
 		}
 		attachCIDs(recs, batch, blobOf, cids)
+		for j := len(blobOf) - 1; j >= 0; j-- {
+			if i := blobOf[j]; i >= 0 && recs[i].Kind == event.KindFrame {
+				r.lastFrame = cids[j]
+				break
+			}
+		}
 	}
 	// Large bodies, DOM trees and snapshot texts go to blobs of their
 	// own, stored once however many runs repeat them.

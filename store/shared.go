@@ -68,6 +68,18 @@ func (s *Store) HoldBlobs(id string, datas [][]byte) error {
 	return sh.HoldFor(id, holdBatch, cids)
 }
 
+// PutBlobsAfter stores an ingest batch's blobs (Blobs.PutMany), as the
+// continuation of a recording's frames when the blob store can use that
+// (blobs.SequencePutter): prev is the recording's last frame before the
+// batch (cid.Undef: none), so that a new frame may be kept against the
+// one the recording showed before it.
+func (s *Store) PutBlobsAfter(prev cid.Cid, datas [][]byte) ([]cid.Cid, error) {
+	if sp, ok := s.Blobs.(blobs.SequencePutter); ok {
+		return sp.PutManyAfter(prev, datas)
+	}
+	return s.Blobs.PutMany(datas)
+}
+
 // holdDerivedBlob is HoldBlobs for a derived blob, whose hold lasts as
 // long as the recording.
 func (s *Store) holdDerivedBlob(id string, c cid.Cid) error {

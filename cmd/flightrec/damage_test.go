@@ -277,16 +277,17 @@ func TestDamageFlippedPackByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Walk the entries (u32 flags and length, u32 CRC, 32-byte digest,
-	// stored bytes), and flip a byte in the middle of the stored bytes of
-	// the tenth or a later one that no delta is kept against (the entry
-	// after it is not a delta: packs.go), so that it alone is damaged.
+	// stored bytes; a delta's stored bytes start with u32 back, the
+	// distance to its base's entry), and flip a byte in the middle of the
+	// stored bytes of the tenth or a later one that no delta is kept
+	// against (packs.go), so that it alone is damaged.
 	const flagZ, flagD = 1 << 31, 1 << 30
 	type entry struct {
 		off, n int
-		delta  bool
 	}
 	var entries []entry
 	var cids []string
+	isBase := map[int]bool{} // entry offsets a delta names
 	victim := ""
 	for off := 8; off+40 <= len(b); {
 		w := bin.LittleEndian.Uint32(b[off:])
@@ -294,12 +295,15 @@ func TestDamageFlippedPackByte(t *testing.T) {
 			break
 		}
 		n := int(w &^ (flagZ | flagD))
-		entries = append(entries, entry{off: off, n: n, delta: w&flagD != 0})
+		entries = append(entries, entry{off: off, n: n})
 		cids = append(cids, blobs.FromDigest(b[off+8:off+40]).String())
+		if w&flagD != 0 {
+			isBase[off-int(bin.LittleEndian.Uint32(b[off+40:]))] = true
+		}
 		off += 40 + n
 	}
 	for i := 9; i < len(entries) && victim == ""; i++ {
-		if i+1 == len(entries) || !entries[i+1].delta {
+		if !isBase[entries[i].off] {
 			victim = cids[i]
 			b[entries[i].off+40+entries[i].n/2] ^= 0x01
 		}

@@ -38,6 +38,13 @@ type Blobs interface {
 	Walk(fn func(c cid.Cid, size int64) error) error
 }
 
+// SequencePutter is a blob store that can keep a blob against the one a
+// sequence showed before it (FSBlobs.PutManyAfter); the object store's
+// packs keep no deltas and do not implement it.
+type SequencePutter interface {
+	PutManyAfter(prev cid.Cid, datas [][]byte) ([]cid.Cid, error)
+}
+
 // Store is what the store facade needs of a blob store: the
 // content-addressed operations, the holds and sweeps of garbage
 // collection, and what verify and metrics read. FSBlobs is the local one
@@ -302,6 +309,25 @@ func (b *FSBlobs) put(data []byte, seekable bool, cuts []int64) (cid.Cid, bool, 
 // files run on a bounded pool of goroutines; then every distinct shard
 // directory is fsynced once. Duplicates within the batch are written once.
 func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
+	return b.putMany(datas, nil)
+}
+
+// PutManyAfter is PutMany for a batch that continues a sequence of
+// frames (an ingest batch's blobs, in the order its recording showed
+// them), prev being the sequence's blob before the batch (cid.Undef: none
+// known). A new JPEG is then kept, when that pays, as a delta against the
+// JPEG shown before it, not only against the blob packed before it (most
+// often another recording's, or another run's page): see docs/design.md,
+// JPEG deltas. What is stored is the same blobs either way.
+func (b *FSBlobs) PutManyAfter(prev cid.Cid, datas [][]byte) ([]cid.Cid, error) {
+	var d [32]byte // none: the zero digest, which no blob has
+	if prev.Defined() {
+		d, _ = digestOf(prev)
+	}
+	return b.putMany(datas, &d)
+}
+
+func (b *FSBlobs) putMany(datas [][]byte, prev *[32]byte) ([]cid.Cid, error) {
 	if b.readOnly {
 		return nil, ErrReadOnly
 	}
@@ -335,7 +361,7 @@ func (b *FSBlobs) PutMany(datas [][]byte) ([]cid.Cid, error) {
 		}
 	}
 	if len(packD) > 0 {
-		if err := b.packs.put(packD, packData); err != nil {
+		if err := b.packs.put(packD, packData, prev); err != nil {
 			return nil, err
 		}
 	}

@@ -694,6 +694,14 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 	entries := make(map[[32]byte]packLoc, len(sorted))
 	var buf []byte
 	var last deltaBase // the entry copied last: a delta's base in pack k
+	// copied holds the entries copied so far, by where they started in
+	// pack n: where they start in pack k, and their depths.
+	type copiedEntry struct {
+		off   int64
+		depth int
+		ok    bool
+	}
+	copied := map[int64]copiedEntry{}
 	var coder deltaCoder
 	var frames frameCache
 	for _, e := range sorted {
@@ -705,9 +713,10 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		if _, err := src.ReadAt(buf, e.loc.off-packEntryHdr); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d: %v", n, errPackCorrupt, e.loc.off, err)
 		}
-		// Checked, then copied as stored (compressed or not); a delta is
-		// kept again against the entry copied before it, since its
-		// base in pack n may be dead or elsewhere in pack k.
+		// Checked, then copied as stored (compressed or not); a delta
+		// whose base was copied too is copied as stored, naming its base
+		// where it is now; another is kept again against the entry
+		// copied before it, since its base is dead.
 		if binary.LittleEndian.Uint32(buf[0:4]) != entryWord(e.loc.n, e.loc.z, e.loc.d) || [32]byte(buf[8:40]) != e.d {
 			return nil, fmt.Errorf("store: collect pack %d: %w: entry at %d does not check out", n, errPackCorrupt, e.loc.off)
 		}
@@ -726,7 +735,22 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		blob = append([]byte(nil), blob...) // buf is reused
 		loc := e.loc
 		loc.pack, loc.off = k, off+packEntryHdr
-		if e.loc.d {
+		switch back, _ := deltaBack(buf[packEntryHdr:]); {
+		case !e.loc.d:
+			last = deltaBase{off: off, blob: blob}
+		case copied[e.loc.off-packEntryHdr-back].ok && copied[e.loc.off-packEntryHdr-back].depth < packDeltaDepth:
+			// Its base was copied: the delta is kept as it is, naming
+			// the base where it is now (a sequence's delta,
+			// PutManyAfter, stays one).
+			b := copied[e.loc.off-packEntryHdr-back]
+			out := binary.LittleEndian.AppendUint32(nil, uint32(off-b.off))
+			out = append(out, buf[packEntryHdr+4:]...)
+			crc := crc32.Update(crc32.Checksum(e.d[:], castagnoli), castagnoli, out)
+			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))
+			buf = binary.LittleEndian.AppendUint32(buf, crc)
+			buf = append(append(buf, e.d[:]...), out...)
+			last = deltaBase{off: off, blob: blob, depth: b.depth + 1}
+		default:
 			stored, z := CompressPacked(blob)
 			var out []byte
 			out, loc.z, loc.d, last = last.next(&coder, blob, parsedJPEG{}, stored, z, off)
@@ -735,9 +759,8 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))
 			buf = binary.LittleEndian.AppendUint32(buf, crc)
 			buf = append(append(buf, e.d[:]...), out...)
-		} else {
-			last = deltaBase{off: off, blob: blob}
 		}
+		copied[e.loc.off-packEntryHdr] = copiedEntry{off: off, depth: last.depth, ok: true}
 		if _, err := w.Write(buf); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w", n, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ipfs/go-cid"
@@ -459,4 +460,93 @@ func TestPackJPEGDeltaOneBatch(t *testing.T) {
 		}
 	})
 	b.Close()
+}
+
+// TestPackSequenceDeltas: a JPEG put after the frame its sequence showed
+// before it (PutManyAfter) is kept as a JPEG delta against that frame,
+// though other blobs were packed between them, both when that frame came
+// in an earlier batch (prev) and earlier in the same batch (with a blob
+// that is no JPEG between); the same puts without the sequence (PutMany)
+// keep it against the entry before, and store more. Every blob reads back
+// through a scan of the pack being filled, its index, and a sweep that
+// keeps them all.
+func TestPackSequenceDeltas(t *testing.T) {
+	pageA := blobstest.Frames(t, 3, 320, 200, false, 21) // one page, changing a little
+	pageB := blobstest.Frames(t, 1, 320, 200, false, 22) // another recording's page
+	other := randBytes(t, 5000)                          // a video chunk, say
+	// Batch 1 (another recording's, in between): A0 B0. Batch 2 (after
+	// A0): A1 X A2, so that A1 is kept against A0 (prev, two entries
+	// back) and A2 against A1 (in the batch, X between them).
+	batches := [][][]byte{{pageA[0], pageB[0]}, {pageA[1], other, pageA[2]}}
+	put := func(dir string, after bool) (*FSBlobs, []cid.Cid, int) {
+		b, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cids []cid.Cid
+		for k, batch := range batches {
+			var cs []cid.Cid
+			if after {
+				prev := cid.Undef
+				if k > 0 {
+					prev = cids[0]
+				}
+				cs, err = b.PutManyAfter(prev, batch)
+			} else {
+				cs, err = b.PutMany(batch)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cids = append(cids, cs...)
+		}
+		stored, err := b.StoredBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, cids, int(stored)
+	}
+	plain, _, plainBytes := put(t.TempDir(), false)
+	plain.Close()
+	dir := t.TempDir()
+	b, cids, seqBytes := put(dir, true)
+	// cids: A0 B0 A1 X A2.
+	for _, i := range []int{2, 4} {
+		if !b.IsJPEGDelta(cids[i]) {
+			t.Fatalf("blob %d is not a JPEG delta", i)
+		}
+	}
+	t.Logf("4 frames of 2 pages and a blob: %d bytes packed as a sequence, %d without", seqBytes, plainBytes)
+	if seqBytes >= plainBytes*9/10 {
+		t.Fatalf("as a sequence %d bytes, without %d: the sequence saved nothing", seqBytes, plainBytes)
+	}
+	b.Close()
+	datas := [][]byte{pageA[0], pageB[0], pageA[1], other, pageA[2]}
+	check := func(what string, b *FSBlobs) {
+		t.Helper()
+		for i, c := range cids {
+			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+				t.Fatalf("%s: blob %d reads back other bytes", what, i)
+			}
+		}
+	}
+	b = throughEachOpen(t, dir, check)
+	defer b.Close()
+	// A sweep removing B0 rewrites the pack: the sequence's deltas stay
+	// deltas against their frames.
+	sw := b.BeginSweep()
+	if _, err := sw.Collect(func(c cid.Cid) bool { return c != cids[1] }, nil); err != nil {
+		t.Fatal(err)
+	}
+	sw.End()
+	if _, err := b.Open(cids[1]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the swept blob: %v", err)
+	}
+	cids, datas = slices.Delete(cids, 1, 2), slices.Delete(datas, 1, 2)
+	check("after a sweep", b)
+	for _, i := range []int{1, 3} {
+		if !b.IsJPEGDelta(cids[i]) {
+			t.Fatalf("after a sweep, frame %d is not a JPEG delta", i)
+		}
+	}
 }

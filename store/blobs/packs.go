@@ -395,7 +395,7 @@ func (p *packs) scan(n int) (packScan, error) {
 	case packMagicV2:
 		sc.version = 2
 	}
-	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size, prevOff: -1}
+	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size, prevOff: -1, good: map[int64]packLoc{}}
 	pr.skip(int64(len(packMagic)))
 	off := int64(len(packMagic))
 	for {
@@ -406,6 +406,7 @@ func (p *packs) scan(n int) (packScan, error) {
 			return sc, nil
 		case entryGood:
 			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z, d: e.delta}
+			pr.good[off] = sc.entries[e.d]
 			pr.prevOff, pr.prevBlob = off, append(pr.prevBlob[:0], e.blob...)
 			off += packEntryHdr + e.n
 			continue
@@ -531,10 +532,15 @@ type packReader struct {
 	hdr  [packEntryHdr]byte
 	body []byte
 	// prevOff is where the last good entry the scan read starts, -1
-	// after anything else, and prevBlob its blob: a delta after it may
-	// name it as its base (the writer only ever names the entry before).
+	// after anything else, and prevBlob its blob: a delta after it most
+	// often names it as its base.
 	prevOff  int64
 	prevBlob []byte
+	// good holds the good entries the scan read before, by where their
+	// header starts: a JPEG delta may name any of them (PutManyAfter),
+	// read again from the file then.
+	good   map[int64]packLoc
+	frames frameCache
 }
 
 func (r *packReader) skip(n int64) {
@@ -578,8 +584,13 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	r.pos += e.n
 	var base []byte
 	if e.delta {
-		if back, err := deltaBack(r.body); err == nil && r.prevOff >= 0 && off-back == r.prevOff {
-			base = r.prevBlob
+		if back, err := deltaBack(r.body); err == nil {
+			if at := off - back; r.prevOff >= 0 && at == r.prevOff {
+				base = r.prevBlob
+			} else if loc, ok := r.good[at]; ok {
+				// Unreadable since: the delta is an orphan.
+				base, _ = readPacked(r.f, loc, 0, &r.frames)
+			}
 		}
 	}
 	blob, whole, ok := checkEntry(r.hdr[:], r.body, e.z, e.delta, base)
@@ -809,6 +820,11 @@ type packFile struct {
 
 	// last is the entry written last (packs.mu): a delta's base.
 	last deltaBase
+	// depths holds how many deltas lead to each delta entry written
+	// (packs.mu; absent: none), for a sequence's base (seqBase). The pack
+	// being filled is always one this process made (roll), so it knows
+	// every entry's.
+	depths map[[32]byte]int
 
 	syncMu sync.Mutex
 	synced int64 // bytes known durable (syncMu)
@@ -816,9 +832,25 @@ type packFile struct {
 }
 
 func newPackFile(n int, f *os.File, size int64, entries map[[32]byte]packLoc) *packFile {
-	pf := &packFile{n: n, f: f, synced: size, entries: entries}
+	pf := &packFile{n: n, f: f, synced: size, entries: entries, depths: map[[32]byte]int{}}
 	pf.size.Store(size)
 	return pf
+}
+
+// seqBase is sb as a delta base in pf (packs.mu held): where its entry
+// starts and its depth, when it is in pf (written before, or earlier in
+// this batch: batch has those entries').
+func (pf *packFile) seqBase(sb *seqBase, batch map[[32]byte]deltaBase) (deltaBase, bool) {
+	b, ok := batch[sb.d]
+	if !ok {
+		loc, inPack := pf.entries[sb.d]
+		if !inPack {
+			return deltaBase{}, false
+		}
+		b = deltaBase{off: loc.off - packEntryHdr, depth: pf.depths[sb.d]}
+	}
+	b.blob, b.jpeg = sb.data, sb.jpeg
+	return b, true
 }
 
 // syncThrough returns once the first end bytes are durable. It takes only
@@ -869,13 +901,7 @@ type deltaBase struct {
 // would still take to a few hundred bytes.
 func (b deltaBase) next(c *deltaCoder, data []byte, pj parsedJPEG, stored []byte, z bool, off int64) (out []byte, oz, od bool, after deltaBase) {
 	jpeg := pj.of(data)
-	// The base is a copy: the caller owns data, and may reuse it once
-	// put returns, while the pack's next entry may be kept against it.
-	var keep []byte
-	if len(data) <= packDeltaMax {
-		keep = append([]byte(nil), data...)
-	}
-	after = deltaBase{off: off, blob: keep, jpeg: parsedJPEG{f: jpeg, parsed: true}}
+	after = baseAfter(data, jpeg, off)
 	if b.blob != nil && b.depth < packDeltaDepth {
 		if jpeg != nil {
 			// Only a JPEG's base need be parsed.
@@ -892,6 +918,93 @@ func (b deltaBase) next(c *deltaCoder, data []byte, pj parsedJPEG, stored []byte
 		}
 	}
 	return stored, z, false, after
+}
+
+// nextJPEG is next for a JPEG (jpeg: data parsed) kept only as a JPEG
+// delta against b: b is the frame a sequence showed before it
+// (PutManyAfter), not the entry before it. ok is false when that does
+// not pay.
+func (b deltaBase) nextJPEG(c *deltaCoder, data []byte, jpeg *jpegdelta.Frame, stored []byte, off int64) (out []byte, after deltaBase, ok bool) {
+	if b.blob == nil || b.depth >= packDeltaDepth || jpeg == nil {
+		return nil, deltaBase{}, false
+	}
+	delta := c.encodeJPEG(data, jpeg, b.blob, b.jpeg.of(b.blob), off-b.off, len(stored))
+	if delta == nil {
+		return nil, deltaBase{}, false
+	}
+	after = baseAfter(data, jpeg, off)
+	after.depth = b.depth + 1
+	return delta, after, true
+}
+
+// baseAfter is the base an entry of data (jpeg: parsed) at off gives the
+// entry after it. The base is a copy: the caller owns data, and may reuse
+// it once put returns, while the pack's next entry may be kept against
+// it.
+func baseAfter(data []byte, jpeg *jpegdelta.Frame, off int64) deltaBase {
+	var keep []byte
+	if len(data) <= packDeltaMax {
+		keep = append([]byte(nil), data...)
+	}
+	return deltaBase{off: off, blob: keep, jpeg: parsedJPEG{f: jpeg, parsed: true}}
+}
+
+// seqBase is the frame a sequence showed before a blob of a batch
+// (PutManyAfter): its digest, its bytes and the bytes parsed.
+type seqBase struct {
+	d    [32]byte
+	data []byte
+	jpeg parsedJPEG
+}
+
+// seqBases returns, for each blob of a batch that follows prev (nil: the
+// batch alone), the JPEG the sequence showed before it: the last JPEG
+// before it in the batch, or prev's blob when that is a JPEG in the pack
+// being filled (read here, without the lock). Bases that a new JPEG will
+// be tried against are parsed here, within budget.
+func (p *packs) seqBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stored [][]byte, prev *[32]byte, budget *int) []*seqBase {
+	bases := make([]*seqBase, len(datas))
+	var cur *seqBase
+	if prev != nil {
+		cur = p.readSeqBase(*prev)
+	}
+	for i, d := range datas {
+		if stored[i] != nil && cur != nil && (jpegs[i].f != nil || !jpegs[i].parsed) {
+			bases[i] = cur
+			if !cur.jpeg.parsed && *budget > 0 {
+				cur.jpeg = parsedJPEG{f: parseJPEG(cur.data), parsed: true}
+				if cur.jpeg.f != nil {
+					*budget -= cur.jpeg.f.Coefficients()
+				}
+			}
+		}
+		if jpegdelta.Looks(d) {
+			cur = &seqBase{d: ds[i], data: d, jpeg: jpegs[i]}
+		}
+	}
+	return bases
+}
+
+// readSeqBase reads the packed blob d when it is a JPEG in the pack being
+// filled (only there can it be a delta's base).
+func (p *packs) readSeqBase(d [32]byte) *seqBase {
+	p.mu.Lock()
+	loc, ok := p.index[d]
+	cur := p.cur
+	p.mu.Unlock()
+	if !ok || cur == nil || loc.pack != cur.n || loc.raw > packDeltaMax {
+		return nil
+	}
+	r, err := p.open(loc)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	data := make([]byte, loc.raw)
+	if _, err := io.ReadFull(r, data); err != nil || sha256.Sum256(data) != d || !jpegdelta.Looks(data) {
+		return nil
+	}
+	return &seqBase{d: d, data: data}
 }
 
 // parsedJPEG is a blob parsed as a JPEG (parseJPEG; f nil: not one), or
@@ -933,7 +1046,12 @@ func alike(data, base []byte) bool {
 // put appends the blobs not yet packed to the current pack with one write,
 // waits for an fsync that covers it, and only then makes them visible.
 // Digests must match data.
-func (p *packs) put(ds [][32]byte, datas [][]byte) error {
+//
+// prev, when not nil, is the blob a sequence showed before the batch's
+// first (PutManyAfter): a new JPEG is then first tried as a JPEG delta
+// against the JPEG before it in the sequence, when that is in the pack
+// being filled, and only then against the entry packed before it.
+func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 	// The stored forms, made before taking the lock (and not for a blob
 	// already packed: a rerun's frames mostly are).
 	stored := make([][]byte, len(datas))
@@ -957,6 +1075,10 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 		}
 		need += packEntryHdr + len(stored[i])
 	}
+	var bases []*seqBase
+	if prev != nil {
+		bases = p.seqBases(ds, datas, jpegs, stored, prev, &budget)
+	}
 	p.mu.Lock()
 	if cap(p.buf) < need && need <= 2*PackMaxBlob {
 		p.buf = make([]byte, 0, need)
@@ -972,6 +1094,9 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	}
 	pf := p.cur
 	last := pf.last
+	// Where the entries this batch writes start, and their depths
+	// (pf.entries and pf.depths have the others').
+	var written map[[32]byte]deltaBase
 	for i, d := range ds {
 		if _, ok := p.index[d]; ok || seen[d] || stored[i] == nil {
 			// Packed (by now, or before the stored forms were made: a
@@ -983,11 +1108,29 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 		// A delta against the entry before is made here, under the
 		// lock, since only here is it known which entry that is.
 		off := pf.size.Load() + int64(len(buf))
-		out, z, delta, after := last.next(&p.delta, datas[i], jpegs[i], stored[i], zs[i], off)
+		var out []byte
+		var z, delta, hinted bool
+		var after deltaBase
+		if bases != nil && bases[i] != nil {
+			if b, ok := pf.seqBase(bases[i], written); ok && b.off != last.off {
+				jpegs[i] = parsedJPEG{f: jpegs[i].of(datas[i]), parsed: true}
+				out, after, hinted = b.nextJPEG(&p.delta, datas[i], jpegs[i].f, stored[i], off)
+				z, delta = hinted, hinted
+			}
+		}
+		if !hinted {
+			out, z, delta, after = last.next(&p.delta, datas[i], jpegs[i], stored[i], zs[i], off)
+		}
 		last = after
+		if bases != nil {
+			if written == nil {
+				written = map[[32]byte]deltaBase{}
+			}
+			written[d] = deltaBase{off: off, depth: after.depth}
+		}
 		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
 		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,
-			n: int64(len(out)), raw: int64(len(datas[i])), z: z, delta: delta})
+			n: int64(len(out)), raw: int64(len(datas[i])), z: z, delta: delta, depth: after.depth})
 		buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(out)), z, delta))
 		buf = binary.LittleEndian.AppendUint32(buf, crc)
 		buf = append(append(buf, d[:]...), out...)
@@ -1011,6 +1154,11 @@ func (p *packs) put(ds [][32]byte, datas [][]byte) error {
 	pf.last = last
 	for _, a := range adds {
 		pf.entries[a.d] = a.loc(pf.n)
+	}
+	for _, a := range adds {
+		if a.depth > 0 {
+			pf.depths[a.d] = a.depth
+		}
 	}
 	p.mu.Unlock()
 
@@ -1056,6 +1204,7 @@ type packAdd struct {
 	off      int64
 	n, raw   int64
 	z, delta bool
+	depth    int // deltas leading to it
 }
 
 func (a packAdd) loc(pack int) packLoc {

@@ -34,7 +34,7 @@ func BenchmarkPackPut(b *testing.B) {
 			ds[j] = sha256.Sum256(datas[j])
 		}
 		b.StartTimer()
-		if err := p.put(ds, datas); err != nil {
+		if err := p.put(ds, datas, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

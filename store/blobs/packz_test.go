@@ -281,6 +281,22 @@ func FuzzPackScan(f *testing.F) {
 	f.Add(append([]byte(packMagicV1), valid[len(packMagic):]...))
 	_, frames := packEach(f, f.TempDir(), blobstest.Frames(f, 3, 48, 32, false, 9)) // a chain of JPEG deltas
 	f.Add(frames)
+	// A JPEG delta whose base is not the entry before it (PutManyAfter).
+	seq := blobstest.Frames(f, 2, 48, 32, false, 10)
+	seqDir := f.TempDir()
+	sb, err := OpenFSBlobs(seqDir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if cs, err := sb.PutManyAfter(cid.Undef, [][]byte{seq[0], randBytes(f, 200), seq[1]}); err != nil || !sb.IsJPEGDelta(cs[2]) {
+		f.Fatalf("the sequence's seed: %v, a JPEG delta %v", err, err == nil && sb.IsJPEGDelta(cs[2]))
+	}
+	sb.Close()
+	seqPack, err := os.ReadFile(filepath.Join(seqDir, "packs", "00000001.pack"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seqPack)
 	d := f.TempDir()
 	p := &packs{dir: d, maxBytes: defaultPackMax, readOnly: true}
 	f.Fuzz(func(t *testing.T, bs []byte) {

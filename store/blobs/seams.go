@@ -62,3 +62,27 @@ func (b *FSBlobs) IsJPEGDelta(c cid.Cid) bool {
 	}
 	return isJPEGDelta(head)
 }
+
+// DeltaBase is the blob the packed delta c is kept against (ok false for
+// a blob that is not a delta in a pack).
+func (b *FSBlobs) DeltaBase(c cid.Cid) (base cid.Cid, ok bool) {
+	d, _ := digestOf(c)
+	loc, ok := b.packs.has(d)
+	if !ok || !loc.d {
+		return cid.Undef, false
+	}
+	f, err := os.Open(b.packs.path(loc.pack))
+	if err != nil {
+		return cid.Undef, false
+	}
+	defer f.Close()
+	stored, err := readStored(f, loc)
+	if err != nil {
+		return cid.Undef, false
+	}
+	_, digest, err := baseOf(f, loc, stored, 0)
+	if err != nil {
+		return cid.Undef, false
+	}
+	return FromDigest(digest[:]), true
+}
