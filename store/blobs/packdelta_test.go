@@ -67,10 +67,27 @@ func deltaEntries(t *testing.T, datas [][]byte, jpeg bool, most float64, distinc
 	offs, ns, zs := packEntries(t, bs)
 	ds := packEntryFlags(t, bs)
 	stored, alone := 0, 0
+	depth := map[int]int{} // by entry offset
 	for i := range n {
-		// Entries 0, 5 and 10 start chains; the others are deltas.
-		if want := i%(packDeltaDepth+1) != 0; ds[i] != want {
+		// Byte deltas: entries 0, 5 and 10 start chains, the others are
+		// deltas. JPEG deltas: every entry but the first is one, against
+		// the most alike frame whose chain leaves room (searchBases).
+		want := i%(packDeltaDepth+1) != 0
+		if jpeg {
+			want = i != 0
+		}
+		if ds[i] != want {
 			t.Fatalf("entry %d: delta %v, want %v (entries %v, stored %v, z %v)", i, ds[i], want, ds, ns, zs)
+		}
+		if ds[i] {
+			back := int(binary.LittleEndian.Uint32(bs[offs[i]+packEntryHdr:]))
+			base, ok := depth[offs[i]-back]
+			if !ok || base+1 > packDeltaDepth {
+				t.Fatalf("entry %d: a delta against %d entries back, which is no entry or %d deep", i, back, base)
+			}
+			depth[offs[i]] = base + 1
+		} else {
+			depth[offs[i]] = 0
 		}
 		if ds[i] && isJPEGDelta(bs[offs[i]+packEntryHdr:offs[i]+packEntryHdr+ns[i]]) != jpeg {
 			t.Fatalf("entry %d: a JPEG delta %v, want %v", i, !jpeg, jpeg)
@@ -463,7 +480,8 @@ func TestPackJPEGDeltaOneBatch(t *testing.T) {
 }
 
 // TestPackSequenceDeltas: a JPEG put after the frame its sequence showed
-// before it (PutManyAfter) is kept as a JPEG delta against that frame,
+// before it (PutManyAfter) is kept as a JPEG delta against that frame
+// (when it is not among the JPEGs the search looks at: searchBases),
 // though other blobs were packed between them, both when that frame came
 // in an earlier batch (prev) and earlier in the same batch (with a blob
 // that is no JPEG between); the same puts without the sequence (PutMany)
@@ -471,6 +489,9 @@ func TestPackJPEGDeltaOneBatch(t *testing.T) {
 // through a scan of the pack being filled, its index, and a sweep that
 // keeps them all.
 func TestPackSequenceDeltas(t *testing.T) {
+	// The search among the pack's last JPEGs would find the sequence's
+	// frames here too: this is what the sequence finds beyond them.
+	defer SetRecentFrames(0)()
 	pageA := blobstest.Frames(t, 3, 320, 200, false, 21) // one page, changing a little
 	pageB := blobstest.Frames(t, 1, 320, 200, false, 22) // another recording's page
 	other := randBytes(t, 5000)                          // a video chunk, say
@@ -548,5 +569,74 @@ func TestPackSequenceDeltas(t *testing.T) {
 		if !b.IsJPEGDelta(cids[i]) {
 			t.Fatalf("after a sweep, frame %d is not a JPEG delta", i)
 		}
+	}
+}
+
+// TestPackSearchesBase: a JPEG is kept as a JPEG delta against the frame
+// of the pack being filled most alike it, among the last it wrote, though
+// neither the entry before nor a sequence names it: a rerun's frame
+// against the first run's at that step. Through a scan, the index and a
+// sweep, every blob reads back.
+func TestPackSearchesBase(t *testing.T) {
+	pageA := blobstest.Frames(t, 2, 320, 200, false, 61)
+	others := blobstest.Frames(t, 6, 320, 200, false, 62) // another page, changing
+	dir := t.TempDir()
+	b, err := OpenFSBlobs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datas := append(append([][]byte{pageA[0]}, others...), pageA[1])
+	var cids []cid.Cid
+	for _, d := range datas { // one batch each, no sequence
+		cs, err := b.PutMany([][]byte{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cids = append(cids, cs...)
+	}
+	last := cids[len(cids)-1]
+	if base, ok := b.DeltaBase(last); !ok || base != cids[0] || !b.IsJPEGDelta(last) {
+		t.Fatalf("the last frame is kept against %s (%v), want %s, its page's frame 7 entries back", base, ok, cids[0])
+	}
+	// Without the search, against the entry before (another page).
+	plainDir := t.TempDir()
+	plain, err := OpenFSBlobs(plainDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := SetRecentFrames(0)
+	for _, d := range datas {
+		if _, err := plain.PutMany([][]byte{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore()
+	searched, _ := b.StoredBytes()
+	without, _ := plain.StoredBytes()
+	plain.Close()
+	t.Logf("%d frames: %d bytes with the search, %d without", len(datas), searched, without)
+	if searched >= without {
+		t.Fatalf("%d bytes with the search, %d without", searched, without)
+	}
+	b.Close()
+	check := func(what string, b *FSBlobs) {
+		t.Helper()
+		for i, c := range cids {
+			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+				t.Fatalf("%s: blob %d reads back other bytes", what, i)
+			}
+		}
+	}
+	b = throughEachOpen(t, dir, check)
+	defer b.Close()
+	sw := b.BeginSweep()
+	if _, err := sw.Collect(func(c cid.Cid) bool { return c != cids[1] }, nil); err != nil {
+		t.Fatal(err)
+	}
+	sw.End()
+	cids, datas = slices.Delete(cids, 1, 2), slices.Delete(datas, 1, 2)
+	check("after a sweep", b)
+	if base, ok := b.DeltaBase(last); !ok || base != cids[0] {
+		t.Fatalf("after a sweep, the last frame is kept against %s (%v), want %s", base, ok, cids[0])
 	}
 }

@@ -825,6 +825,10 @@ type packFile struct {
 	// being filled is always one this process made (roll), so it knows
 	// every entry's.
 	depths map[[32]byte]int
+	// recent holds the signatures of the last packRecentFrames JPEGs
+	// written to it (packs.mu), oldest first: what a new JPEG's base is
+	// searched among (searchBases).
+	recent []recentFrame
 
 	syncMu sync.Mutex
 	synced int64 // bytes known durable (syncMu)
@@ -1007,6 +1011,81 @@ func (p *packs) readSeqBase(d [32]byte) *seqBase {
 	return &seqBase{d: d, data: data}
 }
 
+// packRecentFrames is how many of the JPEGs written last to the pack
+// being filled a new JPEG's base is searched among: 64 signatures of
+// 800×500 frames take about 400 KB.
+// A variable for tests (SetRecentFrames).
+var packRecentFrames = 64
+
+// recentFrame is a JPEG written to the pack being filled: its digest, its
+// signature and how many deltas lead to it.
+type recentFrame struct {
+	d     [32]byte
+	sig   jpegdelta.Signature
+	depth int
+}
+
+// searchBases returns, for each new JPEG of a batch (parsed), the JPEG of
+// the pack being filled whose signature is most alike its own, among the
+// last packRecentFrames written, read and parsed here, when it is more
+// alike than the JPEG the sequence showed before it (bases) and another
+// delta may be kept against it; nil where there is none. It returns the
+// batch's signatures too (the zero Signature for a blob not parsed as a
+// JPEG). A rerun's frame that its timing caught mid-change is most often
+// far from the frame before it and close to one the first run showed.
+func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stored [][]byte, bases []*seqBase, budget *int) (found []*seqBase, seqFirst []bool, sigs []jpegdelta.Signature) {
+	p.mu.Lock()
+	var recent []recentFrame
+	if p.cur != nil {
+		recent = append(recent, p.cur.recent...)
+	}
+	p.mu.Unlock()
+	sigs = make([]jpegdelta.Signature, len(datas))
+	found = make([]*seqBase, len(datas))
+	seqFirst = make([]bool, len(datas))
+	read := map[[32]byte]*seqBase{}
+	for i := range datas {
+		if stored[i] == nil || jpegs[i].f == nil {
+			continue
+		}
+		sigs[i] = jpegs[i].f.Signature()
+		best, at := 0, -1
+		for k, r := range recent {
+			if r.depth >= packDeltaDepth || r.d == ds[i] {
+				continue
+			}
+			if a := jpegdelta.Alike(sigs[i], r.sig); a > best {
+				best, at = a, k
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		if sb := bases[i]; sb != nil {
+			if sb.d == recent[at].d {
+				continue // the sequence's base already
+			}
+			// Tried first when more alike (its chain may be full,
+			// which only the lock tells).
+			if f := sb.jpeg.f; f != nil && jpegdelta.Alike(sigs[i], f.Signature()) >= best {
+				seqFirst[i] = true
+			}
+		}
+		sb, ok := read[recent[at].d]
+		if !ok && *budget > 0 {
+			if sb = p.readSeqBase(recent[at].d); sb != nil {
+				sb.jpeg = parsedJPEG{f: parseJPEG(sb.data), parsed: true}
+				if sb.jpeg.f != nil {
+					*budget -= sb.jpeg.f.Coefficients()
+				}
+			}
+			read[recent[at].d] = sb
+		}
+		found[i] = sb
+	}
+	return found, seqFirst, sigs
+}
+
 // parsedJPEG is a blob parsed as a JPEG (parseJPEG; f nil: not one), or
 // not parsed yet.
 type parsedJPEG struct {
@@ -1075,10 +1154,11 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 		}
 		need += packEntryHdr + len(stored[i])
 	}
-	var bases []*seqBase
+	bases := make([]*seqBase, len(datas))
 	if prev != nil {
 		bases = p.seqBases(ds, datas, jpegs, stored, prev, &budget)
 	}
+	found, seqFirst, sigs := p.searchBases(ds, datas, jpegs, stored, bases, &budget)
 	p.mu.Lock()
 	if cap(p.buf) < need && need <= 2*PackMaxBlob {
 		p.buf = make([]byte, 0, need)
@@ -1095,8 +1175,10 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 	pf := p.cur
 	last := pf.last
 	// Where the entries this batch writes start, and their depths
-	// (pf.entries and pf.depths have the others').
+	// (pf.entries and pf.depths have the others'); and the JPEGs among
+	// them, for pf.recent.
 	var written map[[32]byte]deltaBase
+	var recent []recentFrame
 	for i, d := range ds {
 		if _, ok := p.index[d]; ok || seen[d] || stored[i] == nil {
 			// Packed (by now, or before the stored forms were made: a
@@ -1111,8 +1193,18 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 		var out []byte
 		var z, delta, hinted bool
 		var after deltaBase
-		if bases != nil && bases[i] != nil {
-			if b, ok := pf.seqBase(bases[i], written); ok && b.off != last.off {
+		// The bases tried first: the pack's most alike JPEG and the one
+		// the sequence showed before, the more alike first; then the
+		// entry before.
+		try := []*seqBase{found[i], bases[i]}
+		if seqFirst[i] {
+			try[0], try[1] = try[1], try[0]
+		}
+		for _, sb := range try {
+			if sb == nil || hinted {
+				continue
+			}
+			if b, ok := pf.seqBase(sb, written); ok && b.off != last.off {
 				jpegs[i] = parsedJPEG{f: jpegs[i].of(datas[i]), parsed: true}
 				out, after, hinted = b.nextJPEG(&p.delta, datas[i], jpegs[i].f, stored[i], off)
 				z, delta = hinted, hinted
@@ -1122,11 +1214,16 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 			out, z, delta, after = last.next(&p.delta, datas[i], jpegs[i], stored[i], zs[i], off)
 		}
 		last = after
-		if bases != nil {
-			if written == nil {
-				written = map[[32]byte]deltaBase{}
+		if written == nil {
+			written = map[[32]byte]deltaBase{}
+		}
+		written[d] = deltaBase{off: off, depth: after.depth}
+		if f := after.jpeg.f; f != nil {
+			sig := sigs[i]
+			if jpegdelta.Alike(sig, sig) < 0 {
+				sig = f.Signature() // parsed under the lock
 			}
-			written[d] = deltaBase{off: off, depth: after.depth}
+			recent = append(recent, recentFrame{d: d, sig: sig, depth: after.depth})
 		}
 		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
 		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,
@@ -1159,6 +1256,10 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 		if a.depth > 0 {
 			pf.depths[a.d] = a.depth
 		}
+	}
+	pf.recent = append(pf.recent, recent...)
+	if n := len(pf.recent) - packRecentFrames; n > 0 {
+		pf.recent = append(pf.recent[:0], pf.recent[n:]...)
 	}
 	p.mu.Unlock()
 

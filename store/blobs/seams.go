@@ -86,3 +86,12 @@ func (b *FSBlobs) DeltaBase(c cid.Cid) (base cid.Cid, ok bool) {
 	}
 	return FromDigest(digest[:]), true
 }
+
+// SetRecentFrames sets how many of the last JPEGs written a new JPEG's
+// base is searched among (0: no search), for every blob store of the
+// process, and returns what restores it.
+func SetRecentFrames(n int) (restore func()) {
+	old := packRecentFrames
+	packRecentFrames = n
+	return func() { packRecentFrames = old }
+}

@@ -1,0 +1,57 @@
+package jpegdelta
+
+// Signature is what a writer keeps of a frame to choose a base for a
+// later one: its geometry and a hash of each MCU's coefficients. A delta
+// of a frame against a base of its geometry codes the MCUs that differ,
+// so the base whose signature matches the frame's in the most MCUs
+// (Alike) makes about the smallest delta. It is 4 bytes per MCU (6.4 KB
+// for an 800×500 4:2:0 frame, against 1.2 MB of coefficients).
+type Signature struct {
+	geometry []int // width, height, then each component's sampling
+	mcus     []uint32
+}
+
+// Signature is fr's signature.
+func (fr *Frame) Signature() Signature {
+	f := fr.f
+	s := Signature{geometry: []int{f.width, f.height}, mcus: make([]uint32, f.mcus())}
+	for _, c := range f.comps {
+		s.geometry = append(s.geometry, c.h, c.v)
+	}
+	for m := range s.mcus {
+		// FNV-1a over the MCU's coefficients.
+		x := uint32(2166136261)
+		f.mcuRuns(m, func(ci, lo, hi int) {
+			for _, v := range f.comps[ci].coef[lo:hi] {
+				x = (x ^ uint32(uint16(v))) * 16777619
+			}
+		})
+		s.mcus[m] = x
+	}
+	return s
+}
+
+// Bytes is what s holds in memory, about.
+func (s Signature) Bytes() int { return 4*len(s.mcus) + 8*len(s.geometry) }
+
+// Alike is the number of MCUs in which frames of signatures a and b hold
+// the same coefficients (up to a hash collision), or -1 when no delta of
+// one against the other can be made (their geometries differ, or either
+// is the zero Signature).
+func Alike(a, b Signature) int {
+	if len(a.geometry) == 0 || len(a.geometry) != len(b.geometry) || len(a.mcus) != len(b.mcus) {
+		return -1
+	}
+	for i, g := range a.geometry {
+		if b.geometry[i] != g {
+			return -1
+		}
+	}
+	n := 0
+	for m, x := range a.mcus {
+		if b.mcus[m] == x {
+			n++
+		}
+	}
+	return n
+}
