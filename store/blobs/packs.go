@@ -1021,6 +1021,7 @@ var packRecentFrames = 64
 // signature and how many deltas lead to it.
 type recentFrame struct {
 	d     [32]byte
+	off   int64 // where its entry starts
 	sig   jpegdelta.Signature
 	depth int
 }
@@ -1036,8 +1037,10 @@ type recentFrame struct {
 func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stored [][]byte, bases []*seqBase, budget *int) (found []*seqBase, seqFirst []bool, sigs []jpegdelta.Signature) {
 	p.mu.Lock()
 	var recent []recentFrame
+	lastOff := int64(-1)
 	if p.cur != nil {
 		recent = append(recent, p.cur.recent...)
+		lastOff = p.cur.last.off
 	}
 	p.mu.Unlock()
 	sigs = make([]jpegdelta.Signature, len(datas))
@@ -1058,8 +1061,8 @@ func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, s
 				best, at = a, k
 			}
 		}
-		if at < 0 {
-			continue
+		if at < 0 || recent[at].off == lastOff {
+			continue // none, or the entry before, which put tries anyway
 		}
 		if sb := bases[i]; sb != nil {
 			if sb.d == recent[at].d {
@@ -1223,7 +1226,7 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 			if jpegdelta.Alike(sig, sig) < 0 {
 				sig = f.Signature() // parsed under the lock
 			}
-			recent = append(recent, recentFrame{d: d, sig: sig, depth: after.depth})
+			recent = append(recent, recentFrame{d: d, off: off, sig: sig, depth: after.depth})
 		}
 		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
 		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,

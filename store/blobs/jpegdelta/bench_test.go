@@ -41,6 +41,19 @@ func BenchmarkFrame(b *testing.B) {
 			}
 		}
 	})
+	b.Run("signature", func(b *testing.B) {
+		for b.Loop() {
+			_ = f1.Signature()
+		}
+	})
+	s0, s1 := f0.Signature(), f1.Signature()
+	b.Run("alike", func(b *testing.B) {
+		for b.Loop() {
+			if Alike(s1, s0) < 0 {
+				b.Fatal("not alike")
+			}
+		}
+	})
 	b.Run("decode", func(b *testing.B) {
 		b.SetBytes(int64(len(frames[1])))
 		for b.Loop() {

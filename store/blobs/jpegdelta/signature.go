@@ -19,14 +19,17 @@ func (fr *Frame) Signature() Signature {
 		s.geometry = append(s.geometry, c.h, c.v)
 	}
 	for m := range s.mcus {
-		// FNV-1a over the MCU's coefficients.
-		x := uint32(2166136261)
+		// FNV-1a-like over the MCU's coefficients, four at a time (a
+		// run holds whole blocks of 64).
+		x := uint64(14695981039346656037)
 		f.mcuRuns(m, func(ci, lo, hi int) {
-			for _, v := range f.comps[ci].coef[lo:hi] {
-				x = (x ^ uint32(uint16(v))) * 16777619
+			c := f.comps[ci].coef[lo:hi]
+			for i := 0; i+4 <= len(c); i += 4 {
+				v := uint64(uint16(c[i])) | uint64(uint16(c[i+1]))<<16 | uint64(uint16(c[i+2]))<<32 | uint64(uint16(c[i+3]))<<48
+				x = (x ^ v) * 1099511628211
 			}
 		})
-		s.mcus[m] = x
+		s.mcus[m] = uint32(x ^ x>>32)
 	}
 	return s
 }
