@@ -144,9 +144,9 @@ func (s *Store) ImportBundle(r io.Reader) (id, root string, err error) {
 				noteOutlined(data, outlined)
 				return err
 			}
-			if outlined[c.String()] {
+			if outlined[c.String()] && len(data) >= outlinePackedMax {
 				// Kept compressed, as Outline stored it where it was
-				// recorded.
+				// recorded (a smaller one goes to a pack, as there).
 				_, _, err := s.Blobs.PutSeekable(data, nil)
 				return err
 			}

@@ -6,29 +6,48 @@ import (
 
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/jsonspan"
+	"github.com/flightrec/flightrec/store/blobs"
 	"github.com/flightrec/flightrec/store/log"
 )
 
 // OutlineMin is the smallest part of an event's data kept as a blob of
-// its own (Outline): below it, a separate compressed blob costs more than
-// its share of a compressed segment.
-const OutlineMin = 4 << 10
+// its own (Outline): below it, the part's reference (a CID, which does not
+// compress) and its blob cost more than its share of a compressed
+// segment. At 1 KiB the demo storefront's pages, style sheet and scripts
+// are outlined, and a rerun's log takes 3 KB less (of about 20).
+const OutlineMin = 1 << 10
+
+// outlinePackedMax is the size below which an outlined part goes to a
+// pack (PutMany: one write and one fsync for a batch's parts, kept
+// compressed there) rather than a loose seekable blob: such a part is one
+// frame of a seekable blob anyway, so its own file would buy no ranged
+// reads, only a file (and a filesystem block) each.
+const outlinePackedMax = blobs.ZFrameTarget
 
 // Outline moves the large part of each record's data — a HAR entry's
 // response or request body, a DOM FullSnapshot's node tree, a snapshot's
 // text — of OutlineMin bytes or more into a blob of exactly those bytes
-// (kept compressed: PutSeekable), so identical ones, across the runs of a
-// flow, are stored once; the record names it (Record.Outlined) and every
-// reader of the facade (Scan, Reader) gets the data back whole. Data stays
-// whole in recs. The caller holds the blob store (Blobs.Hold) until the
-// records are appended, as for any blob a record names.
+// (kept compressed: in a pack, or PutSeekable from outlinePackedMax), so
+// identical ones, across the runs of a flow, are stored once; the record
+// names it (Record.Outlined) and every reader of the facade (Scan, Reader)
+// gets the data back whole. Data stays whole in recs. The caller holds the
+// blob store (Blobs.Hold) until the records are appended, as for any blob
+// a record names.
 func (s *Store) Outline(recs []Record) error {
 	var doc jsonspan.Doc
 	defer doc.Release(0)
+	type part struct{ rec, at, end int }
+	var parts []part
+	var small [][]byte
 	for i := range recs {
 		r := &recs[i]
 		at, end, ok := outlinePart(&doc, r.Kind, r.Data)
 		if !ok {
+			continue
+		}
+		if end-at < outlinePackedMax {
+			parts = append(parts, part{i, at, end})
+			small = append(small, r.Data[at:end])
 			continue
 		}
 		c, _, err := s.Blobs.PutSeekable(r.Data[at:end], nil)
@@ -36,6 +55,16 @@ func (s *Store) Outline(recs []Record) error {
 			return fmt.Errorf("store: outline seq %d: %w", r.Seq, err)
 		}
 		r.Outline(c.String(), int64(at), int64(end-at))
+	}
+	if len(small) == 0 {
+		return nil
+	}
+	cids, err := s.Blobs.PutMany(small)
+	if err != nil {
+		return fmt.Errorf("store: outline: %w", err)
+	}
+	for k, p := range parts {
+		recs[p.rec].Outline(cids[k].String(), int64(p.at), int64(p.end-p.at))
 	}
 	return nil
 }

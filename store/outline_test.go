@@ -27,7 +27,9 @@ func outlineFixture(run int) []Record {
 		mk(1, event.KindHAR, fmt.Sprintf(`{"startedDateTime":"2025-03-01T12:00:0%dZ","time":%d,"request":{"method":"GET","url":"https://shop.example/api/items"},"response":{"status":200,"content":{"size":1,"mimeType":"application/json","text":%q}}}`, run, 10+run, body)),
 		mk(2, event.KindHAR, fmt.Sprintf(`{"time":%d,"request":{"method":"POST","url":"https://shop.example/api/cart","postData":{"mimeType":"text/plain","text":%q}},"response":{"status":204,"content":{"size":0}}}`, run, strings.Repeat("x", OutlineMin))),
 		mk(3, event.KindDOM, fmt.Sprintf(`{"type":2,"data":{"node":%s,"initialOffset":{"left":0,"top":%d}},"timestamp":%d}`, tree, run, 1700000000000+run)),
-		mk(4, event.KindSnapshot, fmt.Sprintf(`{"view":"content","nonce":"n%d","text":%q}`, run, strings.Repeat("Checkout — gift card ", 400))),
+		// Large enough to be a loose seekable blob (outlinePackedMax);
+		// the other parts go to packs.
+		mk(4, event.KindSnapshot, fmt.Sprintf(`{"view":"content","nonce":"n%d","text":%q}`, run, strings.Repeat("Checkout — gift card ", 4000))),
 		mk(5, event.KindHAR, fmt.Sprintf(`{"time":%d,"request":{"method":"GET","url":"/small"},"response":{"status":200,"content":{"text":"ok"}}}`, run)),
 		mk(6, event.KindDOM, fmt.Sprintf(`{"type":3,"data":{"source":0,"adds":[{"node":%s}]},"timestamp":%d}`, tree, 1700000000001+run)),
 		mk(7, event.KindConsole, fmt.Sprintf(`{"level":"log","text":%q}`, strings.Repeat("log ", 2000))),
@@ -203,9 +205,20 @@ func TestOutlinedData(t *testing.T) {
 		t.Fatalf("imported scan: %v after %d", err, i)
 	}
 	mustVerify(t, imp)
-	for _, c := range shared {
-		if _, err := os.Stat(imp.Layout().Blobs().LooseCompressed(c)); err != nil {
-			t.Fatalf("imported outlined blob %s is not kept compressed: %v", c, err)
+	// Kept compressed, where recorded and imported alike: the large part
+	// as a loose seekable blob, the others in a pack.
+	for _, st := range []*Store{s, imp} {
+		for _, c := range shared {
+			cc, _ := ParseCID(c)
+			size, err := st.Blobs.Stat(cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, looseErr := os.Stat(st.Layout().Blobs().LooseCompressed(c))
+			_, packed := fsBlobs(t, st).PackOf(cc)
+			if size >= outlinePackedMax && looseErr != nil || size < outlinePackedMax && (!packed || !fsBlobs(t, st).PackedCompressed(cc)) {
+				t.Fatalf("outlined blob %s (%d bytes) is not kept compressed where it belongs: loose %v, packed %v", c, size, looseErr, packed)
+			}
 		}
 	}
 	if again := exportBundle(t, imp, ids[0]); !bytes.Equal(again, b) {

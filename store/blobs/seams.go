@@ -33,6 +33,14 @@ func (b *FSBlobs) IsDelta(c cid.Cid) bool {
 	return loc.d
 }
 
+// PackedCompressed reports whether blob c is packed in a compressed form
+// (its zstd frame, or a delta).
+func (b *FSBlobs) PackedCompressed(c cid.Cid) bool {
+	d, _ := digestOf(c)
+	loc, ok := b.packs.has(d)
+	return ok && loc.z
+}
+
 // FullPacks lists the full packs (those with an index on disk).
 func (b *FSBlobs) FullPacks() ([]int, error) { return b.packs.fullPacks() }
 
