@@ -640,3 +640,81 @@ func TestPackSearchesBase(t *testing.T) {
 		t.Fatalf("after a sweep, the last frame is kept against %s (%v), want %s", base, ok, cids[0])
 	}
 }
+
+// packDepths returns, for each entry of pack bs in order, how many deltas
+// lead to it (read from the back words), failing when a delta names no
+// entry.
+func packDepths(t *testing.T, bs []byte) []int {
+	t.Helper()
+	offs, _, _ := packEntries(t, bs)
+	ds := packEntryFlags(t, bs)
+	at := map[int]int{}
+	var out []int
+	for i, off := range offs {
+		depth := 0
+		if ds[i] {
+			back := int(binary.LittleEndian.Uint32(bs[off+packEntryHdr:]))
+			base, ok := at[off-back]
+			if !ok {
+				t.Fatalf("entry %d: a delta against %d bytes back, where no entry starts", i, back)
+			}
+			depth = base + 1
+		}
+		at[off] = depth
+		out = append(out, depth)
+	}
+	return out
+}
+
+// TestPackContinuedAcrossOpens: a pack being filled is continued by the
+// next process that opens the store (one `flightrec record` after
+// another). Its frames are bases for the new process's frames too (their
+// signatures are made again from the pack), and chains stay within
+// packDeltaDepth across the opens: the depths of the entries written
+// before come from the scan at open.
+func TestPackContinuedAcrossOpens(t *testing.T) {
+	frames := blobstest.Frames(t, 16, 320, 200, false, 71)
+	dir := t.TempDir()
+	var cids []cid.Cid
+	for _, part := range [][][]byte{frames[:6], frames[6:11], frames[11:]} {
+		b, err := OpenFSBlobs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, f := range part {
+			cs, err := b.PutMany([][]byte{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 && len(cids) > 0 && !b.IsJPEGDelta(cs[0]) {
+				t.Fatalf("the first frame after an open (%d) is not a JPEG delta against the pack's frames", len(cids))
+			}
+			cids = append(cids, cs...)
+		}
+		b.Close()
+	}
+	bs, err := os.ReadFile(filepath.Join(dir, "packs", "00000001.pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	depths := packDepths(t, bs)
+	if len(depths) != len(frames) {
+		t.Fatalf("%d entries in the pack, want %d (one pack, continued)", len(depths), len(frames))
+	}
+	for i, d := range depths {
+		if d > packDeltaDepth {
+			t.Fatalf("entry %d is %d deltas deep (%v), more than %d", i, d, depths, packDeltaDepth)
+		}
+	}
+	t.Logf("depths %v", depths)
+	check := func(what string, b *FSBlobs) {
+		t.Helper()
+		for i, c := range cids {
+			if got := readBlob(t, b, c); !bytes.Equal(got, frames[i]) {
+				t.Fatalf("%s: frame %d reads back other bytes", what, i)
+			}
+		}
+	}
+	b := throughEachOpen(t, dir, check)
+	b.Close()
+}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,6 +192,11 @@ func openPacks(dir string, maxBytes int64) (*packs, error) {
 				return nil, fmt.Errorf("store: pack: %w", err)
 			}
 			pf := newPackFile(n, f, sc.end, sc.entries)
+			pf.depths = sc.depths
+			// Their signatures are made by the first put that searches
+			// (signRecent), not here: that reads and parses up to
+			// packRecentFrames frames.
+			pf.unsigned = sc.lastJPEGs
 			pf.alloc = max(sc.size, growAlloc(0, sc.end, maxBytes))
 			if pf.alloc > sc.size {
 				preallocate(f, pf.alloc)
@@ -350,6 +356,12 @@ type packScan struct {
 	size    int64 // the file size
 	torn    bool  // from end on lies an entry that runs past the end of the file
 	version int   // the version the pack's header names (3 if damaged)
+	// depths holds how many deltas lead to each good delta entry, and
+	// lastJPEGs the last packRecentFrames good entries that look like
+	// JPEGs, oldest first: a writer continuing the pack needs both
+	// (packFile.depths, packFile.recent).
+	depths    map[[32]byte]int
+	lastJPEGs []recentFrame
 }
 
 // scan reads a pack's entries, checking each one's CRC and digest. A pack
@@ -368,7 +380,8 @@ type packScan struct {
 // A damaged pack header is a damaged region too; only failing to read the
 // file is an error.
 func (p *packs) scan(n int) (packScan, error) {
-	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}}
+	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, depths: map[[32]byte]int{}}
+	depthAt := map[int64]int{} // by where a good entry starts
 	f, err := os.Open(p.path(n))
 	if err != nil {
 		return sc, err
@@ -407,6 +420,18 @@ func (p *packs) scan(n int) (packScan, error) {
 		case entryGood:
 			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z, d: e.delta}
 			pr.good[off] = sc.entries[e.d]
+			depth := 0
+			if e.delta {
+				depth = depthAt[e.baseOff] + 1
+				sc.depths[e.d] = depth
+			}
+			depthAt[off] = depth
+			if jpegdelta.Looks(e.blob) && packRecentFrames > 0 {
+				if len(sc.lastJPEGs) >= packRecentFrames {
+					sc.lastJPEGs = sc.lastJPEGs[1:]
+				}
+				sc.lastJPEGs = append(sc.lastJPEGs, recentFrame{d: e.d, off: off, depth: depth})
+			}
 			pr.prevOff, pr.prevBlob = off, append(pr.prevBlob[:0], e.blob...)
 			off += packEntryHdr + e.n
 			continue
@@ -465,6 +490,8 @@ type packEntry struct {
 	z     bool
 	delta bool
 	blob  []byte // entryGood's blob (valid until the next read)
+	// baseOff is where a good delta's base starts.
+	baseOff int64
 }
 
 // entryWord is an entry header's first word.
@@ -585,6 +612,7 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	var base []byte
 	if e.delta {
 		if back, err := deltaBack(r.body); err == nil {
+			e.baseOff = off - back
 			if at := off - back; r.prevOff >= 0 && at == r.prevOff {
 				base = r.prevBlob
 			} else if loc, ok := r.good[at]; ok {
@@ -820,15 +848,18 @@ type packFile struct {
 
 	// last is the entry written last (packs.mu): a delta's base.
 	last deltaBase
-	// depths holds how many deltas lead to each delta entry written
-	// (packs.mu; absent: none), for a sequence's base (seqBase). The pack
-	// being filled is always one this process made (roll), so it knows
-	// every entry's.
+	// depths holds how many deltas lead to each delta entry (packs.mu;
+	// absent: none), for a base other than the entry before (seqBase):
+	// those this process wrote, and, for a pack it continues, those the
+	// scan at open found (a chain must stay within packDeltaDepth across
+	// restarts too).
 	depths map[[32]byte]int
 	// recent holds the signatures of the last packRecentFrames JPEGs
 	// written to it (packs.mu), oldest first: what a new JPEG's base is
-	// searched among (searchBases).
-	recent []recentFrame
+	// searched among (searchBases). unsigned holds those a continued pack
+	// had at open, without their signatures yet (signRecent).
+	recent   []recentFrame
+	unsigned []recentFrame
 
 	syncMu sync.Mutex
 	synced int64 // bytes known durable (syncMu)
@@ -1035,6 +1066,10 @@ type recentFrame struct {
 // JPEG). A rerun's frame that its timing caught mid-change is most often
 // far from the frame before it and close to one the first run showed.
 func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stored [][]byte, bases []*seqBase, budget *int) (found []*seqBase, seqFirst []bool, sigs []jpegdelta.Signature) {
+	if !slices.ContainsFunc(jpegs, func(j parsedJPEG) bool { return j.f != nil }) {
+		return make([]*seqBase, len(datas)), make([]bool, len(datas)), make([]jpegdelta.Signature, len(datas))
+	}
+	p.signRecent()
 	p.mu.Lock()
 	var recent []recentFrame
 	lastOff := int64(-1)
@@ -1087,6 +1122,41 @@ func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, s
 		found[i] = sb
 	}
 	return found, seqFirst, sigs
+}
+
+// signRecent makes the signatures of the JPEGs a pack continued from an
+// earlier process had at open (packFile.unsigned), reading and parsing
+// them without the lock, once.
+func (p *packs) signRecent() {
+	p.mu.Lock()
+	pf := p.cur
+	var todo []recentFrame
+	if pf != nil {
+		todo, pf.unsigned = pf.unsigned, nil
+	}
+	p.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	var signed []recentFrame
+	for _, r := range todo {
+		sb := p.readSeqBase(r.d)
+		if sb == nil {
+			continue
+		}
+		if f := parseJPEG(sb.data); f != nil {
+			r.sig = f.Signature()
+			signed = append(signed, r)
+		}
+	}
+	p.mu.Lock()
+	if p.cur == pf {
+		pf.recent = append(signed, pf.recent...)
+		if n := len(pf.recent) - packRecentFrames; n > 0 {
+			pf.recent = append(pf.recent[:0], pf.recent[n:]...)
+		}
+	}
+	p.mu.Unlock()
 }
 
 // parsedJPEG is a blob parsed as a JPEG (parseJPEG; f nil: not one), or
