@@ -543,28 +543,10 @@ func TestPackSequenceDeltas(t *testing.T) {
 	}
 	b.Close()
 	datas := [][]byte{pageA[0], pageB[0], pageA[1], other, pageA[2]}
-	check := func(what string, b *FSBlobs) {
-		t.Helper()
-		for i, c := range cids {
-			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
-				t.Fatalf("%s: blob %d reads back other bytes", what, i)
-			}
-		}
-	}
-	b = throughEachOpen(t, dir, check)
-	defer b.Close()
 	// A sweep removing B0 rewrites the pack: the sequence's deltas stay
 	// deltas against their frames.
-	sw := b.BeginSweep()
-	if _, err := sw.Collect(func(c cid.Cid) bool { return c != cids[1] }, nil); err != nil {
-		t.Fatal(err)
-	}
-	sw.End()
-	if _, err := b.Open(cids[1]); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("the swept blob: %v", err)
-	}
-	cids, datas = slices.Delete(cids, 1, 2), slices.Delete(datas, 1, 2)
-	check("after a sweep", b)
+	b, cids, _ = readBackThenSweep(t, dir, cids, datas, 1)
+	defer b.Close()
 	for _, i := range []int{1, 3} {
 		if !b.IsJPEGDelta(cids[i]) {
 			t.Fatalf("after a sweep, frame %d is not a JPEG delta", i)
@@ -619,23 +601,8 @@ func TestPackSearchesBase(t *testing.T) {
 		t.Fatalf("%d bytes with the search, %d without", searched, without)
 	}
 	b.Close()
-	check := func(what string, b *FSBlobs) {
-		t.Helper()
-		for i, c := range cids {
-			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
-				t.Fatalf("%s: blob %d reads back other bytes", what, i)
-			}
-		}
-	}
-	b = throughEachOpen(t, dir, check)
+	b, cids, _ = readBackThenSweep(t, dir, cids, datas, 1)
 	defer b.Close()
-	sw := b.BeginSweep()
-	if _, err := sw.Collect(func(c cid.Cid) bool { return c != cids[1] }, nil); err != nil {
-		t.Fatal(err)
-	}
-	sw.End()
-	cids, datas = slices.Delete(cids, 1, 2), slices.Delete(datas, 1, 2)
-	check("after a sweep", b)
 	if base, ok := b.DeltaBase(last); !ok || base != cids[0] {
 		t.Fatalf("after a sweep, the last frame is kept against %s (%v), want %s", base, ok, cids[0])
 	}
@@ -671,7 +638,8 @@ func packDepths(t *testing.T, bs []byte) []int {
 // another). Its frames are bases for the new process's frames too (their
 // signatures are made again from the pack), and chains stay within
 // packDeltaDepth across the opens: the depths of the entries written
-// before come from the scan at open.
+// before come from the scan at open. Every frame reads back, also after a
+// sweep removed the frame every chain starts from.
 func TestPackContinuedAcrossOpens(t *testing.T) {
 	frames := blobstest.Frames(t, 16, 320, 200, false, 71)
 	dir := t.TempDir()
@@ -707,14 +675,36 @@ func TestPackContinuedAcrossOpens(t *testing.T) {
 		}
 	}
 	t.Logf("depths %v", depths)
+	// A sweep of the first frame, which every chain starts from.
+	b, _, _ := readBackThenSweep(t, dir, cids, frames, 0)
+	b.Close()
+}
+
+// readBackThenSweep checks that blobs cids (of datas) read back through a
+// scan of the pack being filled and its index (throughEachOpen), sweeps
+// blob dead away, and checks the rest again; it returns the open store
+// and the blobs left.
+func readBackThenSweep(t *testing.T, dir string, cids []cid.Cid, datas [][]byte, dead int) (*FSBlobs, []cid.Cid, [][]byte) {
+	t.Helper()
 	check := func(what string, b *FSBlobs) {
 		t.Helper()
 		for i, c := range cids {
-			if got := readBlob(t, b, c); !bytes.Equal(got, frames[i]) {
-				t.Fatalf("%s: frame %d reads back other bytes", what, i)
+			if got := readBlob(t, b, c); !bytes.Equal(got, datas[i]) {
+				t.Fatalf("%s: blob %d reads back other bytes", what, i)
 			}
 		}
 	}
 	b := throughEachOpen(t, dir, check)
-	b.Close()
+	gone := cids[dead]
+	sw := b.BeginSweep()
+	if _, err := sw.Collect(func(c cid.Cid) bool { return c != gone }, nil); err != nil {
+		t.Fatal(err)
+	}
+	sw.End()
+	if _, err := b.Open(gone); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the swept blob: %v", err)
+	}
+	cids, datas = slices.Delete(slices.Clone(cids), dead, dead+1), slices.Delete(slices.Clone(datas), dead, dead+1)
+	check("after a sweep", b)
+	return b, cids, datas
 }
