@@ -426,13 +426,17 @@ func (p *packs) scan(n int) (packScan, error) {
 				sc.depths[e.d] = depth
 			}
 			depthAt[off] = depth
-			if jpegdelta.Looks(e.blob) && packRecentFrames > 0 {
+			if (e.blob == nil || jpegdelta.Looks(e.blob)) && packRecentFrames > 0 {
 				if len(sc.lastJPEGs) >= packRecentFrames {
 					sc.lastJPEGs = sc.lastJPEGs[1:]
 				}
 				sc.lastJPEGs = append(sc.lastJPEGs, recentFrame{d: e.d, off: off, depth: depth})
 			}
-			pr.prevOff, pr.prevBlob = off, append(pr.prevBlob[:0], e.blob...)
+			pr.prevOff, pr.prevBlob = off, nil
+			if e.blob != nil { // not a JPEG delta taken by its shape
+				pr.prevBlob = append(pr.prevBuf[:0], e.blob...)
+				pr.prevBuf = pr.prevBlob
+			}
 			off += packEntryHdr + e.n
 			continue
 		case entryOrphan:
@@ -562,7 +566,8 @@ type packReader struct {
 	// after anything else, and prevBlob its blob: a delta after it most
 	// often names it as its base.
 	prevOff  int64
-	prevBlob []byte
+	prevBlob []byte // nil when not kept (a JPEG delta taken by its shape)
+	prevBuf  []byte // prevBlob's storage, reused
 	// good holds the good entries the scan read before, by where their
 	// header starts: a JPEG delta may name any of them (PutManyAfter),
 	// read again from the file then.
@@ -613,7 +618,19 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 	if e.delta {
 		if back, err := deltaBack(r.body); err == nil {
 			e.baseOff = off - back
-			if at := off - back; r.prevOff >= 0 && at == r.prevOff {
+			if _, good := r.good[e.baseOff]; good && e.z && isJPEGDelta(r.body) {
+				// A JPEG delta on a good base is checked by its CRC and
+				// its shape, not rebuilt: every read rebuilds it and
+				// checks the JPEG against its digest (unpackJPEG), and
+				// rebuilding each of a pack's frames here made every
+				// open of a store cost milliseconds per frame.
+				if raw, ok := jpegDeltaShape(r.hdr[:], r.body); ok {
+					e.raw, e.blob = raw, nil
+					return e, entryGood
+				}
+				return e, entryBad
+			}
+			if at := e.baseOff; r.prevOff >= 0 && at == r.prevOff && r.prevBlob != nil {
 				base = r.prevBlob
 			} else if loc, ok := r.good[at]; ok {
 				// Unreadable since: the delta is an orphan.

@@ -97,3 +97,28 @@ func openDelta(b *testing.B, datas [][]byte) {
 	b.StopTimer()
 	b.ReportMetric(float64(head.Nanoseconds()), "head_ns/op")
 }
+
+// BenchmarkPackOpenScan opens a store whose pack being filled (no index:
+// each process that opens the store scans it) holds 100 800×500 JPEG
+// frames, most kept as JPEG deltas: what every open of such a store costs
+// before its first put, reported per frame.
+func BenchmarkPackOpenScan(b *testing.B) {
+	frames := blobstest.Frames(b, 100, 800, 500, false, 3)
+	dir := b.TempDir()
+	fb, err := OpenFSBlobs(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range frames {
+		putAll(b, fb, frames[i:i+1])
+	}
+	fb.Close()
+	for b.Loop() {
+		fb, err := OpenFSBlobs(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fb.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(len(frames))/1000, "ms/frame")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -250,6 +251,26 @@ func deltaSize(stored []byte) (int64, error) {
 		return raw, nil
 	}
 	return packedSize(stored[packDeltaHdr:])
+}
+
+// jpegDeltaShape checks a JPEG delta entry (hdr, stored) without its
+// base: its CRC, the size it names, and that a zstd frame against
+// packJPEGDict naming its content size follows. It returns the size.
+func jpegDeltaShape(hdr, stored []byte) (int64, bool) {
+	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
+	if crc != binary.LittleEndian.Uint32(hdr[4:8]) || len(stored) < packJPEGHdr+len(zstdMagic) ||
+		!bytes.Equal(stored[packJPEGHdr:packJPEGHdr+len(zstdMagic)], zstdMagic) {
+		return 0, false
+	}
+	raw, err := deltaSize(stored)
+	if err != nil || raw <= 0 {
+		return 0, false
+	}
+	var h zstd.Header
+	if h.Decode(stored[packJPEGHdr:]) != nil || h.DictionaryID != packJPEGDict || !h.HasFCS {
+		return 0, false
+	}
+	return raw, true
 }
 
 // decompressDelta returns the blob a delta entry holds, given its base's
