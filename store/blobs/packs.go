@@ -973,9 +973,9 @@ func (b deltaBase) next(c *deltaCoder, data []byte, pj parsedJPEG, stored []byte
 }
 
 // nextJPEG is next for a JPEG (jpeg: data parsed) kept only as a JPEG
-// delta against b: b is the frame a sequence showed before it
-// (PutManyAfter), not the entry before it. ok is false when that does
-// not pay.
+// delta against b, which is not the entry before it: the most alike
+// frame of the pack (searchBases), or the frame a sequence showed before
+// it (PutManyAfter). ok is false when that does not pay.
 func (b deltaBase) nextJPEG(c *deltaCoder, data []byte, jpeg *jpegdelta.Frame, stored []byte, off int64) (out []byte, after deltaBase, ok bool) {
 	if b.blob == nil || b.depth >= packDeltaDepth || jpeg == nil {
 		return nil, deltaBase{}, false
@@ -1061,8 +1061,8 @@ func (p *packs) readSeqBase(d [32]byte) *seqBase {
 
 // packRecentFrames is how many of the JPEGs written last to the pack
 // being filled a new JPEG's base is searched among: 64 signatures of
-// 800×500 frames take about 400 KB.
-// A variable for tests (SetRecentFrames).
+// 800×500 frames take about 400 KB. A variable for tests
+// (SetRecentFrames).
 var packRecentFrames = 64
 
 // recentFrame is a JPEG written to the pack being filled: its digest, its
@@ -1076,10 +1076,11 @@ type recentFrame struct {
 
 // searchBases returns, for each new JPEG of a batch (parsed), the JPEG of
 // the pack being filled whose signature is most alike its own, among the
-// last packRecentFrames written, read and parsed here, when it is more
-// alike than the JPEG the sequence showed before it (bases) and another
-// delta may be kept against it; nil where there is none. It returns the
-// batch's signatures too (the zero Signature for a blob not parsed as a
+// last packRecentFrames written whose chains leave room, read and parsed
+// here (nil where there is none, or where it is the entry before or the
+// sequence's base, which put tries anyway); whether the JPEG the sequence
+// showed before it (bases) is the more alike, so to be tried first; and
+// the batch's signatures (the zero Signature for a blob not parsed as a
 // JPEG). A rerun's frame that its timing caught mid-change is most often
 // far from the frame before it and close to one the first run showed.
 func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stored [][]byte, bases []*seqBase, budget *int) (found []*seqBase, seqFirst []bool, sigs []jpegdelta.Signature) {

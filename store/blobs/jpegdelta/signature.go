@@ -34,9 +34,6 @@ func (fr *Frame) Signature() Signature {
 	return s
 }
 
-// Bytes is what s holds in memory, about.
-func (s Signature) Bytes() int { return 4*len(s.mcus) + 8*len(s.geometry) }
-
 // Alike is the number of MCUs in which frames of signatures a and b hold
 // the same coefficients (up to a hash collision), or -1 when no delta of
 // one against the other can be made (their geometries differ, or either
