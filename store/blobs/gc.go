@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -696,12 +695,7 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 	var last deltaBase // the entry copied last: a delta's base in pack k
 	// copied holds the entries copied so far, by where they started in
 	// pack n: where they start in pack k, and their depths.
-	type copiedEntry struct {
-		off   int64
-		depth int
-		ok    bool
-	}
-	copied := map[int64]copiedEntry{}
+	copied := map[int64]deltaBase{}
 	var coder deltaCoder
 	var frames frameCache
 	for _, e := range sorted {
@@ -735,32 +729,27 @@ func (p *packs) copyEntries(n, k int, keep []idxEntry) (moved []idxEntry, err er
 		blob = append([]byte(nil), blob...) // buf is reused
 		loc := e.loc
 		loc.pack, loc.off = k, off+packEntryHdr
-		switch back, _ := deltaBack(buf[packEntryHdr:]); {
+		back, _ := deltaBack(buf[packEntryHdr:])
+		base, baseCopied := copied[e.loc.off-packEntryHdr-back]
+		switch {
 		case !e.loc.d:
 			last = deltaBase{off: off, blob: blob}
-		case copied[e.loc.off-packEntryHdr-back].ok && copied[e.loc.off-packEntryHdr-back].depth < packDeltaDepth:
+		case baseCopied && base.depth < packDeltaDepth:
 			// Its base was copied: the delta is kept as it is, naming
-			// the base where it is now (a sequence's delta,
-			// PutManyAfter, stays one).
-			b := copied[e.loc.off-packEntryHdr-back]
-			out := binary.LittleEndian.AppendUint32(nil, uint32(off-b.off))
+			// the base where it is now (a delta against a searched or
+			// a sequence's base stays one).
+			out := binary.LittleEndian.AppendUint32(nil, uint32(off-base.off))
 			out = append(out, buf[packEntryHdr+4:]...)
-			crc := crc32.Update(crc32.Checksum(e.d[:], castagnoli), castagnoli, out)
-			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))
-			buf = binary.LittleEndian.AppendUint32(buf, crc)
-			buf = append(append(buf, e.d[:]...), out...)
-			last = deltaBase{off: off, blob: blob, depth: b.depth + 1}
+			buf = appendEntry(buf[:0], e.d, out, loc.z, loc.d)
+			last = deltaBase{off: off, blob: blob, depth: base.depth + 1}
 		default:
 			stored, z := CompressPacked(blob)
 			var out []byte
 			out, loc.z, loc.d, last = last.next(&coder, blob, parsedJPEG{}, stored, z, off)
 			loc.n = int64(len(out))
-			crc := crc32.Update(crc32.Checksum(e.d[:], castagnoli), castagnoli, out)
-			buf = binary.LittleEndian.AppendUint32(buf[:0], entryWord(loc.n, loc.z, loc.d))
-			buf = binary.LittleEndian.AppendUint32(buf, crc)
-			buf = append(append(buf, e.d[:]...), out...)
+			buf = appendEntry(buf[:0], e.d, out, loc.z, loc.d)
 		}
-		copied[e.loc.off-packEntryHdr] = copiedEntry{off: off, depth: last.depth, ok: true}
+		copied[e.loc.off-packEntryHdr] = deltaBase{off: off, depth: last.depth}
 		if _, err := w.Write(buf); err != nil {
 			return nil, fmt.Errorf("store: collect pack %d: %w", n, err)
 		}

@@ -381,7 +381,6 @@ type packScan struct {
 // file is an error.
 func (p *packs) scan(n int) (packScan, error) {
 	sc := packScan{entries: map[[32]byte]packLoc{}, corrupt: map[[32]byte]packLoc{}, depths: map[[32]byte]int{}}
-	depthAt := map[int64]int{} // by where a good entry starts
 	f, err := os.Open(p.path(n))
 	if err != nil {
 		return sc, err
@@ -408,7 +407,7 @@ func (p *packs) scan(n int) (packScan, error) {
 	case packMagicV2:
 		sc.version = 2
 	}
-	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size, prevOff: -1, good: map[int64]packLoc{}}
+	pr := packReader{r: bufio.NewReaderSize(io.NewSectionReader(f, 0, sc.size), 1<<20), f: f, size: sc.size, prevOff: -1, good: map[int64]goodEntry{}}
 	pr.skip(int64(len(packMagic)))
 	off := int64(len(packMagic))
 	for {
@@ -419,13 +418,12 @@ func (p *packs) scan(n int) (packScan, error) {
 			return sc, nil
 		case entryGood:
 			sc.entries[e.d] = packLoc{pack: n, off: off + packEntryHdr, n: e.n, raw: e.raw, z: e.z, d: e.delta}
-			pr.good[off] = sc.entries[e.d]
 			depth := 0
 			if e.delta {
-				depth = depthAt[e.baseOff] + 1
+				depth = pr.good[e.baseOff].depth + 1
 				sc.depths[e.d] = depth
 			}
-			depthAt[off] = depth
+			pr.good[off] = goodEntry{loc: sc.entries[e.d], depth: depth}
 			if (e.blob == nil || jpegdelta.Looks(e.blob)) && packRecentFrames > 0 {
 				if len(sc.lastJPEGs) >= packRecentFrames {
 					sc.lastJPEGs = sc.lastJPEGs[1:]
@@ -498,6 +496,22 @@ type packEntry struct {
 	baseOff int64
 }
 
+// appendEntry appends a whole entry (header and stored bytes out) of the
+// blob of digest d to buf.
+func appendEntry(buf []byte, d [32]byte, out []byte, z, delta bool) []byte {
+	crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
+	buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(out)), z, delta))
+	buf = binary.LittleEndian.AppendUint32(buf, crc)
+	return append(append(buf, d[:]...), out...)
+}
+
+// entryCRCOK reports whether an entry's header hdr names the CRC of its
+// digest and stored bytes.
+func entryCRCOK(hdr, stored []byte) bool {
+	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
+	return crc == binary.LittleEndian.Uint32(hdr[4:8])
+}
+
 // entryWord is an entry header's first word.
 func entryWord(n int64, z, d bool) uint32 {
 	w := uint32(n)
@@ -521,8 +535,7 @@ func parseWord(w uint32) (n int64, z, d bool) {
 // when neither). A delta needs its base's bytes: without them (base nil)
 // only its CRC is checked, and whole says whether it matched.
 func checkEntry(hdr, stored []byte, z, d bool, base []byte) (blob []byte, whole, ok bool) {
-	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
-	if crc != binary.LittleEndian.Uint32(hdr[4:8]) || d && !z {
+	if !entryCRCOK(hdr, stored) || d && !z {
 		return nil, false, false
 	}
 	blob = stored
@@ -569,10 +582,17 @@ type packReader struct {
 	prevBlob []byte // nil when not kept (a JPEG delta taken by its shape)
 	prevBuf  []byte // prevBlob's storage, reused
 	// good holds the good entries the scan read before, by where their
-	// header starts: a JPEG delta may name any of them (PutManyAfter),
-	// read again from the file then.
-	good   map[int64]packLoc
+	// header starts: a delta may name any of them (a searched or a
+	// sequence's base), read again from the file then.
+	good   map[int64]goodEntry
 	frames frameCache
+}
+
+// goodEntry is a good entry a scan read: where it is, and how many deltas
+// lead to it.
+type goodEntry struct {
+	loc   packLoc
+	depth int
 }
 
 func (r *packReader) skip(n int64) {
@@ -632,9 +652,9 @@ func (r *packReader) entryAt(off int64) (packEntry, entryState) {
 			}
 			if at := e.baseOff; r.prevOff >= 0 && at == r.prevOff && r.prevBlob != nil {
 				base = r.prevBlob
-			} else if loc, ok := r.good[at]; ok {
+			} else if g, ok := r.good[at]; ok {
 				// Unreadable since: the delta is an orphan.
-				base, _ = readPacked(r.f, loc, 0, &r.frames)
+				base, _ = readPacked(r.f, g.loc, 0, &r.frames)
 			}
 		}
 	}
@@ -1009,6 +1029,18 @@ type seqBase struct {
 	jpeg parsedJPEG
 }
 
+// parse parses sb's bytes, if not yet and budget (the coefficients a
+// batch may still hold) allows, and takes what it holds from budget.
+func (sb *seqBase) parse(budget *int) {
+	if sb.jpeg.parsed || *budget <= 0 {
+		return
+	}
+	sb.jpeg = parsedJPEG{f: parseJPEG(sb.data), parsed: true}
+	if sb.jpeg.f != nil {
+		*budget -= sb.jpeg.f.Coefficients()
+	}
+}
+
 // seqBases returns, for each blob of a batch that follows prev (nil: the
 // batch alone), the JPEG the sequence showed before it: the last JPEG
 // before it in the batch, or prev's blob when that is a JPEG in the pack
@@ -1023,12 +1055,7 @@ func (p *packs) seqBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, stor
 	for i, d := range datas {
 		if stored[i] != nil && cur != nil && (jpegs[i].f != nil || !jpegs[i].parsed) {
 			bases[i] = cur
-			if !cur.jpeg.parsed && *budget > 0 {
-				cur.jpeg = parsedJPEG{f: parseJPEG(cur.data), parsed: true}
-				if cur.jpeg.f != nil {
-					*budget -= cur.jpeg.f.Coefficients()
-				}
-			}
+			cur.parse(budget)
 		}
 		if jpegdelta.Looks(d) {
 			cur = &seqBase{d: ds[i], data: d, jpeg: jpegs[i]}
@@ -1130,10 +1157,7 @@ func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, s
 		sb, ok := read[recent[at].d]
 		if !ok && *budget > 0 {
 			if sb = p.readSeqBase(recent[at].d); sb != nil {
-				sb.jpeg = parsedJPEG{f: parseJPEG(sb.data), parsed: true}
-				if sb.jpeg.f != nil {
-					*budget -= sb.jpeg.f.Coefficients()
-				}
+				sb.parse(budget)
 			}
 			read[recent[at].d] = sb
 		}
@@ -1311,17 +1335,14 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 		written[d] = deltaBase{off: off, depth: after.depth}
 		if f := after.jpeg.f; f != nil {
 			sig := sigs[i]
-			if jpegdelta.Alike(sig, sig) < 0 {
+			if sig.IsZero() {
 				sig = f.Signature() // parsed under the lock
 			}
 			recent = append(recent, recentFrame{d: d, off: off, sig: sig, depth: after.depth})
 		}
-		crc := crc32.Update(crc32.Checksum(d[:], castagnoli), castagnoli, out)
 		adds = append(adds, packAdd{d: d, off: off + packEntryHdr,
-			n: int64(len(out)), raw: int64(len(datas[i])), z: z, delta: delta, depth: after.depth})
-		buf = binary.LittleEndian.AppendUint32(buf, entryWord(int64(len(out)), z, delta))
-		buf = binary.LittleEndian.AppendUint32(buf, crc)
-		buf = append(append(buf, d[:]...), out...)
+			n: int64(len(out)), raw: int64(len(datas[i])), z: z, delta: delta})
+		buf = appendEntry(buf, d, out, z, delta)
 	}
 	if len(buf) == 0 {
 		p.mu.Unlock()
@@ -1343,9 +1364,9 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 	for _, a := range adds {
 		pf.entries[a.d] = a.loc(pf.n)
 	}
-	for _, a := range adds {
-		if a.depth > 0 {
-			pf.depths[a.d] = a.depth
+	for d, w := range written {
+		if w.depth > 0 {
+			pf.depths[d] = w.depth
 		}
 	}
 	pf.recent = append(pf.recent, recent...)
@@ -1396,7 +1417,6 @@ type packAdd struct {
 	off      int64
 	n, raw   int64
 	z, delta bool
-	depth    int // deltas leading to it
 }
 
 func (a packAdd) loc(pack int) packLoc {

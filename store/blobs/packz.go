@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -220,8 +219,10 @@ func parseJPEG(data []byte) *jpegdelta.Frame {
 	return f
 }
 
-var deltaDecoders = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(PackMaxBlob))
+var dictDecoders = sync.Pool{New: func() any {
+	// Bounded by the largest seekable frame; decodeAgainst checks a
+	// frame's size before decoding it.
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(zMaxFrame))
 	if err != nil {
 		panic(err) // only for invalid options
 	}
@@ -257,8 +258,7 @@ func deltaSize(stored []byte) (int64, error) {
 // base: its CRC, the size it names, and that a zstd frame against
 // packJPEGDict naming its content size follows. It returns the size.
 func jpegDeltaShape(hdr, stored []byte) (int64, bool) {
-	crc := crc32.Update(crc32.Checksum(hdr[8:40], castagnoli), castagnoli, stored)
-	if crc != binary.LittleEndian.Uint32(hdr[4:8]) || len(stored) < packJPEGHdr+len(zstdMagic) ||
+	if !entryCRCOK(hdr, stored) || len(stored) < packJPEGHdr+len(zstdMagic) ||
 		!bytes.Equal(stored[packJPEGHdr:packJPEGHdr+len(zstdMagic)], zstdMagic) {
 		return 0, false
 	}
@@ -297,8 +297,8 @@ func decodeAgainst(frame []byte, id uint32, dict []byte, fits func(size uint64) 
 	if !h.HasFCS || h.DictionaryID != id || !fits(h.FrameContentSize) {
 		return nil, fmt.Errorf("%w: a delta of %d bytes against dictionary %d, want %d", ErrBadPacked, h.FrameContentSize, h.DictionaryID, id)
 	}
-	d := deltaDecoders.Get().(*zstd.Decoder)
-	defer deltaDecoders.Put(d)
+	d := dictDecoders.Get().(*zstd.Decoder)
+	defer dictDecoders.Put(d)
 	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(id, dict)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}

@@ -83,20 +83,14 @@ var (
 		}
 		return d
 	})
-	// zDictEncoders and zDictDecoders code frames against frame 0.
+	// zDictEncoders code frames against frame 0 (dictDecoders decode
+	// them).
 	zDictEncoders = sync.Pool{New: func() any {
 		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1))
 		if err != nil {
 			panic(err)
 		}
 		return e
-	}}
-	zDictDecoders = sync.Pool{New: func() any {
-		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(zMaxFrame), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			panic(err)
-		}
-		return d
 	}}
 	zCastagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
@@ -119,6 +113,7 @@ func encodeSeekable(data []byte, cuts []int64, target int64, version int) []byte
 	}
 	out := append(make([]byte, 0, len(data)/3+64), magic...)
 	var table []byte
+	var frame0 []byte // frame 0's bytes once emitted
 	var withDict *zstd.Encoder
 	defer func() {
 		if withDict != nil {
@@ -130,12 +125,13 @@ func encodeSeekable(data []byte, cuts []int64, target int64, version int) []byte
 		switch {
 		case from == 0 || version == 1:
 			out = zEncoder().EncodeAll(data[from:to], out)
+			frame0 = data[from:to]
 		default:
 			if withDict == nil {
 				withDict = zDictEncoders.Get().(*zstd.Encoder)
 				// A copy: the pooled encoder keeps its dictionary, and
 				// must not keep data (a whole segment) alive with it.
-				dict := bytes.Clone(zDict(data[:table0(table)]))
+				dict := bytes.Clone(zDict(frame0))
 				if err := withDict.ResetWithOptions(nil, zstd.WithEncoderDictRaw(zDictID, dict)); err != nil {
 					panic(err) // a raw dictionary of any bytes is valid
 				}
@@ -170,10 +166,6 @@ func encodeSeekable(data []byte, cuts []int64, target int64, version int) []byte
 	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(table, zCastagnoli))
 	return append(out, zTailMagic...)
 }
-
-// table0 is the uncompressed length of frame 0 in a seek table being
-// written.
-func table0(table []byte) int { return int(binary.LittleEndian.Uint32(table[4:])) }
 
 // zDict is the dictionary of a version-2 blob's later frames: the start of
 // frame 0.
@@ -278,11 +270,7 @@ func (s *Seekable) frame(i int) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
 	}
-	var h zstd.Header
-	if err := h.Decode(src); err != nil {
-		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
-	}
-	var dict []byte
+	var out []byte
 	if s.version == 2 && i > 0 {
 		if s.dict == nil {
 			f0, err := s.frame(0)
@@ -291,30 +279,39 @@ func (s *Seekable) frame(i int) ([]byte, error) {
 			}
 			s.dict = bytes.Clone(zDict(f0))
 		}
-		dict = s.dict
-	}
-	wantDict := uint32(0)
-	if dict != nil {
-		wantDict = zDictID
-	}
-	if h.DictionaryID != wantDict {
-		return nil, fmt.Errorf("%w: frame %d names dictionary %d, want %d", ErrBadSeekable, i, h.DictionaryID, wantDict)
-	}
-	// No buffer sized from the table: a damaged table must not make the
-	// reader allocate what it claims (the decoder is bounded by zMaxFrame).
-	var out []byte
-	var err error
-	if dict == nil {
-		out, err = zDecoder().DecodeAll(src, nil)
-	} else {
-		d := zDictDecoders.Get().(*zstd.Decoder)
-		if err = d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(zDictID, dict)); err == nil {
+		var h zstd.Header
+		if err := h.Decode(src); err != nil {
+			return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+		}
+		if h.DictionaryID != zDictID {
+			return nil, fmt.Errorf("%w: frame %d names dictionary %d, want %d", ErrBadSeekable, i, h.DictionaryID, zDictID)
+		}
+		// Not decodeAgainst: a frame need not name its size here (the
+		// table does), and the decoder is bounded by zMaxFrame.
+		d := dictDecoders.Get().(*zstd.Decoder)
+		err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(zDictID, s.dict))
+		if err == nil {
 			out, err = d.DecodeAll(src, nil)
 		}
-		zDictDecoders.Put(d)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+		dictDecoders.Put(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+		}
+	} else {
+		var h zstd.Header
+		if err := h.Decode(src); err != nil {
+			return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+		}
+		if h.DictionaryID != 0 {
+			return nil, fmt.Errorf("%w: frame %d names dictionary %d, want none", ErrBadSeekable, i, h.DictionaryID)
+		}
+		// No buffer sized from the table: a damaged table must not make
+		// the reader allocate what it claims (the decoder is bounded by
+		// zMaxFrame).
+		var err error
+		if out, err = zDecoder().DecodeAll(src, nil); err != nil {
+			return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)
+		}
 	}
 	if int64(len(out)) != f.ulen {
 		return nil, fmt.Errorf("%w: frame %d: %d bytes, the table says %d", ErrBadSeekable, i, len(out), f.ulen)

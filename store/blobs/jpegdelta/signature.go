@@ -34,6 +34,9 @@ func (fr *Frame) Signature() Signature {
 	return s
 }
 
+// IsZero reports whether s is no frame's signature (the zero Signature).
+func (s Signature) IsZero() bool { return len(s.geometry) == 0 }
+
 // Alike is the number of MCUs in which frames of signatures a and b hold
 // the same coefficients (up to a hash collision), or -1 when no delta of
 // one against the other can be made (their geometries differ, or either
