@@ -31,6 +31,10 @@ type ClusterTopology struct {
 	TCPPorts [][]int
 }
 
+// ddlQueue is the ZooKeeper directory of the cluster's distributed DDL
+// queue.
+const ddlQueue = "/clickhouse/task_queue/ddl"
+
 // WriteClickHouseConfig writes config.xml and users.xml for a server that
 // listens on 127.0.0.1 only and keeps everything under c.Dir: data,
 // temporary files and logs. The default user has no password and is
@@ -71,8 +75,8 @@ func WriteClickHouseConfig(c ClickHouseConfig) error {
     <remote_servers><%[4]s>%[5]s</%[4]s></remote_servers>
     <interserver_http_port>%[6]d</interserver_http_port>
     <interserver_http_host>127.0.0.1</interserver_http_host>
-    <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>`,
-			zk.String(), c.Shard, c.Replica, c.Cluster.Name, shards.String(), c.InterserverPort)
+    <distributed_ddl><path>%[7]s</path></distributed_ddl>`,
+			zk.String(), c.Shard, c.Replica, c.Cluster.Name, shards.String(), c.InterserverPort, ddlQueue)
 		profile = "<distributed_product_mode>local</distributed_product_mode><load_balancing>in_order</load_balancing>"
 	}
 	config := fmt.Sprintf(`<?xml version="1.0"?>
@@ -201,7 +205,36 @@ func (r *Replica) Start() error {
 		r.Stop()
 		return fmt.Errorf("clickhouse-server (shard %d replica %d) did not start: %v\n%s", r.Shard, r.Replica, err, r.LogTail())
 	}
+	if r.Shard > 0 {
+		if err := waitDDLQueue(r.TCPPort, 60*time.Second, p.Exited()); err != nil {
+			r.Stop()
+			return fmt.Errorf("clickhouse-server (shard %d replica %d) did not reach ZooKeeper: %v\n%s", r.Shard, r.Replica, err, r.LogTail())
+		}
+	}
 	return nil
+}
+
+// waitDDLQueue waits until the server on 127.0.0.1:port reads the
+// distributed DDL queue in ZooKeeper. ClickHouse 18.16 answers queries
+// before its DDL worker has its ZooKeeper session, and a server with no
+// Replicated table yet (none opened one while loading) that receives an ON
+// CLUSTER statement in that window dies with SIGSEGV in
+// zkutil::ZooKeeper::createImpl. Reading system.zookeeper makes the
+// server's shared session (the one the worker takes) and waits for it;
+// the queue's directory exists once a worker has started.
+func waitDDLQueue(port int, timeout time.Duration, exited <-chan error) error {
+	opts := &clickhouse.Options{Addr: []string{"127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second}
+	return WaitUntil(timeout, 50*time.Millisecond, exited, "port "+strconv.Itoa(port), func() error {
+		conn, err := clickhouse.Open(opts)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var n uint64
+		return conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '"+ddlQueue+"'").Scan(&n)
+	})
 }
 
 // Stop sends SIGTERM, as an operator would, and waits for the server to
