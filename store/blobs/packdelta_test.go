@@ -438,7 +438,7 @@ func TestPackJPEGDeltaRebuildChecked(t *testing.T) {
 }
 
 // TestPackJPEGDeltaOneBatch: a batch whose frames take more coefficients
-// than a put parses before taking the lock (putJPEGBytes) still keeps
+// than a put parses before taking the lock (packParseBudget) still keeps
 // every frame it can as a JPEG delta (the rest are parsed under the
 // lock), and each reads back.
 func TestPackJPEGDeltaOneBatch(t *testing.T) {
@@ -448,7 +448,7 @@ func TestPackJPEGDeltaOneBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Coefficients()*len(datas) <= 2*putJPEGBytes {
+	if f.Coefficients()*len(datas) <= packParseBudget {
 		t.Fatalf("fixture: %d bytes of coefficients a frame do not pass the bound", f.Coefficients())
 	}
 	b, err := OpenFSBlobs(dir)
@@ -605,6 +605,41 @@ func TestPackSearchesBase(t *testing.T) {
 	defer b.Close()
 	if base, ok := b.DeltaBase(last); !ok || base != cids[0] {
 		t.Fatalf("after a sweep, the last frame is kept against %s (%v), want %s", base, ok, cids[0])
+	}
+}
+
+// TestPackSearchesBaseOverBudget: the most alike frame of the pack is
+// still tried when the batch has spent its budget for parsing before the
+// lock on the frame itself and the frame its sequence showed before it
+// (as one 1280×800 frame and its sequence's base did in the demo's
+// reruns, which kept a frame whole instead of as a delta of a twentieth
+// of its size).
+func TestPackSearchesBaseOverBudget(t *testing.T) {
+	pageA := blobstest.Frames(t, 2, 320, 200, false, 61)
+	others := blobstest.Frames(t, 6, 320, 200, false, 62)
+	b, err := OpenFSBlobs(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var cids []cid.Cid
+	for _, d := range append([][]byte{pageA[0]}, others...) {
+		cs, err := b.PutMany([][]byte{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cids = append(cids, cs...)
+	}
+	defer SetParseBudget(1)()
+	cs, err := b.PutManyAfter(cids[len(cids)-1], [][]byte{pageA[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base, ok := b.DeltaBase(cs[0]); !ok || base != cids[0] || !b.IsJPEGDelta(cs[0]) {
+		t.Fatalf("the frame is kept against %s (%v), want %s, its page's frame (the sequence showed %s)", base, ok, cids[0], cids[len(cids)-1])
+	}
+	if !bytes.Equal(readBlob(t, b, cs[0]), pageA[1]) {
+		t.Fatal("the frame reads back other bytes")
 	}
 }
 

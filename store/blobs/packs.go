@@ -1154,8 +1154,13 @@ func (p *packs) searchBases(ds [][32]byte, datas [][]byte, jpegs []parsedJPEG, s
 				seqFirst[i] = true
 			}
 		}
+		// Read even when the batch's budget is spent (then it is parsed
+		// under the lock, if tried): a 1280×800 frame and the frame
+		// before it in its sequence take 6 MB of coefficients, and a
+		// rerun's mid-change frame whose most alike was dropped for that
+		// was kept whole (19 KB against a 1.1 KB delta).
 		sb, ok := read[recent[at].d]
-		if !ok && *budget > 0 {
+		if !ok {
 			if sb = p.readSeqBase(recent[at].d); sb != nil {
 				sb.parse(budget)
 			}
@@ -1216,9 +1221,13 @@ func (j parsedJPEG) of(data []byte) *jpegdelta.Frame {
 	return j.f
 }
 
-// putJPEGBytes bounds the coefficients of the JPEGs a batch parses
-// before taking the packs lock.
-const putJPEGBytes = 4 << 20
+// packParseBudget bounds the coefficients of the JPEGs a batch parses
+// before taking the packs lock (its own, the frames its sequence showed
+// before them, the most alike of the pack); the rest are parsed under the
+// lock when their turn comes. A 1280×800 frame's take 3 MB, so a frame,
+// its sequence's base and its most alike fit. A variable for tests
+// (SetParseBudget).
+var packParseBudget = 8 << 20
 
 // alike reports whether at least two of four runs of 32 bytes sampled
 // across data occur in base: a cheap sign that a delta may pay.
@@ -1251,10 +1260,10 @@ func (p *packs) put(ds [][32]byte, datas [][]byte, prev *[32]byte) error {
 	stored := make([][]byte, len(datas))
 	zs := make([]bool, len(datas))
 	// JPEGs are parsed here too, outside the lock, up to a bound on the
-	// coefficients a batch holds at once (an 800×500 frame's take 1.2
-	// MB); the rest are parsed under the lock, as their turn comes.
+	// coefficients a batch holds at once (packParseBudget); the rest are
+	// parsed under the lock, as their turn comes.
 	jpegs := make([]parsedJPEG, len(datas))
-	budget := putJPEGBytes
+	budget := packParseBudget
 	need := 0
 	for i, d := range datas {
 		if _, ok := p.has(ds[i]); ok {

@@ -103,3 +103,12 @@ func SetRecentFrames(n int) (restore func()) {
 	packRecentFrames = n
 	return func() { packRecentFrames = old }
 }
+
+// SetParseBudget sets the coefficients a batch may parse before taking
+// the packs lock (packParseBudget), for every blob store of the process,
+// and returns what restores it.
+func SetParseBudget(n int) (restore func()) {
+	old := packParseBudget
+	packParseBudget = n
+	return func() { packParseBudget = old }
+}
