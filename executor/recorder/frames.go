@@ -19,12 +19,18 @@ import (
 // interval has passed, so the last state of a change is never lost.
 // Each frame carries the mask rectangles of the page's masked elements,
 // measured when it is sent; a frame whose masks cannot be measured (the
-// page is between documents) is dropped, not sent unmasked.
+// page is between documents), or were measured on another document than
+// the frame shows, is dropped, not sent unmasked.
 type frames struct {
 	s    *session
 	pg   *followedPage // the page whose screencast this is
 	mu   sync.Mutex
 	next *page.EventScreencastFrame // newest frame not sent yet
+	// nextDoc is the document next shows (followedPage.shownDocument when
+	// it arrived: the page's events come in order, so a frame the browser
+	// made before a navigation arrives before it): next is sent only with
+	// masks measured on that document.
+	nextDoc string
 	// sentStep is the last step a frame was sent in; -1 before any.
 	sentStep int
 	quit     chan struct{}
@@ -92,7 +98,7 @@ func startFrames(s *session, pg *followedPage) {
 func (f *frames) offer(ev *page.EventScreencastFrame) {
 	go chromedp.Call(f.pg.ctx, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: ev.SessionID})
 	f.mu.Lock()
-	f.next = ev
+	f.next, f.nextDoc = ev, f.pg.shownDocument()
 	f.mu.Unlock()
 }
 
@@ -107,24 +113,30 @@ func (f *frames) loop() {
 		case <-tick.C:
 		}
 		f.mu.Lock()
-		ev := f.next
+		ev, doc := f.next, f.nextDoc
 		f.next = nil
 		f.mu.Unlock()
 		if ev != nil {
-			f.send(ev.Data, "", time.Now())
+			f.send(ev.Data, doc, "", time.Now())
 		}
 	}
 }
 
-// send sends one image as a frame (or, with a reason, a screenshot) with
-// the masks measured now. A frame that shows what the last one showed is
-// left out or sent with the last one's bytes (sameAsLast).
-func (f *frames) send(img []byte, reason string, ts time.Time) bool {
+// send sends one image of document doc (the page's, as followedPage.document
+// names it, when the image was made) as a frame (or, with a reason, a
+// screenshot) with the masks measured now. A frame that shows what the last
+// one showed is left out or sent with the last one's bytes (sameAsLast).
+//
+// The image is dropped when the page is on another document once its masks
+// are measured: they are that document's, and the image may show the one
+// before with its masked fields bare (a frame of a page with a password
+// field, taken just before a link led to a page with none, measured after).
+func (f *frames) send(img []byte, doc, reason string, ts time.Time) bool {
 	s := f.s
 	f.sendMu.Lock()
 	defer f.sendMu.Unlock()
 	masks, ok := s.maskRects(f.pg)
-	if !ok {
+	if !ok || f.pg.document() != doc {
 		return false
 	}
 	vp := s.vp
@@ -210,27 +222,32 @@ func (f *frames) stop() {
 // none in it (nothing on screen changed), it captures one.
 func (s *session) ensureFrame(n int) {
 	s.frames.mu.Lock()
-	ev := s.frames.next
+	ev, doc := s.frames.next, s.frames.nextDoc
 	s.frames.next = nil
 	has := s.frames.sentStep == n
 	s.frames.mu.Unlock()
 	if ev != nil {
-		if s.frames.send(ev.Data, "", time.Now()) {
+		if s.frames.send(ev.Data, doc, "", time.Now()) {
 			return
 		}
 	}
 	if has {
 		return
 	}
-	if img, ok := s.capture("jpeg"); ok {
-		s.frames.send(img, "", time.Now())
+	// Twice: a navigation during the first capture drops it.
+	for range 2 {
+		doc := s.frames.pg.document()
+		if img, ok := s.capture("jpeg"); !ok || s.frames.send(img, doc, "", time.Now()) {
+			return
+		}
 	}
 }
 
 // screenshotOnFailure sends a PNG screenshot of the viewport.
 func (s *session) screenshotOnFailure() {
+	doc := s.frames.pg.document()
 	if img, ok := s.capture("png"); ok {
-		s.frames.send(img, "failure", time.Now())
+		s.frames.send(img, doc, "failure", time.Now())
 	}
 }
 

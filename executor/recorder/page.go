@@ -42,7 +42,11 @@ type followedPage struct {
 	pending int            // out-of-process frames being set up
 	url     string         // the main frame's URL as last navigated
 	loader  cdp.LoaderID   // the main frame's document, as last loaded
-	closed  bool
+	// begun and painted are the main frame's last documents whose
+	// lifecycle began ("init") and that painted ("firstPaint"), when the
+	// browser sends lifecycle events (chromedp's pages do).
+	begun, painted cdp.LoaderID
+	closed         bool
 }
 
 func newPage(id string, ctx context.Context, cancel context.CancelFunc, opener string) *followedPage {
@@ -75,6 +79,31 @@ func (p *followedPage) navigated(u string, loader cdp.LoaderID) {
 func (p *followedPage) document() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.id + "/" + string(p.loader)
+}
+
+// lifecycle notes the main frame's lifecycle events.
+func (p *followedPage) lifecycle(name string, loader cdp.LoaderID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch name {
+	case "init":
+		p.begun = loader
+	case "firstPaint":
+		p.painted = loader
+	}
+}
+
+// shownDocument is the document a screencast frame arriving now shows:
+// the current one, or "" (no document) when it has not painted yet. From
+// a navigation's commit to the new document's first paint the browser
+// may still show, and send frames of, the document before.
+func (p *followedPage) shownDocument() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.begun == p.loader && p.loader != "" && p.painted != p.loader {
+		return ""
+	}
 	return p.id + "/" + string(p.loader)
 }
 
@@ -184,6 +213,10 @@ func (s *session) pageEvents(pg *followedPage) func(ev any) {
 		case *page.EventNavigatedWithinDocument:
 			if ev.FrameID == "" || string(ev.FrameID) == string(pg.target) {
 				pg.navigated(ev.URL, "")
+			}
+		case *page.EventLifecycleEvent:
+			if string(ev.FrameID) == string(pg.target) {
+				pg.lifecycle(ev.Name, ev.LoaderID)
 			}
 		case *page.EventJavascriptDialogOpening:
 			s.noteDialog(ev)
