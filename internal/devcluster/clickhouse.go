@@ -131,6 +131,13 @@ func WriteClickHouseConfig(c ClickHouseConfig) error {
 // WaitClickHouse waits until the server on 127.0.0.1:port answers a query,
 // or exited reports that it stopped, or timeout passes.
 func WaitClickHouse(port int, timeout time.Duration, exited <-chan error) error {
+	return waitQuery(port, timeout, exited, func(ctx context.Context, conn clickhouse.Conn) error { return conn.Ping(ctx) })
+}
+
+// waitQuery waits until ask succeeds on a connection to the server on
+// 127.0.0.1:port (2 s each try), or exited reports that it stopped, or
+// timeout passes.
+func waitQuery(port int, timeout time.Duration, exited <-chan error, ask func(context.Context, clickhouse.Conn) error) error {
 	opts := &clickhouse.Options{Addr: []string{"127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second}
 	return WaitUntil(timeout, 50*time.Millisecond, exited, "port "+strconv.Itoa(port), func() error {
 		conn, err := clickhouse.Open(opts)
@@ -140,7 +147,7 @@ func WaitClickHouse(port int, timeout time.Duration, exited <-chan error) error 
 		defer conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return conn.Ping(ctx)
+		return ask(ctx, conn)
 	})
 }
 
@@ -223,15 +230,7 @@ func (r *Replica) Start() error {
 // server's shared session (the one the worker takes) and waits for it;
 // the queue's directory exists once a worker has started.
 func waitDDLQueue(port int, timeout time.Duration, exited <-chan error) error {
-	opts := &clickhouse.Options{Addr: []string{"127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second}
-	return WaitUntil(timeout, 50*time.Millisecond, exited, "port "+strconv.Itoa(port), func() error {
-		conn, err := clickhouse.Open(opts)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
+	return waitQuery(port, timeout, exited, func(ctx context.Context, conn clickhouse.Conn) error {
 		var n uint64
 		return conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '"+ddlQueue+"'").Scan(&n)
 	})
