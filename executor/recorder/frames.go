@@ -122,8 +122,8 @@ func (f *frames) loop() {
 	}
 }
 
-// send sends one image of document doc (the page's, as followedPage.document
-// names it, when the image was made) as a frame (or, with a reason, a
+// send sends one image of document doc (as followedPage.document names it
+// when the image was made; "" for none, which never matches) as a frame (or, with a reason, a
 // screenshot) with the masks measured now. A frame that shows what the last
 // one showed is left out or sent with the last one's bytes (sameAsLast).
 //

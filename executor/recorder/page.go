@@ -79,8 +79,10 @@ func (p *followedPage) navigated(u string, loader cdp.LoaderID) {
 func (p *followedPage) document() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.id + "/" + string(p.loader)
+	return p.documentLocked()
 }
+
+func (p *followedPage) documentLocked() string { return p.id + "/" + string(p.loader) }
 
 // lifecycle notes the main frame's lifecycle events.
 func (p *followedPage) lifecycle(name string, loader cdp.LoaderID) {
@@ -104,7 +106,7 @@ func (p *followedPage) shownDocument() string {
 	if p.begun == p.loader && p.loader != "" && p.painted != p.loader {
 		return ""
 	}
-	return p.id + "/" + string(p.loader)
+	return p.documentLocked()
 }
 
 func (p *followedPage) isClosed() bool {
