@@ -5,22 +5,77 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"strings"
+
+	"github.com/ipfs/go-cid"
 )
 
 // SavePlan writes a recording's redaction plan (JSON) durably. A recording
 // keeps the plan it was opened with, whatever the policy says later, so a
 // restart redacts the rest of it the same way.
+//
+// The plan is a blob, named from the recording by its PlanRef file: every
+// rerun of a flow under one policy has the same plan, 1.1 KB stored once
+// instead of once a recording (the reference takes 60 bytes). The put and
+// the reference are one hold, so a sweep starting in between cannot collect
+// the blob; References lists it, so a sweep keeps it while a recording
+// names it. With shared blobs (the cluster) the plan stays a file: the node
+// that sweeps reads the other nodes' recordings from the object store,
+// which holds their published files but not their local references.
 func (s *Store) SavePlan(id string, plan json.RawMessage) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	return WriteFileAtomic(s.Layout().Plan(id), plan, 0o644)
+	if _, shared := s.Blobs.(SharedBlobs); shared {
+		return WriteFileAtomic(s.Layout().Plan(id), plan, 0o644)
+	}
+	defer s.Blobs.Hold()()
+	c, _, err := s.Blobs.Put(plan)
+	if err != nil {
+		return fmt.Errorf("store: plan of %s: %w", id, err)
+	}
+	return WriteFileAtomic(s.Layout().PlanRef(id), []byte(c.String()+"\n"), 0o644)
+}
+
+// planRef reads the CID recording id's PlanRef names (ok false when it
+// has none: the plan is a file, or the recording has no plan).
+func (s *Store) planRef(id string) (c cid.Cid, ok bool, err error) {
+	b, err := os.ReadFile(s.Layout().PlanRef(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return cid.Undef, false, nil
+	}
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: plan of %s: %w", id, err)
+	}
+	c, err = ParseCID(strings.TrimSuffix(string(b), "\n"))
+	if err != nil {
+		return cid.Undef, false, fmt.Errorf("store: plan of %s: a damaged reference: %w", id, err)
+	}
+	return c, true, nil
 }
 
 // Plan reads a recording's redaction plan.
 func (s *Store) Plan(id string) (json.RawMessage, error) {
+	if c, ok, err := s.planRef(id); err != nil {
+		return nil, err
+	} else if ok {
+		f, err := s.Blobs.Open(c)
+		if err != nil {
+			return nil, fmt.Errorf("store: plan of %s: %w", id, err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		if err == nil && Sum(b) != c {
+			err = fmt.Errorf("blob %s holds other bytes", c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: plan of %s: %w", id, err)
+		}
+		return b, nil
+	}
 	b, err := os.ReadFile(s.Layout().Plan(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		// Another node's finished recording: its plan is published.

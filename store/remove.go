@@ -160,6 +160,12 @@ func (s *Store) References(id string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The plan's blob (SavePlan) is referenced like a derived one.
+	if c, ok, err := s.planRef(id); err != nil {
+		return nil, err
+	} else if ok {
+		derived = append(derived, c.String())
+	}
 	for try := 0; ; try++ {
 		root, err := s.Root(id)
 		if err != nil {

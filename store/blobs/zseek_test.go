@@ -2,8 +2,11 @@ package blobs
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -140,9 +143,10 @@ func TestSeekableDamageIsAnError(t *testing.T) {
 // bounds; and a valid encoding of the input reads back as the input.
 func FuzzSeekable(f *testing.F) {
 	data, ends := recordsLike(11, 12)
+	f.Add(encodeSeekable(data, ends, 256, 3))
 	f.Add(encodeSeekable(data, ends, 256, 2))
 	f.Add(encodeSeekable(data, ends, 256, 1))
-	f.Add(encodeSeekable([]byte("x"), nil, 256, 2))
+	f.Add(encodeSeekable([]byte("x"), nil, 256, 3))
 	f.Add([]byte(zMagic + zTailMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if s, err := OpenSeekable(bytes.NewReader(b), int64(len(b)), nil); err == nil {
@@ -157,7 +161,7 @@ func FuzzSeekable(f *testing.F) {
 		for i := 0; i < len(b); i += 1 + int(b[i]) {
 			cuts = append(cuts, int64(i))
 		}
-		back, err := DecodeSeekable(encodeSeekable(b, cuts, 256, 2))
+		back, err := DecodeSeekable(encodeSeekable(b, cuts, 256, 3))
 		if err != nil || !bytes.Equal(back, b) {
 			t.Fatalf("round trip of %d bytes: %v", len(b), err)
 		}
@@ -251,46 +255,97 @@ func TestPutSeekable(t *testing.T) {
 }
 
 // TestSeekableFramesAgainstFirst: in version 2 every frame after the first
-// is compressed against frame 0 (its header names the dictionary), which
-// saves what frames share, and each record still reads back alone, from a
-// fresh reader, in any order.
+// is compressed against frame 0, and in version 3 frame 0 against the
+// built-in dictionary and every later frame against both (each header
+// names its dictionary); each version saves over the one before, and each
+// record still reads back alone, from a fresh reader, in any order.
 func TestSeekableFramesAgainstFirst(t *testing.T) {
 	data, ends := recordsLike(13, 4000)
-	v1, v2 := encodeSeekable(data, ends, ZFrameTarget, 1), EncodeSeekable(data, ends)
-	if len(v2) >= len(v1) {
-		t.Fatalf("version 2 takes %d bytes, version 1 %d: frame 0 as the dictionary saved nothing", len(v2), len(v1))
+	v1, v2, v3 := encodeSeekable(data, ends, ZFrameTarget, 1), encodeSeekable(data, ends, ZFrameTarget, 2), EncodeSeekable(data, ends)
+	if len(v2) >= len(v1) || len(v3) >= len(v2) {
+		t.Fatalf("version 1 takes %d bytes, 2 %d, 3 %d: a version saved nothing", len(v1), len(v2), len(v3))
 	}
-	t.Logf("%d bytes: version 1 %d, version 2 %d", len(data), len(v1), len(v2))
-	s, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Frames() < 3 {
-		t.Fatalf("%d frames", s.Frames())
-	}
-	for i, f := range s.frames {
-		var h zstd.Header
-		if err := h.Decode(v2[f.coff : f.coff+f.clen]); err != nil {
-			t.Fatal(err)
-		}
-		if want := uint32(zDictID); i == 0 && h.DictionaryID != 0 || i > 0 && h.DictionaryID != want {
-			t.Fatalf("frame %d names dictionary %d", i, h.DictionaryID)
-		}
-	}
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, i := range rng.Perm(len(ends))[:200] {
-		from := int64(0)
-		if i > 0 {
-			from = ends[i-1]
-		}
-		fresh, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
+	t.Logf("%d bytes: version 1 %d, version 2 %d, version 3 %d", len(data), len(v1), len(v2), len(v3))
+	for _, c := range []struct {
+		enc          []byte
+		first, later uint32
+	}{{v2, 0, zDictID}, {v3, zBuiltinID, zBuiltinFirstID}} {
+		s, err := OpenSeekable(bytes.NewReader(c.enc), int64(len(c.enc)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]byte, ends[i]-from)
-		if _, err := fresh.ReadAt(got, from); err != nil || !bytes.Equal(got, data[from:ends[i]]) {
-			t.Fatalf("record %d from a fresh reader: %v", i, err)
+		if s.Frames() < 3 {
+			t.Fatalf("%d frames", s.Frames())
 		}
+		for i, f := range s.frames {
+			var h zstd.Header
+			if err := h.Decode(c.enc[f.coff : f.coff+f.clen]); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && h.DictionaryID != c.first || i > 0 && h.DictionaryID != c.later {
+				t.Fatalf("version %d: frame %d names dictionary %d", s.version, i, h.DictionaryID)
+			}
+		}
+		rng := rand.New(rand.NewPCG(13, 14))
+		for _, i := range rng.Perm(len(ends))[:200] {
+			from := int64(0)
+			if i > 0 {
+				from = ends[i-1]
+			}
+			fresh, err := OpenSeekable(bytes.NewReader(c.enc), int64(len(c.enc)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, ends[i]-from)
+			if _, err := fresh.ReadAt(got, from); err != nil || !bytes.Equal(got, data[from:ends[i]]) {
+				t.Fatalf("version %d: record %d from a fresh reader: %v", s.version, i, err)
+			}
+		}
+	}
+}
+
+// TestBuiltinDictionaryIsFixed: version 3's built-in dictionary is part of
+// the format. Every version-3 blob ever written needs these exact bytes to
+// decode, so a change must be a new dictionary under a new version, never
+// an edit of this one.
+func TestBuiltinDictionaryIsFixed(t *testing.T) {
+	const want = "e8b5d7d7c0a89525c3362e336f710e98528bfb346a9efbb710953796441bfaf9"
+	if got := fmt.Sprintf("%x", sha256.Sum256(zBuiltin)); got != want {
+		t.Fatalf("zdict1.txt has sha256 %s, want %s: blobs written with it no longer decode", got, want)
+	}
+}
+
+// TestSeekableVersion2StillReads: blobs written before version 3 (frame 0
+// alone, later frames against it) read back, whole and by frame; a
+// version-2 blob relabelled as version 3, or the reverse, is damage, not
+// misread.
+func TestSeekableVersion2StillReads(t *testing.T) {
+	data, ends := recordsLike(23, 3000)
+	v2 := encodeSeekable(data, ends, ZFrameTarget, 2)
+	if string(v2[:len(zMagicV2)]) != zMagicV2 {
+		t.Fatal("not version 2")
+	}
+	if back, err := DecodeSeekable(v2); err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("version 2: %v", err)
+	}
+	s, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
+	if err != nil || s.Frames() < 2 {
+		t.Fatalf("%v, %d frames", err, s.Frames())
+	}
+	last := s.frames[len(s.frames)-1]
+	got := make([]byte, last.ulen)
+	if _, err := s.ReadAt(got, last.uoff); err != nil && err != io.EOF || !bytes.Equal(got, data[last.uoff:]) {
+		t.Fatalf("the last frame alone: %v", err)
+	}
+	relabelled := bytes.Clone(v2)
+	copy(relabelled, zMagic)
+	if _, err := DecodeSeekable(relabelled); !errors.Is(err, ErrBadSeekable) {
+		t.Fatalf("version 2 read as version 3: %v", err)
+	}
+	v3 := EncodeSeekable(data, ends)
+	copy(v3, zMagicV2)
+	if _, err := DecodeSeekable(v3); !errors.Is(err, ErrBadSeekable) {
+		t.Fatalf("version 3 read as version 2: %v", err)
 	}
 }
 
@@ -316,21 +371,23 @@ func TestSeekableVersion1StillReads(t *testing.T) {
 	if _, err := s.ReadAt(got, last.uoff); err != nil && err != io.EOF || !bytes.Equal(got, data[last.uoff:]) {
 		t.Fatalf("the last frame alone: %v", err)
 	}
-	// A version-2 blob relabelled as version 1: its later frames name a
+	// A version-2 or -3 blob relabelled as version 1: its frames name a
 	// dictionary a version-1 reader has none of.
-	v2 := EncodeSeekable(data, ends)
-	copy(v2, zMagicV1)
-	if _, err := DecodeSeekable(v2); !errors.Is(err, ErrBadSeekable) {
-		t.Fatalf("version 2 read as version 1: %v", err)
+	for _, version := range []int{2, 3} {
+		enc := encodeSeekable(data, ends, ZFrameTarget, version)
+		copy(enc, zMagicV1)
+		if _, err := DecodeSeekable(enc); !errors.Is(err, ErrBadSeekable) {
+			t.Fatalf("version %d read as version 1: %v", version, err)
+		}
 	}
 }
 
 // BenchmarkSeekableRecord reads one record from the middle of a
 // multi-frame blob with a fresh reader (what a read by locator costs cold:
-// in version 2 frame 0 is decoded too), in both versions.
+// in versions 2 and 3 frame 0 is decoded too), in every version.
 func BenchmarkSeekableRecord(b *testing.B) {
 	data, ends := recordsLike(19, 4000)
-	for _, version := range []int{1, 2} {
+	for _, version := range []int{1, 2, 3} {
 		enc := encodeSeekable(data, ends, ZFrameTarget, version)
 		b.Run(fmt.Sprintf("v%d", version), func(b *testing.B) {
 			i := len(ends) * 2 / 3
@@ -350,5 +407,48 @@ func BenchmarkSeekableRecord(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(enc)), "stored-bytes")
 		})
+	}
+}
+
+// TestCRCFilter: version 3's filter zeroes the CRC of every record framed
+// as a log frames one after a segment's magic, keeps a wrong CRC wrong
+// (the XOR of the two), and is its own inverse on any bytes, so what it
+// stores decodes to the bytes given.
+func TestCRCFilter(t *testing.T) {
+	seg := []byte("FRLOG\x00\x01\n")
+	var crcAt []int
+	for i := range 50 {
+		payload := fmt.Appendf(nil, `{"seq":%d,"ts":%d}`, i, 1796274000000+i*37)
+		seg = binary.LittleEndian.AppendUint32(seg, uint32(len(payload)))
+		crcAt = append(crcAt, len(seg))
+		seg = binary.LittleEndian.AppendUint32(seg, crc32.Checksum(payload, zCastagnoli))
+		seg = append(seg, payload...)
+	}
+	seg[crcAt[7]] ^= 0x10 // a damaged record
+	f := bytes.Clone(seg)
+	crcFilter(f)
+	for i, at := range crcAt {
+		got := binary.LittleEndian.Uint32(f[at:])
+		if i == 7 && got != 0x10 || i != 7 && got != 0 {
+			t.Fatalf("record %d: filtered CRC %#x", i, got)
+		}
+	}
+	if crcFilter(f); !bytes.Equal(f, seg) {
+		t.Fatal("the filter twice changed the bytes")
+	}
+	if back, err := DecodeSeekable(EncodeSeekable(seg, nil)); err != nil || !bytes.Equal(back, seg) {
+		t.Fatalf("round trip: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		b := make([]byte, rng.IntN(300))
+		for i := range b {
+			b[i] = byte(rng.IntN(4)) // small lengths: many false records
+		}
+		f := bytes.Clone(b)
+		crcFilter(f)
+		if crcFilter(f); !bytes.Equal(f, b) {
+			t.Fatalf("not its own inverse on %x", b)
+		}
 	}
 }

@@ -74,8 +74,14 @@ func (l Layout) Removing(id string) string { return l.join("recordings", Removin
 // Meta is recording id's metadata at open (redacted; atomic write).
 func (l Layout) Meta(id string) string { return l.join("recordings", id, "meta.json") }
 
-// Plan is the redaction plan recording id was opened with.
+// Plan is the redaction plan recording id was opened with, as a file: in
+// a store whose blobs are shared (the cluster), and in stores written
+// before PlanRef.
 func (l Layout) Plan(id string) string { return l.join("recordings", id, "plan.json") }
+
+// PlanRef names the blob holding the redaction plan recording id was
+// opened with (its CID and a newline): the reruns of a flow share one plan.
+func (l Layout) PlanRef(id string) string { return l.join("recordings", id, "plan.ref") }
 
 // KnownHashes is recording id's redaction known values, as keyed hashes.
 func (l Layout) KnownHashes(id string) string { return l.join("recordings", id, "known.hashes") }
@@ -274,6 +280,7 @@ func Listing() []string {
 		dir(l.Recording("<id>")),
 		l.Meta("<id>"),
 		l.Plan("<id>"),
+		l.PlanRef("<id>"),
 		l.KnownHashes("<id>"),
 		dir(l.Log("<id>")),
 		l.Segment("<id>", 1),

@@ -61,7 +61,7 @@ func objectSize(t *testing.T, obj objstore.Store, key string) int64 {
 // uncompressed.
 func frameEnds(t *testing.T, enc []byte) []int64 {
 	t.Helper()
-	if len(enc) < 24 || string(enc[:8]) != "FRZSEK\x00\x02" || string(enc[len(enc)-8:]) != "FRZTAB\x00\x01" {
+	if len(enc) < 24 || string(enc[:8]) != "FRZSEK\x00\x03" || string(enc[len(enc)-8:]) != "FRZTAB\x00\x01" {
 		t.Fatalf("not a seekable blob: %q…", enc[:min(8, len(enc))])
 	}
 	n := int(binary.LittleEndian.Uint32(enc[len(enc)-16:]))
