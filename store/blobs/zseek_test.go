@@ -315,28 +315,37 @@ func TestBuiltinDictionaryIsFixed(t *testing.T) {
 	}
 }
 
-// TestSeekableVersion2StillReads: blobs written before version 3 (frame 0
-// alone, later frames against it) read back, whole and by frame; a
-// version-2 blob relabelled as version 3, or the reverse, is damage, not
-// misread.
-func TestSeekableVersion2StillReads(t *testing.T) {
-	data, ends := recordsLike(23, 3000)
-	v2 := encodeSeekable(data, ends, ZFrameTarget, 2)
-	if string(v2[:len(zMagicV2)]) != zMagicV2 {
-		t.Fatal("not version 2")
+// olderVersionReads writes records in an older seekable version, as
+// older binaries did, and checks that they read back whole and from their
+// last frame alone; it returns the records, their ends and the blob.
+func olderVersionReads(t *testing.T, version int, seed uint64) ([]byte, []int64, []byte) {
+	t.Helper()
+	data, ends := recordsLike(seed, 3000)
+	enc := encodeSeekable(data, ends, ZFrameTarget, version)
+	if magic := map[int]string{1: zMagicV1, 2: zMagicV2}[version]; string(enc[:len(magic)]) != magic {
+		t.Fatalf("not version %d", version)
 	}
-	if back, err := DecodeSeekable(v2); err != nil || !bytes.Equal(back, data) {
-		t.Fatalf("version 2: %v", err)
+	if back, err := DecodeSeekable(enc); err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("version %d: %v", version, err)
 	}
-	s, err := OpenSeekable(bytes.NewReader(v2), int64(len(v2)), nil)
+	s, err := OpenSeekable(bytes.NewReader(enc), int64(len(enc)), nil)
 	if err != nil || s.Frames() < 2 {
 		t.Fatalf("%v, %d frames", err, s.Frames())
 	}
 	last := s.frames[len(s.frames)-1]
 	got := make([]byte, last.ulen)
 	if _, err := s.ReadAt(got, last.uoff); err != nil && err != io.EOF || !bytes.Equal(got, data[last.uoff:]) {
-		t.Fatalf("the last frame alone: %v", err)
+		t.Fatalf("version %d: the last frame alone: %v", version, err)
 	}
+	return data, ends, enc
+}
+
+// TestSeekableVersion2StillReads: blobs written before version 3 (frame 0
+// alone, later frames against it) read back, whole and by frame; a
+// version-2 blob relabelled as version 3, or the reverse, is damage, not
+// misread.
+func TestSeekableVersion2StillReads(t *testing.T) {
+	data, ends, v2 := olderVersionReads(t, 2, 23)
 	relabelled := bytes.Clone(v2)
 	copy(relabelled, zMagic)
 	if _, err := DecodeSeekable(relabelled); !errors.Is(err, ErrBadSeekable) {
@@ -353,24 +362,7 @@ func TestSeekableVersion2StillReads(t *testing.T) {
 // frame independent) read back, whole and by record; a version-1 frame
 // that names a dictionary is damage.
 func TestSeekableVersion1StillReads(t *testing.T) {
-	data, ends := recordsLike(17, 3000)
-	v1 := encodeSeekable(data, ends, ZFrameTarget, 1)
-	if string(v1[:len(zMagicV1)]) != zMagicV1 {
-		t.Fatal("not version 1")
-	}
-	back, err := DecodeSeekable(v1)
-	if err != nil || !bytes.Equal(back, data) {
-		t.Fatalf("version 1: %v", err)
-	}
-	s, err := OpenSeekable(bytes.NewReader(v1), int64(len(v1)), nil)
-	if err != nil || s.Frames() < 2 {
-		t.Fatalf("%v, %d frames", err, s.Frames())
-	}
-	last := s.frames[len(s.frames)-1]
-	got := make([]byte, last.ulen)
-	if _, err := s.ReadAt(got, last.uoff); err != nil && err != io.EOF || !bytes.Equal(got, data[last.uoff:]) {
-		t.Fatalf("the last frame alone: %v", err)
-	}
+	data, ends, _ := olderVersionReads(t, 1, 17)
 	// A version-2 or -3 blob relabelled as version 1: its frames name a
 	// dictionary a version-1 reader has none of.
 	for _, version := range []int{2, 3} {
