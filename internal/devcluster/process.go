@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -163,6 +164,14 @@ func WaitUntil(timeout, interval time.Duration, exited <-chan error, where strin
 // FreePorts returns n distinct TCP ports on loopback that were free a
 // moment ago (all listeners are held until every port is chosen, so no
 // two are the same).
+//
+// They are drawn at random from below the kernel's ephemeral range
+// (ip_local_port_range), not from it: a server is started on its port a
+// while after the port is chosen (a ClickHouse server takes a second to
+// bind), and in between every outgoing connection on the machine, and
+// every listener on port 0, takes its local port from the ephemeral
+// range. In CI, where test packages start clusters side by side, a
+// server once found its port taken that way ("Address already in use").
 func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -170,16 +179,39 @@ func FreePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := 10000, ephemeralStart()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
+	for len(ports) < n {
+		var l net.Listener
+		var err error
+		for try := 0; try < 64 && hi > lo; try++ {
+			if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo))); err == nil {
+				break
+			}
+		}
+		if l == nil { // the range is crowded (or empty): let the kernel choose
+			if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, err
+			}
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range
+// (32768, Linux's default, when it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first <= 1024 {
+		return 32768
+	}
+	return first
 }
 
 // FreePort returns one free loopback port (see FreePorts).
