@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -62,12 +61,7 @@ func (s *Store) Plan(id string) (json.RawMessage, error) {
 	if c, ok, err := s.planRef(id); err != nil {
 		return nil, err
 	} else if ok {
-		f, err := s.Blobs.Open(c)
-		if err != nil {
-			return nil, fmt.Errorf("store: plan of %s: %w", id, err)
-		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
+		b, err := s.blobBytes(c)
 		if err == nil && Sum(b) != c {
 			err = fmt.Errorf("blob %s holds other bytes", c)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/flightrec/flightrec/event"
 	"github.com/flightrec/flightrec/internal/jsonspan"
 	"github.com/flightrec/flightrec/store/blobs"
@@ -114,16 +116,21 @@ func (s *Store) inline(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("store: seq %d: outlined data: %w", r.Seq, err)
 	}
-	f, err := s.Blobs.Open(c)
-	if err != nil {
-		return fmt.Errorf("store: seq %d: outlined data: %w", r.Seq, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
+	b, err := s.blobBytes(c)
 	if err != nil {
 		return fmt.Errorf("store: seq %d: outlined data: %w", r.Seq, err)
 	}
 	return r.Inline(b)
+}
+
+// blobBytes reads blob c whole.
+func (s *Store) blobBytes(c cid.Cid) ([]byte, error) {
+	f, err := s.Blobs.Open(c)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // inlined wraps a record callback so it sees every record's data whole.

@@ -202,7 +202,7 @@ func encodeSeekable(data []byte, cuts []int64, target int64, version int) []byte
 			out = zBuiltinEncoder().EncodeAll(src, out)
 			frame0 = data[from:to]
 		case from == 0 || version == 1:
-			out = zEncoder().EncodeAll(data[from:to], out)
+			out = zEncoder().EncodeAll(src, out)
 			frame0 = data[from:to]
 		default:
 			if withDict == nil {
