@@ -498,16 +498,9 @@ func (s *Service) collectLater(id string, sealSeq uint64) {
 func (s *Service) collectCluster(ctx context.Context, id string, sealSeq uint64) error {
 	obj := s.cl.cfg.Objects
 	sealKey := batchKey(id, sealSeq)
-	for info, err := range obj.List(ctx, clusterBatches+id+"/") {
-		if err != nil {
-			return err
-		}
-		if info.Key >= sealKey {
-			continue
-		}
-		if err := obj.Delete(ctx, info.Key); err != nil {
-			return err
-		}
+	// One request per 1,000 batches (a recording has one per append).
+	if err := objstore.DeleteUnder(ctx, obj, clusterBatches+id+"/", func(key string) bool { return key >= sealKey }); err != nil {
+		return err
 	}
 	return obj.Delete(ctx, clusterOpen+id+".json")
 }

@@ -157,7 +157,12 @@ func (e *clusterEnv) stopNodes() time.Duration {
 // /proc/PID/stat (utime + stime): subtracted from stopNodes' total, it
 // leaves out what starting them cost.
 func (e *clusterEnv) nodesCPU() time.Duration {
-	var cpu time.Duration
+	user, sys := e.nodesCPUParts()
+	return user + sys
+}
+
+// nodesCPUParts is nodesCPU's user and system time apart.
+func (e *clusterEnv) nodesCPUParts() (user, sys time.Duration) {
 	for _, p := range e.nodes {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 		if err != nil {
@@ -166,17 +171,20 @@ func (e *clusterEnv) nodesCPU() time.Duration {
 		// Fields after the command name (which is in parentheses):
 		// state is field 3, utime 14 and stime 15, in clock ticks.
 		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-		var ticks int64
-		for _, s := range f[11:13] {
+		for i, s := range f[11:13] {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
 				e.t.Fatal(err)
 			}
-			ticks += n
+			d := time.Duration(n) * time.Second / 100 // USER_HZ is 100 on Linux
+			if i == 0 {
+				user += d
+			} else {
+				sys += d
+			}
 		}
-		cpu += time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 	}
-	return cpu
+	return user, sys
 }
 
 // nodesSwitches is how many times the running nodes' threads have been
@@ -200,6 +208,84 @@ func (e *clusterEnv) nodesSwitches() (n int64) {
 		}
 	}
 	return n
+}
+
+// indexQueries is how many queries, and of them inserts, the ClickHouse
+// servers have received (system.events, summed over the servers): the
+// index's cost per append, which no node's CPU shows. Forwarded inserts
+// of the Distributed tables count too, alike in every mode.
+func (e *clusterEnv) indexQueries() (queries, inserts int64) {
+	for _, r := range e.ch.ClickHouse {
+		q := url.Values{"query": {"SELECT event, value FROM system.events WHERE event IN ('Query', 'InsertQuery')"}}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/?%s", r.HTTPPort, q.Encode()))
+		if err != nil {
+			continue // a server down counts nothing
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			k, v, _ := strings.Cut(line, "\t")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "Query":
+				queries += n
+			case "InsertQuery":
+				inserts += n
+			}
+		}
+	}
+	return queries, inserts
+}
+
+// nodesGCs is how many collections the running nodes' runtimes have
+// finished, from their /metrics.
+func (e *clusterEnv) nodesGCs() (n int64) {
+	for i := range e.nodes {
+		resp, err := http.Get(e.url(i) + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
+				c, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				n += c
+			}
+		}
+	}
+	return n
+}
+
+// monitorCPU is the CPU time so far of the running nodes' first thread
+// after the main one: the Go runtime's monitor (sysmon), which the
+// runtime starts before anything else. The CPU profiler never samples
+// it (it runs no goroutine), and it polls every 20 µs for a while each
+// time an idle process makes a system call, so a lightly loaded node
+// pays it per request.
+func (e *clusterEnv) monitorCPU() time.Duration {
+	var cpu time.Duration
+	for _, p := range e.nodes {
+		pid := p.cmd.Process.Pid
+		stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		first, firstStat := 0, ""
+		for _, st := range stats {
+			tid, err := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+			if err == nil && tid > pid && (first == 0 || tid < first) {
+				first, firstStat = tid, st
+			}
+		}
+		raw, err := os.ReadFile(firstStat)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		for _, v := range f[11:13] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			cpu += time.Duration(n) * time.Second / 100
+		}
+	}
+	return cpu
 }
 
 func (e *clusterEnv) url(i int) string { return "http://" + e.nodes[i].addr }
@@ -939,7 +1025,11 @@ func BenchmarkClusterIngest(b *testing.B) {
 			}
 			e.startNodes(mode.nodes, mode.cluster)
 			base := e.roundRobin()
-			startCPU, startSwitches := e.nodesCPU(), e.nodesSwitches()
+			startUser, startSys := e.nodesCPUParts()
+			startCPU, startSwitches := startUser+startSys, e.nodesSwitches()
+			startQueries, startInserts := e.indexQueries()
+			startGCs := e.nodesGCs()
+			startMonitor := e.monitorCPU()
 			var mu sync.Mutex
 			var lat []time.Duration
 			var ids []string
@@ -995,7 +1085,13 @@ func BenchmarkClusterIngest(b *testing.B) {
 			// nodes used to start and what they use to stop (a per-process
 			// cost, not a per-event one: closing connections, the last
 			// index flush) are both left out, and the latter reported.
-			endCPU, switches := e.nodesCPU(), e.nodesSwitches()-startSwitches
+			endUser, endSys := e.nodesCPUParts()
+			endCPU, switches := endUser+endSys, e.nodesSwitches()-startSwitches
+			sysShare := (endSys - startSys).Seconds() / (endCPU - startCPU).Seconds()
+			queries, inserts := e.indexQueries()
+			gcs := e.nodesGCs() - startGCs
+			monitor := e.monitorCPU() - startMonitor
+			queries, inserts = queries-startQueries, inserts-startInserts
 			cpu := (endCPU - startCPU).Seconds()
 			stopping := (e.stopNodes() - endCPU).Seconds()
 			if b.Failed() {
@@ -1012,10 +1108,10 @@ func BenchmarkClusterIngest(b *testing.B) {
 				ratios[mode.name] = append(ratios[mode.name], perM/cpu1)
 			}
 			load, _ := os.ReadFile("/proc/loadavg")
-			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs = %.1fs per million events%s (stopping the nodes: %.2fs more); %.1f thread switches per 50-event append; load %s",
+			b.Logf("%-27s %6d events in %5.2fs (%7.0f ev/s); ack latency p50 %6.1fms p99 %6.1fms; flightrec CPU %.2fs (%.0f%% system, %.2fs the runtime's monitor thread) = %.1fs per million events%s (stopping the nodes: %.2fs more); %.1f thread switches and %.1f index queries (%.1f inserts) per 50-event append; %d collections; load %s",
 				mode.name, events, elapsed.Seconds(), float64(events)/elapsed.Seconds(),
-				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, perM, ratio, stopping,
-				float64(switches)/float64(len(lat)), bytes.Join(bytes.Fields(load)[:3], []byte(" ")))
+				float64(p(0.50).Microseconds())/1000, float64(p(0.99).Microseconds())/1000, cpu, 100*sysShare, monitor.Seconds(), perM, ratio, stopping,
+				float64(switches)/float64(len(lat)), float64(queries)/float64(len(lat)), float64(inserts)/float64(len(lat)), gcs, bytes.Join(bytes.Fields(load)[:3], []byte(" ")))
 		}
 	}
 }

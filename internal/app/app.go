@@ -57,6 +57,11 @@ type StoreConfig struct {
 	BlobGCGrace time.Duration
 	// SegmentBytes is the log segment size.
 	SegmentBytes int64
+	// LogsDurableElsewhere: appends to open recordings' logs are not
+	// fsynced, since each batch is an object in the shared store before
+	// it is acknowledged and a restart discards the local copy (cluster
+	// mode; New sets it from Config.Cluster).
+	LogsDurableElsewhere bool
 	// LockTimeout is how long a command waits for the data directory's
 	// lock while another short command holds it (a server's lock is not
 	// waited for).
@@ -170,7 +175,7 @@ func (c StoreConfig) Open() (*store.Store, store.Index, error) {
 
 // openStore opens the data directory with its blobs where c.Blobs says.
 func (c StoreConfig) openStore() (*store.Store, error) {
-	lo := store.LogOptions{SegmentBytes: c.SegmentBytes}
+	lo := store.LogOptions{SegmentBytes: c.SegmentBytes, DurableElsewhere: c.LogsDurableElsewhere}
 	if c.Blobs == "" {
 		return store.OpenStore(c.Data, lo)
 	}
@@ -254,6 +259,10 @@ func New(cfg Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	opened.add(lock.Close) // last: everything it guards is closed
+	// In cluster mode an acknowledgement waits for the batch's object,
+	// and a restarted node rebuilds an open recording from the objects
+	// (ingest.Service.recover): an fsync of the local copy buys nothing.
+	cfg.Store.LogsDurableElsewhere = cfg.Cluster.Node != ""
 	st, idx, err := cfg.Store.Open()
 	if err != nil {
 		opened.close()

@@ -76,6 +76,12 @@ type LogOptions struct {
 	// (default DefaultSegmentBytes). A segment never exceeds it unless a
 	// single frame does; such a frame gets a segment of its own.
 	SegmentBytes int64
+	// DurableElsewhere leaves out the fsync of every append: the caller
+	// made the records durable somewhere else first, and discards this
+	// log after a crash (a cluster node's copy of a recording whose
+	// batches are in the object store: serve's cluster mode). Segments'
+	// creation is still synced, and opening still cuts a torn tail.
+	DurableElsewhere bool
 }
 
 // segFile is the part of *os.File that appending needs (an interface so
@@ -364,8 +370,10 @@ func (l *Log) write(buf []byte, parts []logPart) error {
 		if _, err := l.f.WriteAt(buf[p.from:p.to], p.off); err != nil {
 			return l.rollback(orig, created, err, false)
 		}
-		if err := l.f.Sync(); err != nil {
-			return l.rollback(orig, created, fmt.Errorf("fsync: %w", err), true)
+		if !l.opt.DurableElsewhere {
+			if err := l.f.Sync(); err != nil {
+				return l.rollback(orig, created, fmt.Errorf("fsync: %w", err), true)
+			}
 		}
 		l.segSize = p.off + int64(p.to-p.from)
 	}

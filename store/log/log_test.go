@@ -710,6 +710,28 @@ func TestLogSyncFailureBreaksLog(t *testing.T) {
 	mustAppend(t, l2, logRecs(6, 1, 0))
 }
 
+// TestLogDurableElsewhere: appends are not fsynced (a failing fsync
+// fails nothing), segments roll as before, and the log reads back whole.
+func TestLogDurableElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, LogOptions{SegmentBytes: 1000, DurableElsewhere: true})
+	var recs []Record
+	var locs []Locator
+	recs = append(recs, logRecs(1, 2, 50)...)
+	locs = append(locs, mustAppend(t, l, recs)...)
+	ff := &faultyFile{segFile: l.f}
+	ff.failSync.Store(true)
+	l.f = ff
+	more := logRecs(3, 40, 50) // rolls into new segments (created synced)
+	locs = append(locs, mustAppend(t, l, more)...)
+	recs = append(recs, more...)
+	if l.Segments() < 2 {
+		t.Fatal("expected a roll")
+	}
+	l.Close()
+	checkLog(t, dir, recs, locs)
+}
+
 func TestLogFailureInNewSegmentRollsBackBoth(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, LogOptions{SegmentBytes: 1000})

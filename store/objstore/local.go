@@ -416,6 +416,20 @@ func (l *Local) List(ctx context.Context, prefix string) iter.Seq2[Info, error] 
 	}
 }
 
+// DeleteMany removes each key as Delete does: a directory has no cheaper
+// way.
+func (l *Local) DeleteMany(ctx context.Context, keys []string) error {
+	if err := checkKeys(keys); err != nil {
+		return err
+	}
+	for _, key := range keys {
+		if err := l.Delete(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (l *Local) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err

@@ -51,6 +51,11 @@ type Store interface {
 	// Delete removes the object. Deleting a missing key succeeds: a retried
 	// delete is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeleteMany removes the objects of keys, as Delete each, in as few
+	// requests as the store allows (S3: one per 1,000 keys). Every key is
+	// checked before any is removed; on a failure some of the others may
+	// be gone, and the call may be repeated.
+	DeleteMany(ctx context.Context, keys []string) error
 	// String names the store for logs and errors: never a credential.
 	String() string
 }
@@ -240,4 +245,39 @@ func Update(ctx context.Context, s Store, key string, change func(old []byte, ex
 			return Info{}, ctx.Err()
 		}
 	}
+}
+
+// deleteManyMax is the most keys S3's multi-object delete takes at once.
+const deleteManyMax = 1000
+
+// checkKeys checks every key of a DeleteMany before any is removed.
+func checkKeys(keys []string) error {
+	for _, key := range keys {
+		if err := CheckKey(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteUnder removes every object listed under prefix but those keep
+// names (nil: none kept), in DeleteMany requests of up to 1,000 keys
+// made as the listing goes. A missing object is no failure.
+func DeleteUnder(ctx context.Context, s Store, prefix string, keep func(key string) bool) error {
+	var keys []string
+	for info, err := range s.List(ctx, prefix) {
+		if err != nil {
+			return err
+		}
+		if keep != nil && keep(info.Key) {
+			continue
+		}
+		if keys = append(keys, info.Key); len(keys) == deleteManyMax {
+			if err := s.DeleteMany(ctx, keys); err != nil {
+				return err
+			}
+			keys = keys[:0]
+		}
+	}
+	return s.DeleteMany(ctx, keys)
 }

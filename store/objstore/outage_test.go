@@ -52,6 +52,7 @@ func everyCall(s objstore.Store, etag string) map[string]error {
 		}
 	}
 	errs["delete"] = s.Delete(ctx, "during")
+	errs["delete many"] = s.DeleteMany(ctx, []string{"during", "during-never"})
 	return errs
 }
 

@@ -470,6 +470,40 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteMany removes keys with S3's multi-object delete (POST ?delete),
+// 1,000 keys a request: collecting a sealed recording's batches or a
+// removed recording's objects costs one request, not one per object. A
+// key already gone is no failure, as for Delete.
+func (s *S3) DeleteMany(ctx context.Context, keys []string) error {
+	if err := checkKeys(keys); err != nil {
+		return err
+	}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), deleteManyMax)]
+		keys = keys[len(chunk):]
+		objs := make(chan minio.ObjectInfo, len(chunk))
+		for _, key := range chunk {
+			objs <- minio.ObjectInfo{Key: s.prefix + key}
+		}
+		close(objs)
+		var first error
+		for res := range s.client.RemoveObjectsWithResult(ctx, s.cfg.Bucket, objs, minio.RemoveObjectsOptions{}) {
+			if res.Err == nil || first != nil {
+				continue
+			}
+			err := s.wrap(ctx, "delete", strings.TrimPrefix(res.ObjectName, s.prefix), res.Err, condNone)
+			if errors.Is(err, ErrNotExist) {
+				continue
+			}
+			first = err
+		}
+		if first != nil {
+			return first
+		}
+	}
+	return nil
+}
+
 type condition int
 
 const (

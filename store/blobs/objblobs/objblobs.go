@@ -865,13 +865,8 @@ func (s *Store) RemoveRecordingFiles(id string) error {
 	if err := s.obj.Delete(ctx, recordingPrefix+id+"/ROOT"); err != nil {
 		return fmt.Errorf("store: unpublish %s: %w", id, err)
 	}
-	for info, err := range s.obj.List(ctx, recordingPrefix+id+"/") {
-		if err != nil {
-			return err
-		}
-		if err := s.obj.Delete(ctx, info.Key); err != nil {
-			return fmt.Errorf("store: unpublish %s: %w", id, err)
-		}
+	if err := objstore.DeleteUnder(ctx, s.obj, recordingPrefix+id+"/", nil); err != nil {
+		return fmt.Errorf("store: unpublish %s: %w", id, err)
 	}
 	if s.opts.RecordingObjects != nil {
 		for _, name := range s.opts.RecordingObjects(id) {
@@ -892,15 +887,7 @@ func (s *Store) removeObjects(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	for info, err := range s.obj.List(ctx, key) {
-		if err != nil {
-			return err
-		}
-		if err := s.obj.Delete(ctx, info.Key); err != nil && !errors.Is(err, objstore.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
+	return objstore.DeleteUnder(ctx, s.obj, key, nil)
 }
 
 // RecordingFile reads a file PutRecordingFile stored; a missing one is

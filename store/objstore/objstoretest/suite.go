@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) objstore.Store) {
 		{"ListPaging", testListPaging},
 		{"ListOrderAndPrefixes", testListOrder},
 		{"Delete", testDelete},
+		{"DeleteMany", testDeleteMany},
 		{"OddKeys", testOddKeys},
 		{"InvalidKeys", testInvalidKeys},
 		{"Large", testLarge},
@@ -442,6 +443,26 @@ func testListPaging(t *testing.T, s objstore.Store) {
 	if all := listKeys(t, s, ""); len(all) != n+1 {
 		t.Fatalf("listing everything gave %d keys, want %d", len(all), n+1)
 	}
+	// DeleteMany past S3's 1,000 keys a request, with keys never stored
+	// among them: every tenth key is kept, and "other/x".
+	var doomed, kept []string
+	for i, key := range want {
+		if i%10 == 0 {
+			kept = append(kept, key)
+		} else {
+			doomed = append(doomed, key)
+		}
+	}
+	doomed = append(doomed, "packs/never/1", "packs/never/2")
+	if err := s.DeleteMany(context.Background(), doomed); err != nil {
+		t.Fatalf("delete many: %v", err)
+	}
+	if got := listKeys(t, s, "packs/"); !slices.Equal(got, kept) {
+		t.Fatalf("after deleting %d keys, %d are listed, want %d (first difference near %v)", len(doomed), len(got), len(kept), firstDiff(got, kept))
+	}
+	if got := listKeys(t, s, "other/"); !slices.Equal(got, []string{"other/x"}) {
+		t.Fatalf("delete many of packs/ left other/ as %q", got)
+	}
 }
 
 func firstDiff(a, b []string) string {
@@ -501,6 +522,37 @@ func testDelete(t *testing.T, s objstore.Store) {
 	}
 }
 
+// testDeleteMany: keys gone, missing keys no failure, an empty list
+// nothing, and one invalid key refuses the whole call before any is removed.
+func testDeleteMany(t *testing.T, s objstore.Store) {
+	ctx := context.Background()
+	putMany(t, s, []string{"m/a", "m/b", "m/c", "n/a"})
+	if err := s.DeleteMany(ctx, nil); err != nil {
+		t.Fatalf("delete of no keys: %v", err)
+	}
+	err := s.DeleteMany(ctx, []string{"m/a", "bad//key", "m/b"})
+	wantKind(t, "delete many with an invalid key", err, objstore.ErrInvalidKey)
+	if got := listKeys(t, s, "m/"); !slices.Equal(got, []string{"m/a", "m/b", "m/c"}) {
+		t.Fatalf("a refused delete many removed keys: %q left", got)
+	}
+	if err := s.DeleteMany(ctx, []string{"m/a", "m/c", "m/never", "m/a"}); err != nil {
+		t.Fatalf("delete many: %v", err)
+	}
+	if got := listKeys(t, s, ""); !slices.Equal(got, []string{"m/b", "n/a"}) {
+		t.Fatalf("after delete many: %q", got)
+	}
+	_, err = s.Stat(ctx, "m/a")
+	wantKind(t, "stat after delete many", err, objstore.ErrNotExist)
+	// DeleteUnder: a prefix's objects but those kept, nothing outside it.
+	putMany(t, s, []string{"m/d", "m/e", "m/f", "mx"})
+	if err := objstore.DeleteUnder(ctx, s, "m/", func(key string) bool { return key == "m/e" }); err != nil {
+		t.Fatalf("delete under m/: %v", err)
+	}
+	if got := listKeys(t, s, ""); !slices.Equal(got, []string{"m/e", "mx", "n/a"}) {
+		t.Fatalf("after delete under m/ but m/e: %q", got)
+	}
+}
+
 // OddKeys are keys with characters that need escaping in URLs, XML or
 // shells, and non-ASCII ones.
 var OddKeys = []string{
@@ -537,10 +589,15 @@ func testOddKeys(t *testing.T, s objstore.Store) {
 	if got := listKeys(t, s, ""); !slices.Equal(got, want) {
 		t.Fatalf("list: %q\nwant %q", got, want)
 	}
-	for _, key := range OddKeys {
+	// Half one by one, half in one request (S3 names them in XML).
+	half := len(OddKeys) / 2
+	for _, key := range OddKeys[:half] {
 		if err := s.Delete(ctx, key); err != nil {
 			t.Fatalf("delete %q: %v", key, err)
 		}
+	}
+	if err := s.DeleteMany(ctx, OddKeys[half:]); err != nil {
+		t.Fatalf("delete many %q: %v", OddKeys[half:], err)
 	}
 	if got := listKeys(t, s, ""); len(got) != 0 {
 		t.Fatalf("after deleting every key, list gives %q", got)
@@ -562,6 +619,8 @@ func testInvalidKeys(t *testing.T, s objstore.Store) {
 		wantKind(t, fmt.Sprintf("get %q", key), err, objstore.ErrInvalidKey)
 		err = s.Delete(ctx, key)
 		wantKind(t, fmt.Sprintf("delete %q", key), err, objstore.ErrInvalidKey)
+		err = s.DeleteMany(ctx, []string{key})
+		wantKind(t, fmt.Sprintf("delete many %q", key), err, objstore.ErrInvalidKey)
 	}
 	if got := listKeys(t, s, ""); len(got) != 0 {
 		t.Fatalf("refused keys left objects: %q", got)
