@@ -219,7 +219,7 @@ func parseJPEG(data []byte) *jpegdelta.Frame {
 	return f
 }
 
-var dictDecoders = sync.Pool{New: func() any {
+var dictDecoders = &kept[*zstd.Decoder]{max: 4, new: func() *zstd.Decoder {
 	// Bounded by the largest seekable frame; decodeAgainst checks a
 	// frame's size before decoding it.
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(zMaxFrame))
@@ -297,8 +297,8 @@ func decodeAgainst(frame []byte, id uint32, dict []byte, fits func(size uint64) 
 	if !h.HasFCS || h.DictionaryID != id || !fits(h.FrameContentSize) {
 		return nil, fmt.Errorf("%w: a delta of %d bytes against dictionary %d, want %d", ErrBadPacked, h.FrameContentSize, h.DictionaryID, id)
 	}
-	d := dictDecoders.Get().(*zstd.Decoder)
-	defer dictDecoders.Put(d)
+	d := dictDecoders.get()
+	defer dictDecoders.put(d)
 	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(id, dict)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadPacked, err)
 	}

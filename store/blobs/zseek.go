@@ -129,10 +129,10 @@ var (
 	// zDictEncoders code a version-2 blob's frames against frame 0 (only
 	// tests write version 2 now), zFirstEncoders a version-3 blob's against
 	// the built-in dictionary and frame 0 (dictDecoders decode them).
-	zDictEncoders = &encoderCache{max: 2, new: func() *zstd.Encoder {
+	zDictEncoders = &kept[*zstd.Encoder]{max: 2, new: func() *zstd.Encoder {
 		return newEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
 	}}
-	zFirstEncoders = &encoderCache{max: 2, new: func() *zstd.Encoder {
+	zFirstEncoders = &kept[*zstd.Encoder]{max: 2, new: func() *zstd.Encoder {
 		return newEncoder(zstd.WithEncoderLevel(zLevel))
 	}}
 	// zBuiltinEncoder codes a version-3 blob's frame 0, zBuiltinDecoder
@@ -156,51 +156,53 @@ var (
 	zCastagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// encoderCache keeps up to max idle encoders of later frames, across
-// garbage collections (a sync.Pool empties at every other one). A new
-// encoder at the "better" level allocates and clears about 8.5 MiB of
-// match tables: a sealed segment of 1 MB took 16 ms with a new one and 6
-// ms with a kept one, and seals come seconds apart, with collections
-// between them. The kept encoders are let go after encoderIdle without
-// a seal.
-type encoderCache struct {
+// kept holds up to max idle values (zstd encoders and decoders) across
+// garbage collections, where a sync.Pool empties at every other one. A new
+// encoder of later frames at the "better" level allocates and clears about
+// 8.5 MiB of match tables: a 1 MB segment sealed after a collection took 16
+// ms with a new one and 5.8 ms with a kept one, and seals come seconds
+// apart, with collections between them. Dictionary decoders are kept the
+// same way, for reads that come after a quiet while. What is kept is let
+// go after keptIdle without a put.
+type kept[T any] struct {
 	max  int
-	new  func() *zstd.Encoder
+	new  func() T
 	mu   sync.Mutex
-	free []*zstd.Encoder
+	free []T
 	idle *time.Timer
 }
 
-// encoderIdle is how long unused encoders are kept.
-const encoderIdle = time.Minute
+// keptIdle is how long unused values are kept.
+const keptIdle = time.Minute
 
-func (c *encoderCache) get() *zstd.Encoder {
+func (c *kept[T]) get() T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := len(c.free); n > 0 {
-		e := c.free[n-1]
-		c.free[n-1] = nil
+		v := c.free[n-1]
+		var zero T
+		c.free[n-1] = zero
 		c.free = c.free[:n-1]
-		return e
+		return v
 	}
 	return c.new()
 }
 
-func (c *encoderCache) put(e *zstd.Encoder) {
+func (c *kept[T]) put(v T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.free) < c.max {
-		c.free = append(c.free, e)
+		c.free = append(c.free, v)
 	}
 	if c.idle == nil {
-		c.idle = time.AfterFunc(encoderIdle, c.drop)
+		c.idle = time.AfterFunc(keptIdle, c.drop)
 	} else {
-		c.idle.Reset(encoderIdle)
+		c.idle.Reset(keptIdle)
 	}
 }
 
-// drop lets the kept encoders go.
-func (c *encoderCache) drop() {
+// drop lets the kept values go.
+func (c *kept[T]) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.free)
@@ -490,11 +492,11 @@ func (s *Seekable) frame(i int) ([]byte, error) {
 			}
 			s.dict = laterFramesDict(s.version, f0)
 		}
-		d := dictDecoders.Get().(*zstd.Decoder)
+		d := dictDecoders.get()
 		if err = d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(want, s.dict)); err == nil {
 			out, err = d.DecodeAll(src, nil)
 		}
-		dictDecoders.Put(d)
+		dictDecoders.put(d)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: frame %d: %v", ErrBadSeekable, i, err)

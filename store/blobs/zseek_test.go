@@ -500,7 +500,7 @@ func FuzzCRCFilter(f *testing.F) {
 // BenchmarkSealAfterCollection encodes a 1 MB segment of log records
 // (framed as a log frames them) after two garbage collections, as a seal
 // that comes seconds after the last one does: the encoders of later frames
-// are kept across collections (encoderCache), so it costs what a seal
+// are kept across collections (kept), so it costs what a seal
 // right after another does (16 ms each before, 6 ms after; 6 ms warm).
 func BenchmarkSealAfterCollection(b *testing.B) {
 	text, ends := recordsLike(19, 2000)
@@ -525,11 +525,11 @@ func BenchmarkSealAfterCollection(b *testing.B) {
 	}
 }
 
-// TestEncoderCache: a put keeps up to max encoders, a get takes a kept one
-// before making one, and drop (after encoderIdle unused) lets them go.
-func TestEncoderCache(t *testing.T) {
+// TestKept: a put keeps up to max values, a get takes a kept one before
+// making one, and drop (after keptIdle unused) lets them go.
+func TestKept(t *testing.T) {
 	made := 0
-	c := &encoderCache{max: 2, new: func() *zstd.Encoder { made++; return newEncoder(zstd.WithEncoderLevel(zstd.SpeedFastest)) }}
+	c := &kept[*zstd.Encoder]{max: 2, new: func() *zstd.Encoder { made++; return newEncoder(zstd.WithEncoderLevel(zstd.SpeedFastest)) }}
 	a, b, d := c.get(), c.get(), c.get()
 	c.put(a)
 	c.put(b)
