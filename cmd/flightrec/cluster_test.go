@@ -153,38 +153,38 @@ func (e *clusterEnv) stopNodes() time.Duration {
 	return cpu
 }
 
-// nodesCPU is the CPU time the running nodes have used so far, from
-// /proc/PID/stat (utime + stime): subtracted from stopNodes' total, it
-// leaves out what starting them cost.
-func (e *clusterEnv) nodesCPU() time.Duration {
-	user, sys := e.nodesCPUParts()
-	return user + sys
-}
-
-// nodesCPUParts is nodesCPU's user and system time apart.
-func (e *clusterEnv) nodesCPUParts() (user, sys time.Duration) {
+// nodesCPU is the user and system time the running nodes have used so
+// far, from /proc/PID/stat: subtracted from stopNodes' total, it leaves
+// out what starting them cost.
+func (e *clusterEnv) nodesCPU() (user, sys time.Duration) {
 	for _, p := range e.nodes {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		u, s, err := threadCPU(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		// Fields after the command name (which is in parentheses):
-		// state is field 3, utime 14 and stime 15, in clock ticks.
-		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-		for i, s := range f[11:13] {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			d := time.Duration(n) * time.Second / 100 // USER_HZ is 100 on Linux
-			if i == 0 {
-				user += d
-			} else {
-				sys += d
-			}
-		}
+		user, sys = user+u, sys+s
 	}
 	return user, sys
+}
+
+// threadCPU reads the user and system time of a process or thread from
+// its /proc stat file.
+func threadCPU(stat string) (user, sys time.Duration, err error) {
+	raw, err := os.ReadFile(stat)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command name (which is in parentheses): state is
+	// field 3, utime 14 and stime 15, in clock ticks (USER_HZ, 100 on
+	// Linux).
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	var ticks [2]int64
+	for i, v := range f[11:13] {
+		if ticks[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, 0, err
+		}
+	}
+	return time.Duration(ticks[0]) * time.Second / 100, time.Duration(ticks[1]) * time.Second / 100, nil
 }
 
 // nodesSwitches is how many times the running nodes' threads have been
@@ -275,14 +275,8 @@ func (e *clusterEnv) monitorCPU() time.Duration {
 				first, firstStat = tid, st
 			}
 		}
-		raw, err := os.ReadFile(firstStat)
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-		for _, v := range f[11:13] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			cpu += time.Duration(n) * time.Second / 100
+		if user, sys, err := threadCPU(firstStat); err == nil {
+			cpu += user + sys
 		}
 	}
 	return cpu
@@ -1025,7 +1019,7 @@ func BenchmarkClusterIngest(b *testing.B) {
 			}
 			e.startNodes(mode.nodes, mode.cluster)
 			base := e.roundRobin()
-			startUser, startSys := e.nodesCPUParts()
+			startUser, startSys := e.nodesCPU()
 			startCPU, startSwitches := startUser+startSys, e.nodesSwitches()
 			startQueries, startInserts := e.indexQueries()
 			startGCs := e.nodesGCs()
@@ -1085,13 +1079,13 @@ func BenchmarkClusterIngest(b *testing.B) {
 			// nodes used to start and what they use to stop (a per-process
 			// cost, not a per-event one: closing connections, the last
 			// index flush) are both left out, and the latter reported.
-			endUser, endSys := e.nodesCPUParts()
+			endUser, endSys := e.nodesCPU()
 			endCPU, switches := endUser+endSys, e.nodesSwitches()-startSwitches
 			sysShare := (endSys - startSys).Seconds() / (endCPU - startCPU).Seconds()
-			queries, inserts := e.indexQueries()
+			endQueries, endInserts := e.indexQueries()
+			queries, inserts := endQueries-startQueries, endInserts-startInserts
 			gcs := e.nodesGCs() - startGCs
 			monitor := e.monitorCPU() - startMonitor
-			queries, inserts = queries-startQueries, inserts-startInserts
 			cpu := (endCPU - startCPU).Seconds()
 			stopping := (e.stopNodes() - endCPU).Seconds()
 			if b.Failed() {
